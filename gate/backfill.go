@@ -1,0 +1,98 @@
+package gate
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+const mirrorPodAnnotation = "kubernetes.io/config.mirror"
+
+// Backfiller taints nodes that came up without the startup taint (a webhook outage under
+// failurePolicy Ignore, or a gate installed after the node) — but only while they are idle,
+// because tainting a node already running workloads gates nothing and only confuses.
+//
+// Pods are listed per node with a spec.nodeName field selector straight from the API: the
+// gate never caches every Pod in the cluster.
+type Backfiller struct {
+	Writer   *NodeWriter
+	Reader   client.Reader // uncached (APIReader)
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
+	Config   *Config
+}
+
+// Node backfills one untainted, unreleased, gated node if it is idle. After tainting it
+// looks again: a workload Pod that the scheduler bound between the first look and the
+// taint landing means the node is in service, so the taint comes off again and the node is
+// marked released — it will not be gated later.
+func (b *Backfiller) Node(ctx context.Context, node *corev1.Node) error {
+	logger := log.FromContext(ctx).WithValues("node", klog.KObj(node))
+	busy, err := b.busyPod(ctx, node.Name)
+	if err != nil {
+		return err
+	}
+	if busy != "" {
+		backfillsTotal.WithLabelValues("busy").Inc()
+		logger.V(1).Info("Not backfilling busy node", "pod", busy)
+		return nil
+	}
+	tainted, wrote, err := b.Writer.Write(ctx, node, b.Config.taintMutation())
+	if err != nil || !wrote {
+		return err
+	}
+	backfillsTotal.WithLabelValues("tainted").Inc()
+	b.Recorder.Eventf(tainted, nil, corev1.EventTypeNormal, ReasonBackfilled, eventActionBackfill, "Added startup taint %s to idle node that came up without it", b.Config.Taint.Key)
+	logger.Info("Backfilled startup taint")
+
+	busy, err = b.busyPod(ctx, node.Name)
+	if err != nil || busy == "" {
+		return err
+	}
+	undone, _, err := b.Writer.Write(ctx, tainted, b.Config.releaseMutation(b.Clock.Now()))
+	if err != nil {
+		return fmt.Errorf("undoing backfill of node %q: %w", node.Name, err)
+	}
+	backfillsTotal.WithLabelValues("undone").Inc()
+	b.Recorder.Eventf(undone, nil, corev1.EventTypeWarning, ReasonBackfillUndone, eventActionBackfill, "Removed backfilled startup taint: workload pod %s landed first", busy)
+	logger.Info("Undid backfill, workload pod landed first", "pod", busy)
+	return nil
+}
+
+// busyPod names the first Pod on the node that makes it busy, or "" when idle.
+func (b *Backfiller) busyPod(ctx context.Context, nodeName string) (string, error) {
+	list := &corev1.PodList{}
+	sel := client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(podNodeNameField, nodeName)}
+	if err := b.Reader.List(ctx, list, sel); err != nil {
+		return "", fmt.Errorf("listing pods of node %q: %w", nodeName, err)
+	}
+	for i := range list.Items {
+		if p := &list.Items[i]; makesBusy(p, b.Config) {
+			return p.Namespace + "/" + p.Name, nil
+		}
+	}
+	return "", nil
+}
+
+// makesBusy: a Pod counts as workload unless it is finished, a DaemonSet Pod, a mirror Pod,
+// or tolerates the startup taint.
+func makesBusy(p *corev1.Pod, cfg *Config) bool {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	if _, mirror := p.Annotations[mirrorPodAnnotation]; mirror {
+		return false
+	}
+	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "DaemonSet" {
+		return false
+	}
+	return !cfg.Tolerates(p.Spec.Tolerations)
+}

@@ -1,0 +1,320 @@
+package gate
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/yaml"
+)
+
+// The contract's defaults. They are defaults, not literals: every use goes through Config.
+const (
+	DefaultTaintKey            = "startup.k8s.io/initializing"
+	DefaultTaintValue          = "wait"
+	DefaultInitLabel           = "startup.k8s.io/component=init"
+	DefaultReadyAnnotation     = "startup.k8s.io/ready"
+	DefaultCompletedAnnotation = "startup.k8s.io/completedAt"
+	// DefaultNodeSelector gates every node except AKS system-pool and control-plane nodes:
+	// the gate's own Pods run there, so gating them could deadlock the cluster.
+	DefaultNodeSelector = "kubernetes.azure.com/mode!=system,!node-role.kubernetes.io/control-plane"
+
+	// AutoscalerTaintPrefix is the key prefix the cluster autoscaler treats as a startup taint:
+	// a node carrying it is counted as upcoming capacity, not as unusable.
+	AutoscalerTaintPrefix = "startup-taint.cluster-autoscaler.kubernetes.io/"
+)
+
+// TimeoutPolicy says what happens when MaxHold passes before the node is ready.
+type TimeoutPolicy string
+
+const (
+	// TimeoutRelease removes the taint anyway and records a Warning event.
+	TimeoutRelease TimeoutPolicy = "release"
+	// TimeoutKeep keeps the taint and alerts (event + metric); an operator decides.
+	TimeoutKeep TimeoutPolicy = "keep"
+)
+
+// Component is one required initialization workload: the Pods selected by Selector in
+// Namespace (empty means all namespaces). A node is ready when every component that has a
+// Pod on it is ready, and at least one component has.
+type Component struct {
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Selector  string `json:"selector"`
+}
+
+// Config is the whole contract of the gate. The zero value is not usable: start from
+// DefaultConfig and call Validate before use; Validate also compiles the selectors.
+type Config struct {
+	// Taint is the startup taint the gate adds at creation and removes at release.
+	// Only key and effect identify it; the value is informational.
+	Taint corev1.Taint `json:"taint"`
+	// ReadyAnnotation on an init Pod, with value "true", marks it ready early.
+	ReadyAnnotation string `json:"readyAnnotation"`
+	// CompletedAnnotation is written on the Node, in the same write that removes the taint.
+	CompletedAnnotation string `json:"completedAnnotation"`
+	// NodeSelector (label selector syntax) chooses which nodes are gated.
+	NodeSelector string `json:"nodeSelector"`
+	// Components are the required init workloads.
+	Components []Component `json:"components"`
+	// RequiredCondition, "Type=Status", must also hold on the Node before release (optional).
+	RequiredCondition string `json:"requiredCondition,omitempty"`
+	// AnnotationOnly counts only the ReadyAnnotation, not Pod readiness.
+	AnnotationOnly bool `json:"annotationOnly,omitempty"`
+	// MinHold is the shortest time a node stays gated, counted from its creation.
+	MinHold metav1.Duration `json:"minHold,omitempty"`
+	// MaxHold bounds the wait (0: unbounded); then TimeoutPolicy applies.
+	MaxHold       metav1.Duration `json:"maxHold,omitempty"`
+	TimeoutPolicy TimeoutPolicy   `json:"timeoutPolicy"`
+	// Webhook serves the mutating webhook; Backfill taints idle nodes that came up untainted.
+	Webhook  bool `json:"webhook"`
+	Backfill bool `json:"backfill,omitempty"`
+	// PodGuard serves the validating webhook that denies Pods bound directly to gated nodes.
+	PodGuard bool `json:"podGuard,omitempty"`
+
+	compiled *compiled
+}
+
+type compiled struct {
+	nodes      labels.Selector
+	components []compiledComponent
+	condType   corev1.NodeConditionType
+	condStatus corev1.ConditionStatus
+	// cacheKey is a label key every component requires: the Pod cache selects on it.
+	cacheKey       string
+	cacheNamespace string
+}
+
+type compiledComponent struct {
+	Component
+	selector labels.Selector
+}
+
+// DefaultConfig returns the contract's defaults.
+func DefaultConfig() Config {
+	return Config{
+		Taint:               corev1.Taint{Key: DefaultTaintKey, Value: DefaultTaintValue, Effect: corev1.TaintEffectNoSchedule},
+		ReadyAnnotation:     DefaultReadyAnnotation,
+		CompletedAnnotation: DefaultCompletedAnnotation,
+		NodeSelector:        DefaultNodeSelector,
+		Components:          []Component{{Name: "init", Selector: DefaultInitLabel}},
+		TimeoutPolicy:       TimeoutRelease,
+		Webhook:             true,
+	}
+}
+
+// LoadConfig strictly decodes YAML over the defaults: unknown fields are an error.
+func LoadConfig(data []byte) (Config, error) {
+	cfg := DefaultConfig()
+	if len(bytes.TrimSpace(data)) == 0 {
+		return cfg, nil
+	}
+	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
+		return Config{}, fmt.Errorf("decoding config: %w", err)
+	}
+	return cfg, nil
+}
+
+// Validate checks every field and compiles the selectors. Each error names its field.
+func (c *Config) Validate() error {
+	var errs []error
+	field := func(name string, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+	}
+	out := &compiled{}
+
+	for _, msg := range validation.IsQualifiedName(c.Taint.Key) {
+		field("taint.key", "%q: %s", c.Taint.Key, msg)
+	}
+	if c.Taint.Value != "" {
+		for _, msg := range validation.IsValidLabelValue(c.Taint.Value) {
+			field("taint.value", "%q: %s", c.Taint.Value, msg)
+		}
+	}
+	switch c.Taint.Effect {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		field("taint.effect", "%q: must be NoSchedule, PreferNoSchedule or NoExecute", c.Taint.Effect)
+	}
+	for name, key := range map[string]string{"readyAnnotation": c.ReadyAnnotation, "completedAnnotation": c.CompletedAnnotation} {
+		for _, msg := range validation.IsQualifiedName(key) {
+			field(name, "%q: %s", key, msg)
+		}
+	}
+
+	var err error
+	if out.nodes, err = labels.Parse(c.NodeSelector); err != nil {
+		field("nodeSelector", "%q: %v", c.NodeSelector, err)
+	}
+
+	if len(c.Components) == 0 {
+		field("components", "at least one required component is needed")
+	}
+	keys := map[string]int{}
+	namespaces := map[string]bool{}
+	for i, comp := range c.Components {
+		name := fmt.Sprintf("components[%d].selector", i)
+		sel, err := labels.Parse(comp.Selector)
+		if err != nil || sel.Empty() {
+			field(name, "%q: must be a non-empty label selector (%v)", comp.Selector, err)
+			continue
+		}
+		if comp.Namespace != "" {
+			for _, msg := range validation.IsDNS1123Label(comp.Namespace) {
+				field(fmt.Sprintf("components[%d].namespace", i), "%q: %s", comp.Namespace, msg)
+			}
+		}
+		if comp.Name == "" {
+			comp.Name = comp.Selector
+		}
+		namespaces[comp.Namespace] = true
+		reqs, _ := sel.Requirements()
+		seen := map[string]bool{}
+		for _, r := range reqs {
+			switch r.Operator() {
+			case selection.Equals, selection.DoubleEquals, selection.In, selection.Exists:
+				if !seen[r.Key()] {
+					seen[r.Key()] = true
+					keys[r.Key()]++
+				}
+			}
+		}
+		out.components = append(out.components, compiledComponent{Component: comp, selector: sel})
+	}
+	for k, n := range keys {
+		if n == len(c.Components) && (out.cacheKey == "" || k < out.cacheKey) {
+			out.cacheKey = k
+		}
+	}
+	if len(c.Components) > 0 && out.cacheKey == "" && len(errs) == 0 {
+		field("components", "every component selector must require one common label key (it selects the Pod cache, so the gate never caches all Pods)")
+	}
+	if len(namespaces) == 1 {
+		for ns := range namespaces {
+			out.cacheNamespace = ns
+		}
+	}
+
+	if c.RequiredCondition != "" {
+		t, s, ok := strings.Cut(c.RequiredCondition, "=")
+		switch {
+		case !ok || t == "":
+			field("requiredCondition", "%q: must be Type=Status", c.RequiredCondition)
+		case s != string(corev1.ConditionTrue) && s != string(corev1.ConditionFalse) && s != string(corev1.ConditionUnknown):
+			field("requiredCondition", "%q: status must be True, False or Unknown", c.RequiredCondition)
+		default:
+			out.condType, out.condStatus = corev1.NodeConditionType(t), corev1.ConditionStatus(s)
+		}
+	}
+
+	if c.MinHold.Duration < 0 {
+		field("minHold", "%s: must not be negative", c.MinHold.Duration)
+	}
+	if c.MaxHold.Duration < 0 {
+		field("maxHold", "%s: must not be negative", c.MaxHold.Duration)
+	}
+	if c.MaxHold.Duration > 0 && c.MaxHold.Duration < c.MinHold.Duration {
+		field("maxHold", "%s: must not be shorter than minHold %s", c.MaxHold.Duration, c.MinHold.Duration)
+	}
+	switch c.TimeoutPolicy {
+	case TimeoutRelease, TimeoutKeep:
+	default:
+		field("timeoutPolicy", "%q: must be %q or %q", c.TimeoutPolicy, TimeoutRelease, TimeoutKeep)
+	}
+
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	c.compiled = out
+	return nil
+}
+
+// rules returns the compiled form. Using an unvalidated Config is a programming error.
+func (c *Config) rules() *compiled {
+	if c.compiled == nil {
+		panic("gate: Config used before Validate")
+	}
+	return c.compiled
+}
+
+// Gated reports whether the node selector chooses this node.
+func (c *Config) Gated(node *corev1.Node) bool {
+	return c.rules().nodes.Matches(labels.Set(node.Labels))
+}
+
+// Released reports whether the gate has already released this node; such a node is never
+// gated again.
+func (c *Config) Released(node *corev1.Node) bool {
+	_, ok := node.Annotations[c.CompletedAnnotation]
+	return ok
+}
+
+// HasTaint reports whether the node carries the startup taint (matched on key and effect,
+// so a value set by kubelet --register-with-taints or Karpenter still counts).
+func (c *Config) HasTaint(node *corev1.Node) bool {
+	return c.taintIndex(node.Spec.Taints) >= 0
+}
+
+func (c *Config) taintIndex(taints []corev1.Taint) int {
+	for i := range taints {
+		if taints[i].Key == c.Taint.Key && taints[i].Effect == c.Taint.Effect {
+			return i
+		}
+	}
+	return -1
+}
+
+// Tolerates reports whether the tolerations let a Pod schedule onto a node with the taint.
+func (c *Config) Tolerates(tolerations []corev1.Toleration) bool {
+	for i := range tolerations {
+		if tolerations[i].ToleratesTaint(klog.Background(), &c.Taint, true) {
+			return true
+		}
+	}
+	return false
+}
+
+// CacheSelector is the label selector of the only Pods the gate caches.
+func (c *Config) CacheSelector() labels.Selector {
+	r, _ := labels.NewRequirement(c.rules().cacheKey, selection.Exists, nil)
+	return labels.NewSelector().Add(*r)
+}
+
+// CacheNamespace is the one namespace all components live in, or "" for all namespaces.
+func (c *Config) CacheNamespace() string { return c.rules().cacheNamespace }
+
+// ParseComponent reads "[NAMESPACE:]SELECTOR", the form of the --require flag.
+func ParseComponent(s string) Component {
+	ns, sel, ok := strings.Cut(s, ":")
+	if !ok {
+		return Component{Name: s, Selector: s}
+	}
+	return Component{Name: s, Namespace: ns, Selector: sel}
+}
+
+// ParseTaint reads "key[=value]:Effect", the form of the --taint flag and kubelet's
+// --register-with-taints.
+func ParseTaint(s string) (corev1.Taint, error) {
+	kv, effect, ok := strings.Cut(s, ":")
+	if !ok {
+		return corev1.Taint{}, fmt.Errorf("taint %q: want key[=value]:Effect", s)
+	}
+	k, v, _ := strings.Cut(kv, "=")
+	return corev1.Taint{Key: k, Value: v, Effect: corev1.TaintEffect(effect)}, nil
+}
+
+// maxHoldDeadline is when the node's max hold ends, or zero if unbounded.
+func (c *Config) maxHoldDeadline(created time.Time) time.Time {
+	if c.MaxHold.Duration <= 0 {
+		return time.Time{}
+	}
+	return created.Add(c.MaxHold.Duration)
+}

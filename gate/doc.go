@@ -1,0 +1,19 @@
+// Package gate is startupgate's production half: it keeps new Nodes free of workload Pods
+// until their initialization DaemonSet Pods are done.
+//
+// The race it exists to close is short and real. A reactive controller that taints a Node
+// after seeing it created loses to the scheduler whenever Pods are already pending: the Node
+// becomes schedulable the moment it reports Ready, often before any controller has reacted.
+// So the gate adds its NoSchedule taint inside the Node's CREATE — by a mutating webhook
+// (webhook.go) or by the equivalent MutatingAdmissionPolicy (policy.go) — and the taint is
+// part of the Node from its first stored version. A controller (controller.go) then removes
+// it once a pure decision (readiness.go) says the node's init Pods are ready, in one write
+// guarded by resourceVersion (nodewriter.go) that also records completedAt. Nodes that came
+// up without the taint are backfilled while idle (backfill.go).
+//
+// All state lives in the API: the taint and the completedAt annotation. A restarted or
+// failed-over gate picks up where the last one stopped.
+//
+// The package is a library. cmd/gate and the simulator (sim/) both call Setup, so the
+// simulator always exercises exactly the wiring that ships.
+package gate

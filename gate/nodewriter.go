@@ -1,0 +1,158 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ErrNodeReplaced means the Node was deleted and re-created under the same name between the
+// decision and the write. The decision was about the old object, so nothing is written.
+var ErrNodeReplaced = errors.New("node was replaced since it was read")
+
+// Mutation edits a Node in place. It must be idempotent: after a conflict it runs again on a
+// fresh copy, and on an object that someone else may already have changed the same way.
+type Mutation func(node *corev1.Node)
+
+// NodeWriter is the one place that writes Nodes.
+//
+// Node.spec.taints is an atomic list: whoever writes it replaces all of it. A plain merge
+// or apply patch built from a stale read therefore silently drops a taint that another
+// controller added in between. Every write here carries the resourceVersion it was computed
+// from (an optimistic lock), so the apiserver rejects it with a conflict instead; we then
+// re-read and recompute. Nothing is lost and nothing is overwritten.
+type NodeWriter struct {
+	// Client writes. Reader is used for the fresh read after a conflict; it should bypass
+	// the cache (the manager's APIReader), or a stale cache could conflict again and again.
+	Client client.Client
+	Reader client.Reader
+}
+
+// Write applies mutate to a copy of node and writes the result if anything changed. The first
+// attempt starts from the node as given (usually from the cache), which saves a round trip
+// on the hot path; every retry starts from a fresh read. It returns the node as written (or
+// as read, when there was nothing to write) and whether it wrote.
+func (w *NodeWriter) Write(ctx context.Context, node *corev1.Node, mutate Mutation) (*corev1.Node, bool, error) {
+	current := node
+	var (
+		result *corev1.Node
+		wrote  bool
+	)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if current == nil {
+			fresh := &corev1.Node{}
+			if err := w.Reader.Get(ctx, client.ObjectKeyFromObject(node), fresh); err != nil {
+				return err
+			}
+			if fresh.UID != node.UID {
+				return ErrNodeReplaced
+			}
+			current = fresh
+		}
+		updated := current.DeepCopy()
+		mutate(updated)
+		if equality.Semantic.DeepEqual(current, updated) {
+			result, wrote = current, false
+			return nil
+		}
+		patch := client.MergeFromWithOptions(current, client.MergeFromWithOptimisticLock{})
+		current = nil // any retry re-reads
+		if err := w.Client.Patch(ctx, updated, patch); err != nil {
+			return err
+		}
+		result, wrote = updated, true
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("writing node %q: %w", node.Name, err)
+	}
+	return result, wrote, nil
+}
+
+// releaseMutation removes only the gate's taint and records completedAt, in one write. A
+// node already released keeps its original completedAt: it is set exactly once.
+func (c *Config) releaseMutation(now time.Time) Mutation {
+	return func(n *corev1.Node) {
+		n.Spec.Taints = c.withoutTaint(n.Spec.Taints)
+		if c.Released(n) {
+			return
+		}
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[c.CompletedAnnotation] = strconv.FormatInt(now.Unix(), 10)
+	}
+}
+
+// taintMutation adds the startup taint unless the node has it or was already released.
+func (c *Config) taintMutation() Mutation {
+	return func(n *corev1.Node) { c.addTaint(n) }
+}
+
+// addTaint is the single mutation shared by the webhook and backfill. It reports whether it
+// changed the node.
+func (c *Config) addTaint(n *corev1.Node) bool {
+	if c.Released(n) || c.HasTaint(n) {
+		return false
+	}
+	n.Spec.Taints = append(n.Spec.Taints, c.Taint)
+	return true
+}
+
+// withoutTaint returns taints minus every entry that matches the gate's key and effect.
+func (c *Config) withoutTaint(taints []corev1.Taint) []corev1.Taint {
+	if c.taintIndex(taints) < 0 {
+		return taints
+	}
+	out := make([]corev1.Taint, 0, len(taints)-1)
+	for _, t := range taints {
+		if t.Key != c.Taint.Key || t.Effect != c.Taint.Effect {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// ReleaseNodes releases the named nodes, or every node holding the startup taint when names
+// is empty, whatever their readiness. It is the uninstall path (cmd/gate release): once the
+// gate is gone nothing else would remove the taint. It returns the nodes it released.
+func ReleaseNodes(ctx context.Context, c client.Client, cfg *Config, now time.Time, names ...string) ([]string, error) {
+	var nodes []corev1.Node
+	if len(names) == 0 {
+		list := &corev1.NodeList{}
+		if err := c.List(ctx, list); err != nil {
+			return nil, fmt.Errorf("listing nodes: %w", err)
+		}
+		nodes = list.Items
+	}
+	for _, name := range names {
+		n := corev1.Node{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
+			return nil, fmt.Errorf("reading node %q: %w", name, err)
+		}
+		nodes = append(nodes, n)
+	}
+	w := &NodeWriter{Client: c, Reader: c}
+	var released []string
+	for i := range nodes {
+		if !cfg.HasTaint(&nodes[i]) {
+			continue
+		}
+		if _, wrote, err := w.Write(ctx, &nodes[i], cfg.releaseMutation(now)); err != nil {
+			return released, err
+		} else if wrote {
+			released = append(released, nodes[i].Name)
+		}
+	}
+	return released, nil
+}

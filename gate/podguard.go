@@ -1,0 +1,91 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// PodGuardPath is where the optional Pod guard validating webhook is served.
+const PodGuardPath = "/validate-pod"
+
+// PodGuard closes the one path around the taint: a Pod created with spec.nodeName set, or a
+// direct pods/binding, never passes through the scheduler, so NoSchedule does not stop it.
+// The guard denies such a Pod when its node still holds the startup taint and the Pod does
+// not tolerate it. Mirror Pods are exempt: the kubelet creates them for static Pods and
+// cannot be told no. It is served with failurePolicy Ignore — the taint stays the primary
+// protection, and a guard that failed closed would block every Pod during a gate outage.
+type PodGuard struct {
+	Nodes  client.Reader // cached Nodes
+	Pods   client.Reader // uncached: a binding names a Pod the gate does not cache
+	Config *Config
+}
+
+// Handle decides one Pod CREATE or pods/binding CREATE.
+func (g *PodGuard) Handle(ctx context.Context, req admission.Request) admission.Response {
+	nodeName, tolerations, err := g.target(ctx, req)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	resp, result := g.decide(ctx, nodeName, tolerations)
+	podGuardRequests.WithLabelValues(result).Inc()
+	return resp
+}
+
+func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []corev1.Toleration) (admission.Response, string) {
+	if nodeName == "" || g.Config.Tolerates(tolerations) {
+		return admission.Allowed(""), "allowed"
+	}
+	node := &corev1.Node{}
+	if err := g.Nodes.Get(ctx, types.NamespacedName{Name: nodeName}, node); err != nil {
+		return admission.Allowed("node not found"), "allowed"
+	}
+	if !g.Config.HasTaint(node) || g.Config.Released(node) {
+		return admission.Allowed(""), "allowed"
+	}
+	return admission.Denied(fmt.Sprintf("node %q still holds startup taint %s and the pod does not tolerate it; wait for the node to be released",
+		nodeName, g.Config.Taint.ToString())), "denied"
+}
+
+// target extracts the node a Pod is bound to and the Pod's tolerations. Mirror Pods and
+// Pods not yet bound yield "" (allowed).
+func (g *PodGuard) target(ctx context.Context, req admission.Request) (string, []corev1.Toleration, error) {
+	if req.Kind.Group != "" || req.Object.Raw == nil {
+		return "", nil, fmt.Errorf("pod guard handles core/v1 Pod and Binding, got %q", req.Kind.String())
+	}
+	switch req.Kind.Kind {
+	case "Pod":
+		pod := &corev1.Pod{}
+		if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
+			return "", nil, fmt.Errorf("decoding pod: %w", err)
+		}
+		if _, mirror := pod.Annotations[mirrorPodAnnotation]; mirror {
+			return "", nil, nil
+		}
+		return pod.Spec.NodeName, pod.Spec.Tolerations, nil
+	case "Binding":
+		binding := &corev1.Binding{}
+		if err := json.Unmarshal(req.Object.Raw, binding); err != nil {
+			return "", nil, fmt.Errorf("decoding binding: %w", err)
+		}
+		name := binding.Name
+		if name == "" {
+			name = req.Name
+		}
+		pod := &corev1.Pod{}
+		if err := g.Pods.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: name}, pod); err != nil {
+			return "", nil, fmt.Errorf("reading pod %s/%s of binding: %w", req.Namespace, name, err)
+		}
+		if _, mirror := pod.Annotations[mirrorPodAnnotation]; mirror {
+			return "", nil, nil
+		}
+		return binding.Target.Name, pod.Spec.Tolerations, nil
+	}
+	return "", nil, fmt.Errorf("pod guard handles core/v1 Pod and Binding, got %q", req.Kind.String())
+}

@@ -1,0 +1,201 @@
+package gate
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// Options are the operational knobs that are not part of the contract.
+type Options struct {
+	// Workers is the number of nodes reconciled at once.
+	Workers int
+	// Clock defaults to the real clock; tests inject a fake one.
+	Clock clock.PassiveClock
+}
+
+// CacheOptions restricts the manager's cache to what the gate reads: all Nodes, the
+// DaemonSets (to check tolerations), and only the Pods of required components, selected by
+// label (and namespace when all components share one). The gate never lists or watches
+// every Pod in the cluster. Transforms drop the fields nothing reads, so a large cluster
+// costs little memory.
+func CacheOptions(cfg *Config) cache.Options {
+	podCfg := cache.ByObject{Label: cfg.CacheSelector(), Transform: trimPod}
+	if ns := cfg.CacheNamespace(); ns != "" {
+		podCfg.Namespaces = map[string]cache.Config{ns: {}}
+	}
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:  podCfg,
+			&corev1.Node{}: {Transform: trimNode},
+		},
+	}
+}
+
+// Setup wires the gate into mgr: the release controller, the toleration check, backfill and
+// the webhooks, as cfg asks. mgr must have been built with CacheOptions(cfg). cmd/gate and
+// the simulator both call this function, so the simulator always tests the shipped wiring.
+func Setup(ctx context.Context, mgr manager.Manager, cfg *Config, opts Options) error {
+	if cfg.compiled == nil {
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 16
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podNodeNameField, func(o client.Object) []string {
+		return []string{o.(*corev1.Pod).Spec.NodeName}
+	}); err != nil {
+		return fmt.Errorf("indexing pods by node: %w", err)
+	}
+
+	recorder := mgr.GetEventRecorder("startupgate")
+	writer := &NodeWriter{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
+	r := &Reconciler{Client: mgr.GetClient(), Writer: writer, Recorder: recorder, Clock: opts.Clock, Config: cfg}
+	if cfg.Backfill {
+		r.Backfill = &Backfiller{Writer: writer, Reader: mgr.GetAPIReader(), Recorder: recorder, Clock: opts.Clock, Config: cfg}
+	}
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("startupgate").
+		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return nodeChanged(cfg, e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node))
+			},
+		})).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToNode)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers}).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("building node controller: %w", err)
+	}
+
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("startupgate-tolerations").
+		For(&appsv1.DaemonSet{}).
+		Complete(&TolerationChecker{Client: mgr.GetClient(), Recorder: recorder, Config: cfg})
+	if err != nil {
+		return fmt.Errorf("building toleration checker: %w", err)
+	}
+
+	if cfg.Webhook || cfg.PodGuard {
+		srv := mgr.GetWebhookServer()
+		if cfg.Webhook {
+			srv.Register(NodeWebhookPath, NewNodeWebhook(mgr.GetScheme(), cfg))
+		}
+		if cfg.PodGuard {
+			srv.Register(PodGuardPath, &admission.Webhook{Handler: &PodGuard{Nodes: mgr.GetClient(), Pods: mgr.GetAPIReader(), Config: cfg}})
+		}
+		if err := mgr.AddReadyzCheck("webhook", srv.StartedChecker()); err != nil {
+			return fmt.Errorf("adding webhook readiness check: %w", err)
+		}
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	return nil
+}
+
+func podToNode(_ context.Context, o client.Object) []ctrl.Request {
+	name := o.(*corev1.Pod).Spec.NodeName
+	if name == "" {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: client.ObjectKey{Name: name}}}
+}
+
+// trimPod keeps what Decide and the index read: identity, labels, annotations, times,
+// owners, node, container names, tolerations, and readiness.
+func trimPod(o any) (any, error) {
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return o, nil
+	}
+	containers := make([]corev1.Container, len(p.Spec.Containers))
+	for i := range p.Spec.Containers {
+		containers[i] = corev1.Container{Name: p.Spec.Containers[i].Name}
+	}
+	statuses := make([]corev1.ContainerStatus, len(p.Status.ContainerStatuses))
+	for i, s := range p.Status.ContainerStatuses {
+		statuses[i] = corev1.ContainerStatus{Name: s.Name, Ready: s.Ready}
+	}
+	return &corev1.Pod{
+		TypeMeta:   p.TypeMeta,
+		ObjectMeta: trimMeta(p.ObjectMeta),
+		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName, Containers: containers, Tolerations: p.Spec.Tolerations},
+		Status:     corev1.PodStatus{Phase: p.Status.Phase, Conditions: p.Status.Conditions, ContainerStatuses: statuses},
+	}, nil
+}
+
+// trimNode drops the bulky status (images, volumes, addresses, node info) that nothing reads.
+// Writes are merge patches computed between two copies of the trimmed object, so the dropped
+// fields are never written.
+func trimNode(o any) (any, error) {
+	n, ok := o.(*corev1.Node)
+	if !ok {
+		return o, nil
+	}
+	return &corev1.Node{
+		TypeMeta:   n.TypeMeta,
+		ObjectMeta: trimMeta(n.ObjectMeta),
+		Spec:       n.Spec,
+		Status:     corev1.NodeStatus{Conditions: n.Status.Conditions},
+	}, nil
+}
+
+func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	m.ManagedFields = nil
+	return m
+}
+
+// ManagerOptions are the manager knobs cmd/gate and the simulator set. Scheme and Cache are
+// the gate's own and always overridden.
+type ManagerOptions = manager.Options
+
+// NewManager validates cfg, builds a controller-runtime manager with the gate's cache and
+// scheme, and calls Setup on it. This is the whole of the gate's wiring, shared by cmd/gate
+// and the simulator.
+func NewManager(rc *rest.Config, cfg *Config, mo ManagerOptions, opts Options) (manager.Manager, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	mo.Scheme = Scheme()
+	mo.Cache = CacheOptions(cfg)
+	mgr, err := ctrl.NewManager(rc, mo)
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := Setup(context.Background(), mgr, cfg, opts); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// Scheme holds the API types the gate reads and writes.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	return s
+}
