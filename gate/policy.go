@@ -128,3 +128,9 @@ func labelSelector(s string) (*metav1.LabelSelector, error) {
 	}
 	return out, nil
 }
+
+// ObjectSelector is the node selector in the structured form webhook and policy
+// configurations take; deploy/base/webhook.yaml carries the default one.
+func (c *Config) ObjectSelector() (*metav1.LabelSelector, error) {
+	return labelSelector(c.NodeSelector)
+}

@@ -1,0 +1,189 @@
+// Command simulate runs startupgate scenarios against a real control plane and checks that
+// no workload Pod ever lands on a node before the gate releases it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/startupgate/startupgate/sim"
+)
+
+const usage = `Usage:
+  simulate list [DIR]
+  simulate run [flags] FILE|DIR...
+
+Commands:
+  list   print the scenarios in DIR (default scenarios/) with their descriptions
+  run    run scenarios and judge them; exit 0 only if every one met its expect
+
+Run flags:
+`
+
+func main() {
+	code, err := run(os.Args[1:], os.Stdout, os.Stderr)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "simulate:", err)
+	}
+	os.Exit(code)
+}
+
+func run(args []string, stdout, stderr io.Writer) (int, error) {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		runFlags(stderr).PrintDefaults()
+		return 2, nil
+	}
+	switch args[0] {
+	case "list":
+		dir := "scenarios"
+		if len(args) > 1 {
+			dir = args[1]
+		}
+		scs, err := sim.LoadAll([]string{dir})
+		if err != nil {
+			return 1, err
+		}
+		for _, sc := range scs {
+			fmt.Fprintf(stdout, "%-36s %s\n", sc.Name, firstLine(sc.Description))
+		}
+		return 0, nil
+	case "run":
+		return runScenarios(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		runFlags(stdout).PrintDefaults()
+		return 0, nil
+	}
+	return 2, fmt.Errorf("unknown command %q (want list or run)", args[0])
+}
+
+type runOpts struct {
+	backend, kubeconfig, gate, jsonOut, junitOut, htmlOut, gateLog string
+	seed                                                           uint64
+	repeat                                                         int
+}
+
+var opts runOpts
+
+func runFlags(out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&opts.backend, "backend", "embedded", "control plane: embedded (etcd + apiserver + scheduler + controller-manager), kubeconfig, or kind")
+	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "kubeconfig for --backend kubeconfig (default: $KUBECONFIG, ~/.kube/config)")
+	fs.StringVar(&opts.gate, "gate", "in-process", "gate under test: in-process (webhook + controller), policy (MutatingAdmissionPolicy + controller), off (negative control)")
+	fs.Uint64Var(&opts.seed, "seed", 1, "seed of every random choice; repetition i uses seed+i")
+	fs.IntVar(&opts.repeat, "repeat", 1, "run each scenario this many times, on consecutive seeds")
+	fs.StringVar(&opts.jsonOut, "json", "", "write the JSON report here")
+	fs.StringVar(&opts.junitOut, "junit", "", "write a JUnit XML report here")
+	fs.StringVar(&opts.htmlOut, "html", "", "write the HTML timeline report here")
+	fs.StringVar(&opts.gateLog, "gate-log", "", "write the gate's logs here (default: discarded)")
+	return fs
+}
+
+func runScenarios(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := runFlags(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		return 2, err
+	}
+	mode, err := sim.ParseGateMode(opts.gate)
+	if err != nil {
+		return 2, err
+	}
+	if fs.NArg() == 0 {
+		return 2, fmt.Errorf("run: name scenario files or directories")
+	}
+	if opts.repeat < 1 {
+		return 2, fmt.Errorf("--repeat must be at least 1")
+	}
+	scs, err := sim.LoadAll(fs.Args())
+	if err != nil {
+		return 2, err
+	}
+	if err := setGateLogger(opts.gateLog); err != nil {
+		return 2, err
+	}
+	var backend sim.Backend
+	switch opts.backend {
+	case "embedded":
+		backend = &sim.Embedded{}
+	case "kubeconfig":
+		backend = &sim.Kubeconfig{Path: opts.kubeconfig}
+	case "kind":
+		backend = &sim.Kind{}
+	default:
+		return 2, fmt.Errorf("--backend %q: want embedded, kubeconfig or kind", opts.backend)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(stdout, "starting %s control plane\n", backend.Name())
+	rc, err := backend.Start(ctx)
+	if err != nil {
+		return 1, err
+	}
+	defer func() { _ = backend.Stop() }()
+	if e, ok := backend.(*sim.Embedded); ok {
+		fmt.Fprintf(stdout, "control plane up in %.1fs\n", e.StartDuration().Seconds())
+	}
+
+	runner, err := sim.NewRunner(rc, sim.Options{Gate: mode, Progress: stdout, Command: "simulate " + strings.Join(args, " ")})
+	if err != nil {
+		return 1, err
+	}
+	report := &sim.Report{Backend: backend.Name(), Gate: string(mode), Seed: opts.seed}
+	for i := 0; i < opts.repeat; i++ {
+		runner.Opts.Seed = opts.seed + uint64(i)
+		for _, sc := range scs {
+			fmt.Fprintf(stdout, "%s (seed %d, gate %s)\n", sc.Name, runner.Opts.Seed, mode)
+			res, err := runner.Run(ctx, sc)
+			if err != nil {
+				return 1, fmt.Errorf("running %s: %w", sc.Name, err)
+			}
+			report.Scenarios = append(report.Scenarios, res)
+		}
+	}
+	report.WriteText(stdout)
+	for path, write := range map[string]func(string) error{opts.jsonOut: report.WriteJSON, opts.junitOut: report.WriteJUnit, opts.htmlOut: report.WriteHTML} {
+		if path == "" {
+			continue
+		}
+		if err := write(path); err != nil {
+			return 1, fmt.Errorf("writing %s: %w", path, err)
+		}
+	}
+	if !report.Passed() {
+		return 1, nil
+	}
+	return 0, nil
+}
+
+func setGateLogger(path string) error {
+	if path == "" {
+		ctrl.SetLogger(logr.Discard())
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--gate-log: %w", err)
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(f), zap.UseDevMode(false)))
+	return nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}

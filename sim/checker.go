@@ -1,0 +1,150 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Violation kinds.
+const (
+	// KindEarlyPod: a Pod that does not tolerate the startup taint was bound to a gated node
+	// before the node was released (or the node was never released).
+	KindEarlyPod = "early-pod"
+	// KindLateRelease: a gated node was released after its bound.
+	KindLateRelease = "late-release"
+	// KindStuck: a gated node was never released (beyond the scenario's expected count).
+	KindStuck = "stuck"
+	// KindForeignTaintLost: a taint the gate does not own disappeared without its owner
+	// removing it.
+	KindForeignTaintLost = "foreign-taint-lost"
+	// KindCompletedRewritten: completedAt changed or vanished after being set.
+	KindCompletedRewritten = "completed-rewritten"
+)
+
+// Violation is one broken invariant.
+type Violation struct {
+	Kind   string `json:"kind"`
+	Node   string `json:"node"`
+	Pod    string `json:"pod,omitempty"`
+	Detail string `json:"detail"`
+	// Times in ms since the run started, and the resourceVersions compared.
+	AtMS       int64  `json:"at_ms"`
+	ReleasedMS int64  `json:"released_ms,omitempty"`
+	RV         uint64 `json:"rv,omitempty"`
+	ReleasedRV uint64 `json:"released_rv,omitempty"`
+}
+
+// Verdict is the checker's reading of one run.
+type Verdict struct {
+	Violations []Violation
+	Gated      int
+	Released   int
+	Stuck      int
+	// EarlyTolerating counts tolerating Pods (agents) bound before release: allowed, reported.
+	EarlyTolerating int
+	WorkloadPods    int
+	ReleaseLatency  []time.Duration // init ready -> released
+	Hold            []time.Duration // created -> released
+}
+
+// Check evaluates the invariants over the recorded nodes. It is pure and knows nothing of
+// the gate's code: it reads only what the API showed.
+func Check(records []NodeRecord, start time.Time, releasedWithin time.Duration) Verdict {
+	var v Verdict
+	ms := func(m Mark) int64 { return m.Time.Sub(start).Milliseconds() }
+	for i := range records {
+		rec := &records[i]
+		for _, b := range rec.Bindings {
+			if !b.Tolerates && !b.Init {
+				v.WorkloadPods++
+			}
+		}
+		if !rec.Gated {
+			continue
+		}
+		v.Gated++
+		released := !rec.Released.IsZero()
+		for _, b := range rec.Bindings {
+			early := !released || b.Mark.RV < rec.Released.RV
+			switch {
+			case !early:
+			case b.Tolerates || b.Init:
+				v.EarlyTolerating++
+			default:
+				v.Violations = append(v.Violations, Violation{
+					Kind: KindEarlyPod, Node: rec.Name, Pod: b.Pod,
+					Detail: earlyDetail(released, b, rec),
+					AtMS:   ms(b.Mark), ReleasedMS: ms(rec.Released), RV: b.Mark.RV, ReleasedRV: rec.Released.RV,
+				})
+			}
+		}
+		switch {
+		case released:
+			v.Released++
+			hold := rec.Released.Time.Sub(rec.Created.Time)
+			v.Hold = append(v.Hold, hold)
+			if !rec.InitReady.IsZero() && rec.Released.RV >= rec.InitReady.RV {
+				v.ReleaseLatency = append(v.ReleaseLatency, rec.Released.Time.Sub(rec.InitReady.Time))
+			}
+			if releasedWithin > 0 && hold > releasedWithin {
+				v.Violations = append(v.Violations, Violation{Kind: KindLateRelease, Node: rec.Name,
+					Detail: fmt.Sprintf("held %s, bound %s", hold.Round(time.Millisecond), releasedWithin), AtMS: ms(rec.Released)})
+			}
+		case rec.Deleted.IsZero():
+			v.Stuck++
+		}
+		for _, t := range rec.LostTaints {
+			v.Violations = append(v.Violations, Violation{Kind: KindForeignTaintLost, Node: rec.Name, Detail: "lost taint " + t})
+		}
+		if n := len(rec.CompletedAt); n > 1 {
+			v.Violations = append(v.Violations, Violation{Kind: KindCompletedRewritten, Node: rec.Name,
+				Detail: fmt.Sprintf("completedAt took values %q", rec.CompletedAt)})
+		}
+	}
+	return v
+}
+
+func earlyDetail(released bool, b Binding, rec *NodeRecord) string {
+	if !released {
+		return fmt.Sprintf("bound at rv %d; node never released", b.Mark.RV)
+	}
+	return fmt.Sprintf("bound at rv %d, node released at rv %d", b.Mark.RV, rec.Released.RV)
+}
+
+// Percentiles of durations, in milliseconds.
+type Percentiles struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// percentiles uses nearest-rank on a sorted copy.
+func percentiles(ds []time.Duration) Percentiles {
+	if len(ds) == 0 {
+		return Percentiles{}
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	at := func(q float64) float64 {
+		i := int(q*float64(len(s))+0.999999) - 1
+		if i < 0 {
+			i = 0
+		}
+		if i >= len(s) {
+			i = len(s) - 1
+		}
+		return float64(s[i].Microseconds()) / 1000
+	}
+	return Percentiles{P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: at(1)}
+}
+
+func sortRecords(recs []NodeRecord) {
+	sort.Slice(recs, func(i, j int) bool {
+		if recs[i].Created.RV != recs[j].Created.RV {
+			return recs[i].Created.RV < recs[j].Created.RV
+		}
+		return recs[i].Name < recs[j].Name
+	})
+}

@@ -1,0 +1,221 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// KubeVersion is the pinned Kubernetes release of the embedded plane; hack/controlplane.sh
+// builds the same one (the Makefile passes it down).
+const KubeVersion = "v1.36.3"
+
+// ErrNoBinaries is returned when the pinned control-plane binaries are not built yet.
+var ErrNoBinaries = errors.New("control plane binaries not found: run make controlplane")
+
+// Backend is a control plane the simulator can run against.
+type Backend interface {
+	// Start brings the plane up (or connects) and returns an admin config.
+	Start(ctx context.Context) (*rest.Config, error)
+	// Stop tears down what Start created. It is safe to call more than once.
+	Stop() error
+	// Name is "embedded", "kubeconfig" or "kind".
+	Name() string
+}
+
+// BinaryDir finds the control-plane binaries: $KUBEBUILDER_ASSETS, else the per-user cache
+// that `make controlplane` fills.
+func BinaryDir() (string, error) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		cache := os.Getenv("XDG_CACHE_HOME")
+		if cache == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", fmt.Errorf("finding the binary cache: %w", err)
+			}
+			cache = filepath.Join(home, ".cache")
+		}
+		dir = filepath.Join(cache, "startupgate", "controlplane", KubeVersion)
+	}
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"} {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			return "", fmt.Errorf("%w (looked in %s)", ErrNoBinaries, dir)
+		}
+	}
+	return dir, nil
+}
+
+// Embedded is the default backend: envtest's etcd and kube-apiserver, plus a real
+// kube-scheduler and kube-controller-manager as child processes.
+type Embedded struct {
+	// APIServerArgs are extra kube-apiserver flags (name -> value), for faults such as
+	// short request timeouts.
+	APIServerArgs map[string]string
+	// LogDir receives the scheduler's and controller-manager's output; a temp dir if empty.
+	LogDir string
+
+	env        *envtest.Environment
+	kubeconfig string
+	dir        string
+	children   []*exec.Cmd
+	started    time.Duration
+}
+
+func (e *Embedded) Name() string { return "embedded" }
+
+// StartDuration is how long the last Start took.
+func (e *Embedded) StartDuration() time.Duration { return e.started }
+
+// Start launches etcd and kube-apiserver, waits for them, then the scheduler and the
+// controller-manager. Children get SIGKILL if this process dies (Pdeathsig), so even a
+// crashed test leaves none behind.
+func (e *Embedded) Start(ctx context.Context) (*rest.Config, error) {
+	begin := time.Now()
+	bin, err := BinaryDir()
+	if err != nil {
+		return nil, err
+	}
+	if e.dir, err = os.MkdirTemp("", "startupgate-plane-"); err != nil {
+		return nil, fmt.Errorf("creating plane dir: %w", err)
+	}
+	if e.LogDir == "" {
+		e.LogDir = e.dir
+	}
+	e.env = &envtest.Environment{BinaryAssetsDirectory: bin, ControlPlaneStartTimeout: time.Minute}
+	api := e.env.ControlPlane.GetAPIServer().Configure()
+	// Bursts of thousands of nodes and pods must not be throttled by the apiserver itself.
+	api.Set("max-requests-inflight", "2000").Set("max-mutating-requests-inflight", "1000")
+	for k, v := range e.APIServerArgs {
+		api.Set(k, v)
+	}
+	if _, err := e.env.Start(); err != nil {
+		_ = e.Stop()
+		return nil, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
+	}
+	user, err := e.env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		_ = e.Stop()
+		return nil, fmt.Errorf("adding admin user: %w", err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		_ = e.Stop()
+		return nil, fmt.Errorf("writing kubeconfig: %w", err)
+	}
+	e.kubeconfig = filepath.Join(e.dir, "admin.kubeconfig")
+	if err := os.WriteFile(e.kubeconfig, kc, 0o600); err != nil {
+		_ = e.Stop()
+		return nil, fmt.Errorf("writing kubeconfig: %w", err)
+	}
+	if err := e.startChildren(bin); err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	cfg := rest.CopyConfig(user.Config())
+	if err := waitForNamespace(ctx, cfg, "kube-node-lease"); err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	e.started = time.Since(begin)
+	return cfg, nil
+}
+
+// Kubeconfig is the admin kubeconfig file of the running plane.
+func (e *Embedded) Kubeconfig() string { return e.kubeconfig }
+
+func (e *Embedded) startChildren(bin string) error {
+	schedCfg := filepath.Join(e.dir, "scheduler.yaml")
+	err := os.WriteFile(schedCfg, []byte(fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %s
+  qps: 2000
+  burst: 4000
+leaderElection:
+  leaderElect: false
+`, e.kubeconfig)), 0o600)
+	if err != nil {
+		return fmt.Errorf("writing scheduler config: %w", err)
+	}
+	procs := map[string][]string{
+		"kube-scheduler": {"--config=" + schedCfg, "--secure-port=0"},
+		"kube-controller-manager": {
+			"--kubeconfig=" + e.kubeconfig, "--leader-elect=false", "--secure-port=0",
+			"--controllers=daemonset,nodelifecycle,replicaset,deployment,podgc,namespace",
+			"--use-service-account-credentials=false",
+			"--node-monitor-period=1s",
+			"--kube-api-qps=2000", "--kube-api-burst=4000",
+			"--concurrent-daemonset-syncs=8", "--concurrent-replicaset-syncs=8",
+		},
+	}
+	for _, name := range []string{"kube-scheduler", "kube-controller-manager"} {
+		logf, err := os.Create(filepath.Join(e.LogDir, name+".log"))
+		if err != nil {
+			return fmt.Errorf("creating %s log: %w", name, err)
+		}
+		cmd := exec.Command(filepath.Join(bin, name), procs[name]...)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			logf.Close()
+			return fmt.Errorf("starting %s: %w", name, err)
+		}
+		e.children = append(e.children, cmd)
+		go func() { _ = cmd.Wait(); logf.Close() }()
+	}
+	return nil
+}
+
+// Stop kills the children and stops envtest.
+func (e *Embedded) Stop() error {
+	for _, c := range e.children {
+		if c.Process != nil {
+			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		}
+	}
+	e.children = nil
+	var err error
+	if e.env != nil {
+		err = e.env.Stop()
+		e.env = nil
+	}
+	if e.dir != "" {
+		_ = os.RemoveAll(e.dir)
+		e.dir = ""
+	}
+	return err
+}
+
+// waitForNamespace waits until the apiserver has created its system namespaces, the sign
+// that it is ready to serve (Lease heartbeats need kube-node-lease).
+func waitForNamespace(ctx context.Context, cfg *rest.Config, ns string) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("apiserver did not create namespace %s within a minute", ns)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

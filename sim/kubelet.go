@@ -1,0 +1,368 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+)
+
+const (
+	// ScenarioLabel marks every node and object of a scenario, so scenarios sharing a plane
+	// never see each other's nodes.
+	ScenarioLabel  = "sim.startupgate.io/scenario"
+	leaseNamespace = "kube-node-lease"
+	leaseDuration  = 40 * time.Second
+	leaseRenew     = 10 * time.Second
+)
+
+// Kubelet fakes the kubelets of a scenario's nodes, in the spirit of KWOK: it registers each
+// Node with a real CREATE (so admission — the gate's webhook or policy — runs), reports it
+// Ready, renews its Lease, and drives the status of Pods bound to its nodes. Init Pods follow
+// their PodTimeline; everything else goes Running and Ready at once.
+//
+// It watches Pods through an informer, so a dropped watch re-lists instead of losing events.
+// Delays are drawn from a source seeded by (seed, node, DaemonSet): the same seed gives the
+// same schedule whatever order events arrive in.
+type Kubelet struct {
+	Client    kubernetes.Interface
+	Namespace string
+	Scenario  string
+	Seed      uint64
+	Init      []InitDaemonSet
+	// Errors receives failures of asynchronous work (status writes); the runner reports them.
+	Errors func(error)
+
+	mu      sync.Mutex
+	nodes   map[string]struct{} // names of registered nodes
+	handled map[string]bool     // pod UID -> driven
+	ctx     context.Context
+}
+
+// Start runs the Pod informer and the Lease heartbeat until ctx ends.
+func (k *Kubelet) Start(ctx context.Context) error {
+	k.ctx = ctx
+	k.nodes, k.handled = map[string]struct{}{}, map[string]bool{}
+	f := informers.NewSharedInformerFactoryWithOptions(k.Client, 0, informers.WithNamespace(k.Namespace))
+	pi := f.Core().V1().Pods().Informer()
+	if _, err := pi.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { k.pod(o.(*corev1.Pod)) },
+		UpdateFunc: func(_, o any) { k.pod(o.(*corev1.Pod)) },
+	}); err != nil {
+		return err
+	}
+	f.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), pi.HasSynced) {
+		return fmt.Errorf("kubelet pod informer did not sync")
+	}
+	go k.heartbeat(ctx)
+	return nil
+}
+
+func (k *Kubelet) fail(err error) {
+	if err != nil && k.ctx.Err() == nil && k.Errors != nil {
+		k.Errors(err)
+	}
+}
+
+// Register creates the Node (admission runs here), its Lease, and after readyAfter reports
+// it Ready. It returns the CREATE's error: with a webhook that fails closed and is down,
+// registration fails, as it would for a real kubelet.
+func (k *Kubelet) Register(ctx context.Context, name string, extraLabels map[string]string, taints []corev1.Taint, readyAfter time.Duration) error {
+	lbls := map[string]string{ScenarioLabel: k.Scenario, corev1.LabelHostname: name, corev1.LabelOSStable: "linux"}
+	for key, v := range extraLabels {
+		lbls[key] = v
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls},
+		Spec:       corev1.NodeSpec{Taints: taints},
+	}
+	// Claim the name before the CREATE: a DaemonSet Pod can be bound, and its event
+	// delivered, before Create returns.
+	k.mu.Lock()
+	k.nodes[name] = struct{}{}
+	k.mu.Unlock()
+	created, err := k.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		k.Deregister(name)
+		return fmt.Errorf("registering node %s: %w", name, err)
+	}
+	if err := k.renewLease(ctx, created); err != nil {
+		return err
+	}
+	time.AfterFunc(readyAfter, func() { k.fail(k.reportReady(created)) })
+	return nil
+}
+
+// Deregister forgets a node (before its deletion), so its Pods are no longer driven.
+func (k *Kubelet) Deregister(name string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.nodes, name)
+}
+
+func (k *Kubelet) reportReady(node *corev1.Node) error {
+	if k.ctx.Err() != nil {
+		return nil
+	}
+	now := metav1.Now()
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		n, err := k.Client.CoreV1().Nodes().Get(k.ctx, node.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || (err == nil && n.UID != node.UID) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		capacity := corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("8"),
+			corev1.ResourceMemory: resource.MustParse("32Gi"),
+			corev1.ResourcePods:   resource.MustParse("110"),
+		}
+		n.Status.Capacity, n.Status.Allocatable = capacity, capacity
+		n.Status.Phase = corev1.NodeRunning
+		n.Status.Conditions = []corev1.NodeCondition{
+			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now},
+			{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, LastHeartbeatTime: now, LastTransitionTime: now},
+			{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, LastHeartbeatTime: now, LastTransitionTime: now},
+			{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, LastHeartbeatTime: now, LastTransitionTime: now},
+			{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse, LastHeartbeatTime: now, LastTransitionTime: now},
+		}
+		n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: KubeVersion, OperatingSystem: "linux", Architecture: "amd64"}
+		_, err = k.Client.CoreV1().Nodes().UpdateStatus(k.ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+func (k *Kubelet) renewLease(ctx context.Context, node *corev1.Node) error {
+	now := metav1.NewMicroTime(time.Now())
+	leases := k.Client.CoordinationV1().Leases(leaseNamespace)
+	l, err := leases.Get(ctx, node.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		l = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: node.Name, Labels: map[string]string{ScenarioLabel: k.Scenario}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(node.Name),
+				LeaseDurationSeconds: ptr.To(int32(leaseDuration.Seconds())), RenewTime: &now},
+		}
+		_, err = leases.Create(ctx, l, metav1.CreateOptions{})
+		return ignoreExists(err)
+	}
+	if err != nil {
+		return fmt.Errorf("reading lease of node %s: %w", node.Name, err)
+	}
+	l.Spec.RenewTime = &now
+	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+	return err
+}
+
+func ignoreExists(err error) error {
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// heartbeat renews every node's Lease, as kubelets do, so the node-lifecycle controller
+// keeps the nodes healthy for as long as a scenario runs.
+func (k *Kubelet) heartbeat(ctx context.Context) {
+	t := time.NewTicker(leaseRenew)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		k.mu.Lock()
+		names := make([]string, 0, len(k.nodes))
+		for n := range k.nodes {
+			names = append(names, n)
+		}
+		k.mu.Unlock()
+		for _, n := range names {
+			if err := k.renewLease(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil && !apierrors.IsConflict(err) {
+				k.fail(err)
+			}
+		}
+	}
+}
+
+// pod drives one Pod bound to one of our nodes, once.
+func (k *Kubelet) pod(p *corev1.Pod) {
+	k.mu.Lock()
+	_, ours := k.nodes[p.Spec.NodeName]
+	first := ours && !k.handled[string(p.UID)]
+	if first {
+		k.handled[string(p.UID)] = true
+	}
+	k.mu.Unlock()
+	if !ours {
+		return
+	}
+	if p.DeletionTimestamp != nil {
+		// Containers are gone at once; finish the deletion like a kubelet would.
+		err := k.Client.CoreV1().Pods(p.Namespace).Delete(k.ctx, p.Name, metav1.DeleteOptions{
+			GracePeriodSeconds: ptr.To(int64(0)), Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			k.fail(err)
+		}
+		return
+	}
+	if !first {
+		return
+	}
+	for i := range k.Init {
+		in := &k.Init[i]
+		if labels.SelectorFromSet(in.Labels).Matches(labels.Set(p.Labels)) {
+			k.driveInit(p, in)
+			return
+		}
+	}
+	k.fail(k.setStatus(p, true, 0))
+}
+
+// driveInit plays the init Pod's timeline.
+func (k *Kubelet) driveInit(p *corev1.Pod, in *InitDaemonSet) {
+	tl := in.Ready
+	delay := k.delay(p.Spec.NodeName, in.Name, tl)
+	k.fail(k.setStatus(p, false, 0))
+	switch tl.Mode {
+	case ModeReady:
+		k.after(delay, func() error { return k.setStatus(p, true, 0) })
+	case ModeNever:
+	case ModeCrashLoop:
+		k.after(delay, func() error { return k.setStatus(p, false, 3) })
+	case ModeAnnotate:
+		k.after(delay, func() error { return k.annotateReady(p) })
+	case ModeFlap:
+		flaps := tl.Flaps
+		if flaps <= 0 {
+			flaps = 1
+		}
+		step := tl.After
+		if step <= 0 {
+			step = time.Second
+		}
+		for i := 0; i < flaps; i++ {
+			up := delay + time.Duration(2*i)*step
+			k.after(up, func() error { return k.setStatus(p, true, 0) })
+			k.after(up+step/2, func() error { return k.setStatus(p, false, int32(i+1)) })
+		}
+		k.after(delay+time.Duration(2*flaps)*step, func() error { return k.setStatus(p, true, int32(flaps)) })
+	}
+}
+
+// delay is After ± Jitter, drawn from a source seeded by (seed, node, DaemonSet).
+func (k *Kubelet) delay(node, ds string, tl PodTimeline) time.Duration {
+	if tl.Jitter <= 0 {
+		return tl.After
+	}
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s\x00%s", node, ds)
+	rng := rand.New(rand.NewPCG(k.Seed, h.Sum64()))
+	return tl.After - tl.Jitter + time.Duration(rng.Int64N(int64(2*tl.Jitter)+1))
+}
+
+func (k *Kubelet) after(d time.Duration, f func() error) {
+	time.AfterFunc(d, func() {
+		if k.ctx.Err() == nil {
+			k.fail(f())
+		}
+	})
+}
+
+// setStatus writes a Running status with every container ready or not.
+func (k *Kubelet) setStatus(p *corev1.Pod, ready bool, restarts int32) error {
+	return k.updatePod(p, func(cur *corev1.Pod) {
+		now := metav1.Now()
+		cond := corev1.ConditionFalse
+		if ready {
+			cond = corev1.ConditionTrue
+		}
+		cur.Status.Phase = corev1.PodRunning
+		if cur.Status.StartTime == nil {
+			cur.Status.StartTime = &now
+		}
+		cur.Status.PodIP, cur.Status.HostIP = "10.244.0.1", "10.0.0.1"
+		cur.Status.Conditions = setCondition(cur.Status.Conditions, corev1.PodReady, cond, now)
+		cur.Status.Conditions = setCondition(cur.Status.Conditions, corev1.ContainersReady, cond, now)
+		cur.Status.Conditions = setCondition(cur.Status.Conditions, corev1.PodInitialized, corev1.ConditionTrue, now)
+		cur.Status.Conditions = setCondition(cur.Status.Conditions, corev1.PodScheduled, corev1.ConditionTrue, now)
+		cur.Status.ContainerStatuses = nil
+		for _, c := range cur.Spec.Containers {
+			st := corev1.ContainerStatus{Name: c.Name, Image: c.Image, Ready: ready, RestartCount: restarts, Started: ptr.To(true),
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}
+			if restarts > 0 && !ready {
+				st.Started = ptr.To(false)
+				st.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+			}
+			cur.Status.ContainerStatuses = append(cur.Status.ContainerStatuses, st)
+		}
+	}, true)
+}
+
+func (k *Kubelet) annotateReady(p *corev1.Pod) error {
+	return k.updatePod(p, func(cur *corev1.Pod) {
+		if cur.Annotations == nil {
+			cur.Annotations = map[string]string{}
+		}
+		cur.Annotations["startup.k8s.io/ready"] = "true"
+	}, false)
+}
+
+func (k *Kubelet) updatePod(p *corev1.Pod, mutate func(*corev1.Pod), status bool) error {
+	pods := k.Client.CoreV1().Pods(p.Namespace)
+	// The first attempt writes over the informer's copy (one request on the hot path); a
+	// conflict means it was stale, and every retry reads afresh.
+	cur := p.DeepCopy()
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if cur == nil {
+			fresh, err := pods.Get(k.ctx, p.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) || (err == nil && (fresh.UID != p.UID || fresh.DeletionTimestamp != nil)) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			cur = fresh
+		}
+		defer func() { cur = nil }()
+		mutate(cur)
+		var err error
+		if status {
+			_, err = pods.UpdateStatus(k.ctx, cur, metav1.UpdateOptions{})
+		} else {
+			_, err = pods.Update(k.ctx, cur, metav1.UpdateOptions{})
+		}
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+}
+
+func setCondition(conds []corev1.PodCondition, t corev1.PodConditionType, s corev1.ConditionStatus, now metav1.Time) []corev1.PodCondition {
+	for i := range conds {
+		if conds[i].Type == t {
+			if conds[i].Status != s {
+				conds[i].Status, conds[i].LastTransitionTime = s, now
+			}
+			return conds
+		}
+	}
+	return append(conds, corev1.PodCondition{Type: t, Status: s, LastTransitionTime: now})
+}

@@ -1,0 +1,335 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/startupgate/startupgate/gate"
+)
+
+// The recorder watches Nodes and Pods and keeps, per node incarnation, what happened when.
+//
+// Ordering. Every event carries the resourceVersion of the write that produced it. On one
+// etcd — every backend this simulator drives keeps Nodes and Pods in the same store — a
+// resourceVersion is etcd's global modification revision: a write that happened later has a
+// strictly larger one, whatever its resource type. So "was this Pod bound before that Node
+// was released?" is answered by comparing the two writes' resourceVersions, not by when
+// this process happened to receive the events (two informers deliver in any interleaving).
+// Local receive times are kept only for latencies and the timeline picture.
+//
+// Informers, not raw watches: an informer re-lists after a dropped watch. A re-list can
+// coalesce intermediate versions, which can only make a binding look later than it was
+// (a missed early Pod), never earlier — the checker never invents a violation.
+type Recorder struct {
+	cfg       *gate.Config
+	ledger    *Ledger
+	namespace string
+
+	mu    sync.Mutex
+	nodes map[string]*NodeRecord // by UID
+	// current maps a node name to the UIDs it has had, in order.
+	byName map[string][]string
+	pods   map[string]*podSeen // by pod UID
+	start  time.Time
+}
+
+// NodeRecord is one node incarnation (a re-registered name gets a new record).
+type NodeRecord struct {
+	Name string
+	UID  string
+	// Gated: the gate's node selector matches the node, so it must be held until released.
+	Gated     bool
+	Created   Mark
+	Tainted   Mark // first version seen with the gate taint (zero if never)
+	InitReady Mark // first time every init Pod seen on it was Ready
+	Released  Mark // first version seen with completedAt and without the taint
+	Deleted   Mark
+	// TaintedAtCreate: the first stored version already had the taint (admission worked).
+	TaintedAtCreate bool
+	CompletedAt     []string
+	LostTaints      []string
+	Bindings        []Binding
+
+	inits []*podSeen
+}
+
+// Mark is a moment: the resourceVersion of the write and when this process saw it.
+type Mark struct {
+	RV   uint64
+	Time time.Time
+}
+
+// IsZero reports whether the moment never happened.
+func (m Mark) IsZero() bool { return m.Time.IsZero() }
+
+// Binding is a Pod seen bound to a node.
+type Binding struct {
+	Pod       string // namespace/name
+	Mark      Mark
+	Tolerates bool // tolerates the gate taint (DaemonSet agents, init Pods)
+	Init      bool
+}
+
+type podSeen struct {
+	node  *NodeRecord
+	init  bool
+	ready bool
+}
+
+// NewRecorder prepares a recorder for one scenario namespace.
+func NewRecorder(cfg *gate.Config, ledger *Ledger, namespace string) *Recorder {
+	return &Recorder{cfg: cfg, ledger: ledger, namespace: namespace,
+		nodes: map[string]*NodeRecord{}, byName: map[string][]string{}, pods: map[string]*podSeen{}, start: time.Now()}
+}
+
+// Run starts the informers (nodes with the scenario label, pods in the namespace) and
+// returns once they have synced.
+func (r *Recorder) Run(ctx context.Context, cs kubernetes.Interface, nodeSelector string) error {
+	nodes := informers.NewSharedInformerFactoryWithOptions(cs, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = nodeSelector }))
+	pods := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(r.namespace))
+	ni := nodes.Core().V1().Nodes().Informer()
+	pi := pods.Core().V1().Pods().Informer()
+	_, err := ni.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { r.node(nil, o.(*corev1.Node)) },
+		UpdateFunc: func(old, cur any) { r.node(old.(*corev1.Node), cur.(*corev1.Node)) },
+		DeleteFunc: func(o any) { r.nodeDeleted(o) },
+	})
+	if err != nil {
+		return err
+	}
+	if _, err = pi.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { r.pod(o.(*corev1.Pod)) },
+		UpdateFunc: func(_, cur any) { r.pod(cur.(*corev1.Pod)) },
+	}); err != nil {
+		return err
+	}
+	nodes.Start(ctx.Done())
+	pods.Start(ctx.Done())
+	for _, synced := range []cache.InformerSynced{ni.HasSynced, pi.HasSynced} {
+		if !cache.WaitForCacheSync(ctx.Done(), synced) {
+			return fmt.Errorf("recorder informers did not sync")
+		}
+	}
+	return nil
+}
+
+func rv(o metav1.Object) uint64 {
+	n, _ := strconv.ParseUint(o.GetResourceVersion(), 10, 64)
+	return n
+}
+
+func (r *Recorder) node(old, cur *corev1.Node) {
+	now := time.Now()
+	m := Mark{RV: rv(cur), Time: now}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec, ok := r.nodes[string(cur.UID)]
+	if !ok {
+		rec = &NodeRecord{Name: cur.Name, UID: string(cur.UID), Gated: r.cfg.Gated(cur), Created: m}
+		// The first version this process sees may be later than the CREATE (the recorder
+		// starts before any node joins, so normally it is the CREATE itself).
+		rec.TaintedAtCreate = r.cfg.HasTaint(cur)
+		r.nodes[rec.UID] = rec
+		r.byName[cur.Name] = append(r.byName[cur.Name], rec.UID)
+	}
+	if r.cfg.HasTaint(cur) && rec.Tainted.IsZero() {
+		rec.Tainted = m
+	}
+	if v, ok := cur.Annotations[r.cfg.CompletedAnnotation]; ok {
+		if n := len(rec.CompletedAt); n == 0 || rec.CompletedAt[n-1] != v {
+			rec.CompletedAt = append(rec.CompletedAt, v)
+		}
+		if !r.cfg.HasTaint(cur) && rec.Released.IsZero() {
+			rec.Released = m
+		}
+	} else if len(rec.CompletedAt) > 0 {
+		rec.CompletedAt = append(rec.CompletedAt, "")
+	}
+	if old != nil {
+		for _, t := range lostTaints(old.Spec.Taints, cur.Spec.Taints) {
+			if isForeign(t, r.cfg) && !r.ledger.Removed(cur.Name, t.Key) {
+				rec.LostTaints = append(rec.LostTaints, t.ToString())
+			}
+		}
+	}
+}
+
+func (r *Recorder) nodeDeleted(o any) {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	n, ok := o.(*corev1.Node)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rec, ok := r.nodes[string(n.UID)]; ok && rec.Deleted.IsZero() {
+		rec.Deleted = Mark{RV: rv(n), Time: time.Now()}
+	}
+}
+
+// lostTaints are the taints in old that cur no longer has.
+func lostTaints(old, cur []corev1.Taint) []corev1.Taint {
+	var out []corev1.Taint
+	for _, o := range old {
+		found := false
+		for _, c := range cur {
+			if c.Key == o.Key && c.Effect == o.Effect {
+				found = true
+				break
+			}
+		}
+		if !found {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// isForeign: not the gate's own taint, and not one the node lifecycle manages.
+func isForeign(t corev1.Taint, cfg *gate.Config) bool {
+	return !(t.Key == cfg.Taint.Key && t.Effect == cfg.Taint.Effect) &&
+		!strings.HasPrefix(t.Key, "node.kubernetes.io/") &&
+		!strings.HasPrefix(t.Key, "node.cloudprovider.kubernetes.io/")
+}
+
+func (r *Recorder) pod(p *corev1.Pod) {
+	if p.Spec.NodeName == "" {
+		return
+	}
+	m := Mark{RV: rv(p), Time: time.Now()}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := r.pods[string(p.UID)]
+	if seen == nil {
+		// A Pod belongs to the node incarnation it was first seen bound to: a stale init Pod
+		// of a deleted node stays with that node and never counts for its successor.
+		rec := r.incarnation(p.Spec.NodeName, m.RV)
+		if rec == nil {
+			return
+		}
+		seen = &podSeen{node: rec, init: r.isInit(p)}
+		r.pods[string(p.UID)] = seen
+		rec.Bindings = append(rec.Bindings, Binding{
+			Pod: p.Namespace + "/" + p.Name, Mark: m, Tolerates: r.cfg.Tolerates(p.Spec.Tolerations), Init: seen.init,
+		})
+		if seen.init {
+			rec.inits = append(rec.inits, seen)
+		}
+	}
+	if !seen.init {
+		return
+	}
+	seen.ready = podIsReady(p, r.cfg)
+	rec := seen.node
+	if rec.InitReady.IsZero() && allReady(rec.inits) {
+		rec.InitReady = m
+	}
+}
+
+func allReady(pods []*podSeen) bool {
+	for _, p := range pods {
+		if !p.ready {
+			return false
+		}
+	}
+	return len(pods) > 0
+}
+
+// incarnation is the record of the node that had this name when the write at rv happened:
+// the latest one created at or before it.
+func (r *Recorder) incarnation(name string, at uint64) *NodeRecord {
+	uids := r.byName[name]
+	for i := len(uids) - 1; i >= 0; i-- {
+		if rec := r.nodes[uids[i]]; rec.Created.RV <= at || i == 0 {
+			return rec
+		}
+	}
+	return nil
+}
+
+func (r *Recorder) isInit(p *corev1.Pod) bool {
+	for _, c := range r.cfg.Components {
+		sel, err := labels.Parse(c.Selector)
+		if err == nil && sel.Matches(labels.Set(p.Labels)) {
+			return true
+		}
+	}
+	return false
+}
+
+// podIsReady is the simulator's own reading of readiness (Ready condition or the early
+// annotation) — deliberately not the gate's code, so that a gate bug cannot hide itself.
+func podIsReady(p *corev1.Pod, cfg *gate.Config) bool {
+	if p.Annotations[cfg.ReadyAnnotation] == "true" {
+		return true
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// Snapshot returns a deep copy of every record, sorted by creation.
+func (r *Recorder) Snapshot() []NodeRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]NodeRecord, 0, len(r.nodes))
+	for _, rec := range r.nodes {
+		c := *rec
+		c.CompletedAt = append([]string(nil), rec.CompletedAt...)
+		c.LostTaints = append([]string(nil), rec.LostTaints...)
+		c.Bindings = append([]Binding(nil), rec.Bindings...)
+		c.inits = nil
+		out = append(out, c)
+	}
+	sortRecords(out)
+	return out
+}
+
+// Ledger lists foreign taint removals that were intended (by the scenario's own taint
+// writers), so that the checker can tell them from a taint the gate lost.
+type Ledger struct {
+	mu      sync.Mutex
+	removed map[string]int
+}
+
+// Intend records that the simulator is about to remove key from node on purpose.
+func (l *Ledger) Intend(node, key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.removed == nil {
+		l.removed = map[string]int{}
+	}
+	l.removed[node+"\x00"+key]++
+}
+
+// Removed reports whether a removal of key from node was intended, consuming it.
+func (l *Ledger) Removed(node, key string) bool {
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := node + "\x00" + key
+	if l.removed[k] > 0 {
+		l.removed[k]--
+		return true
+	}
+	return false
+}

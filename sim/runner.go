@@ -1,0 +1,573 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/startupgate/startupgate/gate"
+)
+
+// Options apply to every scenario of a run.
+type Options struct {
+	Gate GateMode
+	// Seed fixes every random choice; 0 means 1.
+	Seed uint64
+	// Progress receives a live line per scenario every second (nil: quiet).
+	Progress io.Writer
+	// Command is how this run was invoked, for the reproduce line of a failure.
+	Command string
+}
+
+// Runner runs scenarios against one control plane.
+type Runner struct {
+	Config *rest.Config
+	Opts   Options
+
+	client kubernetes.Interface
+}
+
+// NewRunner prepares a runner; rc should allow high QPS (the fake kubelet and the recorder
+// must never be the bottleneck).
+func NewRunner(rc *rest.Config, opts Options) (*Runner, error) {
+	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst = 5000, 10000
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Seed == 0 {
+		opts.Seed = 1
+	}
+	if opts.Gate == "" {
+		opts.Gate = GateInProcess
+	}
+	return &Runner{Config: rc, Opts: opts, client: cs}, nil
+}
+
+// run is the state of one scenario run.
+type run struct {
+	*Runner
+	sc       *Scenario
+	cfg      gate.Config
+	ns       string
+	kubelet  *Kubelet
+	recorder *Recorder
+	start    time.Time
+
+	mu       sync.Mutex
+	errs     []string
+	joined   int
+	regFails int
+	joins    map[string]*Join
+	steps    int
+}
+
+// Run runs one scenario and judges it. An error means the run itself could not be carried
+// out (the plane failed); a scenario that merely failed its expectations returns a Result
+// with Passed false.
+func (r *Runner) Run(ctx context.Context, sc *Scenario) (*Result, error) {
+	cfg := sc.GateConfig()
+	sel := ScenarioLabel + "=" + sc.Name
+	if cfg.NodeSelector != "" {
+		sel = cfg.NodeSelector + "," + sel
+	}
+	cfg.NodeSelector = sel
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	x := &run{Runner: r, sc: sc, cfg: cfg, ns: "sim-" + sc.Name, joins: map[string]*Join{}}
+	ctx, cancel := context.WithTimeout(ctx, sc.Timeout+2*time.Minute)
+	defer cancel()
+
+	if err := x.cleanup(ctx); err != nil {
+		return nil, fmt.Errorf("clearing leftovers of %s: %w", sc.Name, err)
+	}
+	defer func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
+		defer ccancel()
+		if err := x.cleanup(cctx); err != nil {
+			x.fail(fmt.Errorf("cleanup: %w", err))
+		}
+	}()
+	if err := x.setup(ctx); err != nil {
+		return nil, err
+	}
+
+	x.recorder = NewRecorder(&x.cfg, &Ledger{}, x.ns)
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
+	if err := x.recorder.Run(rctx, r.client, ScenarioLabel+"="+sc.Name); err != nil {
+		return nil, err
+	}
+	g, err := startGate(ctx, r.Config, r.client, r.Opts.Gate, x.cfg, sc.Name)
+	if g != nil {
+		defer func() { x.fail(g.stop(context.Background())) }()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("starting gate: %w", err)
+	}
+	x.kubelet = &Kubelet{Client: r.client, Namespace: x.ns, Scenario: sc.Name, Seed: r.Opts.Seed, Init: sc.Init, Errors: x.fail}
+	kctx, kcancel := context.WithCancel(ctx)
+	defer kcancel()
+	if err := x.kubelet.Start(kctx); err != nil {
+		return nil, err
+	}
+
+	x.start = time.Now()
+	x.recorder.start = x.start
+	x.play(kctx)
+	kcancel()
+	rcancel()
+	return x.judge(), nil
+}
+
+// fail records an asynchronous error; any makes the run fail.
+func (x *run) fail(err error) {
+	if err == nil {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.errs) < 20 {
+		x.errs = append(x.errs, err.Error())
+	}
+}
+
+// setup creates the namespace, the DaemonSets and the pending workloads.
+func (x *run) setup(ctx context.Context) error {
+	cs := x.client
+	lbl := map[string]string{ScenarioLabel: x.sc.Name}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: x.ns, Labels: lbl}}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating namespace: %w", err)
+	}
+	taintToleration := corev1.Toleration{Key: x.cfg.Taint.Key, Operator: corev1.TolerationOpExists, Effect: x.cfg.Taint.Effect}
+	for _, in := range x.sc.Init {
+		var tols []corev1.Toleration
+		if *in.Tolerate {
+			tols = append(tols, taintToleration)
+		}
+		if err := x.daemonSet(ctx, in.Name, in.Labels, in.NodeSelector, tols); err != nil {
+			return err
+		}
+	}
+	for _, d := range x.sc.DaemonSets {
+		tols := make([]corev1.Toleration, 0, len(d.Tolerations))
+		for _, t := range d.Tolerations {
+			tols = append(tols, t.core())
+		}
+		if err := x.daemonSet(ctx, d.Name, map[string]string{"sim.startupgate.io/daemonset": d.Name}, nil, tols); err != nil {
+			return err
+		}
+	}
+	want := 0
+	for _, w := range x.sc.Workloads {
+		if err := x.deployment(ctx, w); err != nil {
+			return err
+		}
+		want += int(w.Replicas)
+	}
+	// Workloads are pending before the first join: wait until every replica exists.
+	return poll(ctx, time.Minute, func() (bool, error) {
+		pods, err := cs.CoreV1().Pods(x.ns).List(ctx, metav1.ListOptions{LabelSelector: "sim.startupgate.io/workload"})
+		return err == nil && len(pods.Items) >= want, err
+	})
+}
+
+func (x *run) podSpec(nodeSelector map[string]string, tols []corev1.Toleration, cpu string) corev1.PodSpec {
+	sel := map[string]string{ScenarioLabel: x.sc.Name}
+	for k, v := range nodeSelector {
+		sel[k] = v
+	}
+	c := corev1.Container{Name: "main", Image: "registry.k8s.io/pause:3.10"}
+	if cpu != "" {
+		c.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	}
+	return corev1.PodSpec{NodeSelector: sel, Tolerations: tols, Containers: []corev1.Container{c},
+		TerminationGracePeriodSeconds: ptr.To(int64(0))}
+}
+
+func (x *run) daemonSet(ctx context.Context, name string, podLabels, nodeSelector map[string]string, tols []corev1.Toleration) error {
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: x.ns},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: podLabels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				Spec:       x.podSpec(nodeSelector, tols, ""),
+			},
+		},
+	}
+	if _, err := x.client.AppsV1().DaemonSets(x.ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating daemonset %s: %w", name, err)
+	}
+	return nil
+}
+
+func (x *run) deployment(ctx context.Context, w Workload) error {
+	lbl := map[string]string{"sim.startupgate.io/workload": w.Name}
+	tols := make([]corev1.Toleration, 0, len(w.Tolerations))
+	for _, t := range w.Tolerations {
+		tols = append(tols, t.core())
+	}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: x.ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(w.Replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: lbl},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: lbl}, Spec: x.podSpec(nil, tols, w.CPU)},
+		},
+	}
+	if _, err := x.client.AppsV1().Deployments(x.ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating deployment %s: %w", w.Name, err)
+	}
+	return nil
+}
+
+// play runs the timeline, each step in its own goroutine at its offset, and waits until the
+// run settles or times out.
+func (x *run) play(ctx context.Context) {
+	var wg sync.WaitGroup
+	for i := range x.sc.Timeline {
+		step := &x.sc.Timeline[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Until(x.start.Add(step.At))):
+			}
+			x.step(ctx, step)
+			x.mu.Lock()
+			x.steps++
+			x.mu.Unlock()
+		}()
+	}
+	deadline := x.start.Add(x.sc.Timeout)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	lastProgress := time.Time{}
+	for {
+		settled := x.settled()
+		if x.Opts.Progress != nil && (time.Since(lastProgress) >= time.Second || settled) {
+			lastProgress = time.Now()
+			x.progress()
+		}
+		if settled || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+			continue
+		}
+		break
+	}
+	cancelWait := make(chan struct{})
+	go func() { wg.Wait(); close(cancelWait) }()
+	select {
+	case <-cancelWait:
+	case <-time.After(time.Second):
+		// Steps still running (a join retrying against a closed webhook) end with ctx.
+	}
+}
+
+func (x *run) step(ctx context.Context, s *Step) {
+	switch {
+	case s.Join != nil:
+		x.join(ctx, s.Join)
+	case s.Reregister != nil:
+		x.fail(x.reregister(ctx, s.Reregister))
+	}
+}
+
+// join registers the nodes of a join step: all at once (bounded concurrency) or one per
+// interval. A failed registration is retried every 500ms, as a kubelet would.
+func (x *run) join(ctx context.Context, j *Join) {
+	taints := make([]corev1.Taint, 0, len(j.Taints))
+	for _, t := range j.Taints {
+		taints = append(taints, t.core())
+	}
+	sem := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	for i := 0; i < j.Count; i++ {
+		name := x.sc.NodeName(j.Prefix, i)
+		x.mu.Lock()
+		x.joins[name] = j
+		x.mu.Unlock()
+		if j.Interval > 0 && i > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(j.Interval):
+			}
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			x.register(ctx, name, j, taints)
+		}()
+	}
+	wg.Wait()
+}
+
+func (x *run) register(ctx context.Context, name string, j *Join, taints []corev1.Taint) {
+	for {
+		err := x.kubelet.Register(ctx, name, j.Labels, taints, j.ReadyAfter)
+		if err == nil {
+			x.mu.Lock()
+			x.joined++
+			x.mu.Unlock()
+			return
+		}
+		if apierrors.IsAlreadyExists(err) {
+			x.fail(err)
+			return
+		}
+		x.mu.Lock()
+		x.regFails++
+		x.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// reregister deletes a node and registers it again under the same name, as an autoscaler
+// that reuses names does. With KeepOldInitPod the old node's init Pods stay bound and Ready,
+// as they do while pod GC lags; otherwise they are deleted with the node.
+func (x *run) reregister(ctx context.Context, rr *Reregister) error {
+	x.mu.Lock()
+	j := x.joins[rr.Node]
+	x.mu.Unlock()
+	if j == nil {
+		return fmt.Errorf("reregister: node %s never joined", rr.Node)
+	}
+	x.kubelet.Deregister(rr.Node)
+	if err := x.client.CoreV1().Nodes().Delete(ctx, rr.Node, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
+		return err
+	}
+	if !rr.KeepOldInitPod {
+		if err := x.deletePodsOn(ctx, rr.Node); err != nil {
+			return err
+		}
+	}
+	if err := poll(ctx, 30*time.Second, func() (bool, error) {
+		_, err := x.client.CoreV1().Nodes().Get(ctx, rr.Node, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), ignoreNotFound(err)
+	}); err != nil {
+		return err
+	}
+	taints := make([]corev1.Taint, 0, len(j.Taints))
+	for _, t := range j.Taints {
+		taints = append(taints, t.core())
+	}
+	x.mu.Lock()
+	x.joined--
+	x.mu.Unlock()
+	x.register(ctx, rr.Node, j, taints)
+	return nil
+}
+
+func (x *run) deletePodsOn(ctx context.Context, node string) error {
+	pods, err := x.client.CoreV1().Pods(x.ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		return err
+	}
+	for _, p := range pods.Items {
+		err := x.client.CoreV1().Pods(x.ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
+		if ignoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settled: every step has run, every workload Pod is bound, and every gated node is
+// released (or deleted), bar the ones the scenario expects to stay stuck. Without a gate,
+// nodes are never released, so there it is enough that the init Pods are ready.
+func (x *run) settled() bool {
+	x.mu.Lock()
+	steps := x.steps
+	x.mu.Unlock()
+	if steps < len(x.sc.Timeline) {
+		return false
+	}
+	want := 0
+	for _, w := range x.sc.Workloads {
+		want += int(w.Replicas)
+	}
+	v := Check(x.recorder.Snapshot(), x.start, 0)
+	if v.WorkloadPods < want {
+		return false
+	}
+	if x.Opts.Gate == GateOff {
+		for _, rec := range x.recorder.Snapshot() {
+			if rec.Gated && rec.Deleted.IsZero() && rec.InitReady.IsZero() {
+				return false
+			}
+		}
+		return true
+	}
+	return v.Stuck <= x.sc.Expect.Stuck && v.Gated > 0
+}
+
+func (x *run) progress() {
+	v := Check(x.recorder.Snapshot(), x.start, 0)
+	x.mu.Lock()
+	joined, fails := x.joined, x.regFails
+	x.mu.Unlock()
+	early := 0
+	for _, viol := range v.Violations {
+		if viol.Kind == KindEarlyPod {
+			early++
+		}
+	}
+	line := fmt.Sprintf("  %-36s %6.1fs  joined %4d  released %4d/%-4d  early pods %d",
+		x.sc.Name, time.Since(x.start).Seconds(), joined, v.Released, v.Gated, early)
+	if fails > 0 {
+		line += fmt.Sprintf("  registrations refused %d", fails)
+	}
+	fmt.Fprintln(x.Opts.Progress, line)
+}
+
+// cleanup removes everything the scenario created and waits until its nodes are gone.
+func (x *run) cleanup(ctx context.Context) error {
+	cs := x.client
+	sel := metav1.ListOptions{LabelSelector: ScenarioLabel + "=" + x.sc.Name}
+	var errs []error
+	if err := cs.AppsV1().Deployments(x.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); ignoreNotFound(err) != nil {
+		errs = append(errs, err)
+	}
+	if err := cs.AppsV1().DaemonSets(x.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); ignoreNotFound(err) != nil {
+		errs = append(errs, err)
+	}
+	if err := cs.AppsV1().ReplicaSets(x.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); ignoreNotFound(err) != nil {
+		errs = append(errs, err)
+	}
+	if err := cs.CoreV1().Pods(x.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}, metav1.ListOptions{}); ignoreNotFound(err) != nil {
+		errs = append(errs, err)
+	}
+	if err := cs.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
+		errs = append(errs, err)
+	}
+	if err := cs.CoordinationV1().Leases(leaseNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
+		errs = append(errs, err)
+	}
+	if err := cs.CoreV1().Namespaces().Delete(ctx, x.ns, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	return poll(ctx, time.Minute, func() (bool, error) {
+		nodes, err := cs.CoreV1().Nodes().List(ctx, sel)
+		if err != nil {
+			return false, err
+		}
+		_, err = cs.CoreV1().Namespaces().Get(ctx, x.ns, metav1.GetOptions{})
+		return len(nodes.Items) == 0 && apierrors.IsNotFound(err), ignoreNotFound(err)
+	})
+}
+
+// judge checks the invariants and compares them with the scenario's expectations.
+func (x *run) judge() *Result {
+	recs := x.recorder.Snapshot()
+	v := Check(recs, x.start, x.sc.Expect.ReleasedWithin)
+	res := &Result{
+		Name: x.sc.Name, File: x.sc.File, Description: x.sc.Description, Gate: string(x.Opts.Gate), Seed: x.Opts.Seed,
+		Nodes: len(recs), WorkloadPods: v.WorkloadPods, Violations: v.Violations, Released: v.Released, Stuck: v.Stuck,
+		EarlyTolerating: v.EarlyTolerating, ReleaseLatencyMS: percentiles(v.ReleaseLatency), DurationMS: time.Since(x.start).Milliseconds(),
+		records: recs, start: x.start,
+	}
+	if res.Violations == nil {
+		res.Violations = []Violation{}
+	}
+	hold := percentiles(v.Hold)
+	res.HoldMS = HoldPercentiles{P50: hold.P50, P99: hold.P99}
+	x.mu.Lock()
+	res.Errors = append([]string(nil), x.errs...)
+	res.RegistrationsRefused = x.regFails
+	x.mu.Unlock()
+
+	exp := x.sc.Expect
+	switch {
+	case exp.Violations == "none" && len(v.Violations) > 0:
+		res.Failures = append(res.Failures, fmt.Sprintf("expected no violations, found %d (%s)", len(v.Violations), kindsOf(v.Violations)))
+	case exp.Violations == "some" && len(v.Violations) == 0:
+		res.Failures = append(res.Failures, "expected violations (negative control), found none: the checker must catch this")
+	}
+	if exp.Violations == "some" {
+		have := kindsOf(v.Violations)
+		for _, k := range exp.Kinds {
+			if !strings.Contains(","+have+",", ","+k+",") {
+				res.Failures = append(res.Failures, fmt.Sprintf("expected a %s violation, found only %q", k, have))
+			}
+		}
+	}
+	if exp.Violations == "none" && v.Stuck != exp.Stuck {
+		res.Failures = append(res.Failures, fmt.Sprintf("%d gated nodes never released, expected %d", v.Stuck, exp.Stuck))
+	}
+	if len(res.Errors) > 0 {
+		res.Failures = append(res.Failures, fmt.Sprintf("%d simulator errors, first: %s", len(res.Errors), res.Errors[0]))
+	}
+	res.Passed = len(res.Failures) == 0
+	if !res.Passed {
+		res.Reproduce = fmt.Sprintf("go run ./cmd/simulate run --gate %s --seed %d %s", x.Opts.Gate, x.Opts.Seed, x.sc.File)
+	}
+	return res
+}
+
+func kindsOf(vs []Violation) string {
+	seen := map[string]bool{}
+	for _, v := range vs {
+		seen[v.Kind] = true
+	}
+	kinds := make([]string, 0, len(seen))
+	for k := range seen {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	return strings.Join(kinds, ",")
+}
+
+// poll calls f every 100ms until it is true, errors, or timeout passes. It is harness
+// plumbing (waiting for the plane to converge), never part of the gate.
+func poll(ctx context.Context, timeout time.Duration, f func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := f()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not converged within %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

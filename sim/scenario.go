@@ -1,0 +1,334 @@
+package sim
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/startupgate/startupgate/gate"
+)
+
+// Scenario is one scenario file: typed data, strictly decoded. There is no logic in YAML —
+// no templates and no scripts; everything a scenario can do is a field here.
+type Scenario struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	// Gate overrides the gate's Config, in the same YAML as cmd/gate --config.
+	Gate yaml.Node `yaml:"gate"`
+	// Init lists the required init DaemonSets; empty means one default init DaemonSet
+	// labelled startup.k8s.io/component=init that tolerates the taint and is ready after 1s.
+	Init []InitDaemonSet `yaml:"init"`
+	// DaemonSets are other (non-required) DaemonSets, e.g. tolerating agents that may land early.
+	DaemonSets []DaemonSet `yaml:"daemonSets"`
+	// Workloads are Deployments created, and left pending, before the first node joins.
+	Workloads []Workload `yaml:"workloads"`
+	Timeline  []Step     `yaml:"timeline"`
+	Expect    Expect     `yaml:"expect"`
+	// Timeout bounds the whole run (default 2m); a run that is not settled by then stops and
+	// is judged as it stands.
+	Timeout time.Duration `yaml:"timeout"`
+
+	// File and gateConfig are filled by Load.
+	File       string      `yaml:"-"`
+	gateConfig gate.Config `yaml:"-"`
+}
+
+// InitDaemonSet is a required init component and how its Pods behave on the fake kubelet.
+type InitDaemonSet struct {
+	Name string `yaml:"name"`
+	// Labels of its Pods; default startup.k8s.io/component=<name>, or =init for the first.
+	Labels map[string]string `yaml:"labels"`
+	// Tolerate the startup taint (default true). false reproduces the deadlock that the
+	// gate must report.
+	Tolerate *bool `yaml:"tolerate"`
+	// NodeSelector restricts it to some of the scenario's nodes.
+	NodeSelector map[string]string `yaml:"nodeSelector"`
+	Ready        PodTimeline       `yaml:"ready"`
+}
+
+// PodTimeline is how an init Pod behaves once bound.
+type PodTimeline struct {
+	// Mode: ready (default), never, crashloop, annotate (sets the early-ready annotation
+	// without becoming Ready), flap (ready, then not ready, then ready again).
+	Mode   string        `yaml:"mode"`
+	After  time.Duration `yaml:"after"`
+	Jitter time.Duration `yaml:"jitter"`
+	// Flaps is how many ready/not-ready cycles flap mode makes before staying Ready; the
+	// cycle length is After.
+	Flaps int `yaml:"flaps"`
+}
+
+// Pod timeline modes.
+const (
+	ModeReady     = "ready"
+	ModeNever     = "never"
+	ModeCrashLoop = "crashloop"
+	ModeAnnotate  = "annotate"
+	ModeFlap      = "flap"
+)
+
+// DaemonSet is a non-required DaemonSet; its Pods go Running and Ready at once.
+type DaemonSet struct {
+	Name        string       `yaml:"name"`
+	Tolerations []Toleration `yaml:"tolerations"`
+}
+
+// Workload is a Deployment of pause Pods pinned to the scenario's nodes.
+type Workload struct {
+	Name     string `yaml:"name"`
+	Replicas int32  `yaml:"replicas"`
+	// CPU request per Pod (default 100m).
+	CPU         string       `yaml:"cpu"`
+	Tolerations []Toleration `yaml:"tolerations"`
+}
+
+// Toleration mirrors corev1.Toleration in scenario YAML.
+type Toleration struct {
+	Key      string `yaml:"key"`
+	Operator string `yaml:"operator"`
+	Value    string `yaml:"value"`
+	Effect   string `yaml:"effect"`
+}
+
+// Taint mirrors corev1.Taint in scenario YAML.
+type Taint struct {
+	Key    string `yaml:"key"`
+	Value  string `yaml:"value"`
+	Effect string `yaml:"effect"`
+}
+
+// Step is one timeline entry: at an offset from the start, exactly one action.
+type Step struct {
+	At         time.Duration `yaml:"at"`
+	Join       *Join         `yaml:"join"`
+	Reregister *Reregister   `yaml:"reregister"`
+}
+
+// Join registers Count nodes named <scenario>-<prefix><i>.
+type Join struct {
+	Count  int    `yaml:"count"`
+	Prefix string `yaml:"prefix"`
+	// Interval between joins; 0 is a burst (all at once).
+	Interval time.Duration     `yaml:"interval"`
+	Labels   map[string]string `yaml:"labels"`
+	// Taints registered with the node, as kubelet --register-with-taints or Karpenter would.
+	Taints []Taint `yaml:"taints"`
+	// ReadyAfter is how long the fake kubelet takes to report the node Ready (default 200ms).
+	ReadyAfter time.Duration `yaml:"readyAfter"`
+}
+
+// Reregister deletes a node and registers it again under the same name.
+type Reregister struct {
+	Node string `yaml:"node"`
+	// KeepOldInitPod leaves the old node's init Pod bound and Ready, as when pod GC lags.
+	KeepOldInitPod bool `yaml:"keepOldInitPod"`
+}
+
+// Expect is what a run must show to pass.
+type Expect struct {
+	// Violations: "none" (default) or "some" (a negative control).
+	Violations string `yaml:"violations"`
+	// Kinds that must appear when Violations is "some".
+	Kinds []string `yaml:"kinds"`
+	// ReleasedWithin bounds each gated node's hold (default: no bound beyond Timeout).
+	ReleasedWithin time.Duration `yaml:"releasedWithin"`
+	// Stuck is the number of gated nodes expected never to be released (default 0).
+	Stuck int `yaml:"stuck"`
+}
+
+// Load reads and validates one scenario file.
+func Load(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading scenario: %w", err)
+	}
+	sc, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s:%w", path, err)
+	}
+	sc.File = path
+	return sc, nil
+}
+
+// Parse strictly decodes and validates a scenario. Errors start with "LINE: ".
+func Parse(data []byte) (*Scenario, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	sc := &Scenario{}
+	if err := dec.Decode(sc); err != nil {
+		return nil, lineError(err)
+	}
+	if err := sc.defaultAndValidate(); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+// lineError turns yaml.v3's "yaml: line N: msg" into "N: msg" so callers can prefix a file.
+func lineError(err error) error {
+	var te *yaml.TypeError
+	msg := err.Error()
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		return errors.New(rest)
+	}
+	return errors.New("1: " + msg)
+}
+
+func (sc *Scenario) defaultAndValidate() error {
+	at := func(line int, format string, args ...any) error {
+		return fmt.Errorf("%d: %s", line, fmt.Sprintf(format, args...))
+	}
+	if errs := validation.IsDNS1123Label(sc.Name); len(errs) > 0 || len(sc.Name) > 40 {
+		return at(1, "name %q must be a DNS label of at most 40 characters", sc.Name)
+	}
+	if sc.Description == "" {
+		return at(1, "description is required: say which hazard the scenario guards against")
+	}
+	cfg := gate.DefaultConfig()
+	if sc.Gate.Kind != 0 {
+		raw, err := yaml.Marshal(&sc.Gate)
+		if err != nil {
+			return at(sc.Gate.Line, "gate: %v", err)
+		}
+		if cfg, err = gate.LoadConfig(raw); err != nil {
+			return at(sc.Gate.Line, "gate: %v", err)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return at(sc.Gate.Line, "gate: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	sc.gateConfig = cfg
+	if sc.Timeout == 0 {
+		sc.Timeout = 2 * time.Minute
+	}
+	if len(sc.Init) == 0 {
+		sc.Init = []InitDaemonSet{{Name: "init", Ready: PodTimeline{After: time.Second}}}
+	}
+	for i := range sc.Init {
+		in := &sc.Init[i]
+		if in.Name == "" {
+			return at(1, "init[%d]: name is required", i)
+		}
+		if len(in.Labels) == 0 {
+			value := in.Name
+			if i == 0 {
+				value = "init"
+			}
+			in.Labels = map[string]string{"startup.k8s.io/component": value}
+		}
+		if in.Tolerate == nil {
+			t := true
+			in.Tolerate = &t
+		}
+		switch in.Ready.Mode {
+		case "":
+			in.Ready.Mode = ModeReady
+		case ModeReady, ModeNever, ModeCrashLoop, ModeAnnotate, ModeFlap:
+		default:
+			return at(1, "init[%d].ready.mode %q: want ready, never, crashloop, annotate or flap", i, in.Ready.Mode)
+		}
+		if in.Ready.Jitter > in.Ready.After {
+			return at(1, "init[%d].ready.jitter %s must not exceed after %s", i, in.Ready.Jitter, in.Ready.After)
+		}
+	}
+	for i := range sc.Workloads {
+		w := &sc.Workloads[i]
+		if w.Name == "" || w.Replicas < 0 {
+			return at(1, "workloads[%d]: name and a non-negative replicas are required", i)
+		}
+		if w.CPU == "" {
+			w.CPU = "100m"
+		}
+	}
+	names := map[string]bool{}
+	for i := range sc.Timeline {
+		s := &sc.Timeline[i]
+		n := 0
+		if s.Join != nil {
+			n++
+			if s.Join.Count <= 0 {
+				return at(1, "timeline[%d].join.count must be positive", i)
+			}
+			if s.Join.ReadyAfter == 0 {
+				s.Join.ReadyAfter = 200 * time.Millisecond
+			}
+			for j := 0; j < s.Join.Count; j++ {
+				name := sc.NodeName(s.Join.Prefix, j)
+				if names[name] {
+					return at(1, "timeline[%d].join: node %s joins twice; use reregister", i, name)
+				}
+				names[name] = true
+			}
+		}
+		if s.Reregister != nil {
+			n++
+			if !names[s.Reregister.Node] {
+				return at(1, "timeline[%d].reregister: node %q has not joined before", i, s.Reregister.Node)
+			}
+		}
+		if n != 1 {
+			return at(1, "timeline[%d]: exactly one action per step (join, reregister)", i)
+		}
+	}
+	sort.SliceStable(sc.Timeline, func(a, b int) bool { return sc.Timeline[a].At < sc.Timeline[b].At })
+	switch sc.Expect.Violations {
+	case "":
+		sc.Expect.Violations = "none"
+	case "none", "some":
+	default:
+		return at(1, "expect.violations %q: want none or some", sc.Expect.Violations)
+	}
+	return nil
+}
+
+// NodeName is the name of the i-th node of a join with this prefix.
+func (sc *Scenario) NodeName(prefix string, i int) string {
+	return fmt.Sprintf("%s-%s%d", sc.Name, prefix, i)
+}
+
+// GateConfig is the scenario's gate Config (defaults plus overrides), validated.
+func (sc *Scenario) GateConfig() gate.Config { return sc.gateConfig }
+
+// LoadAll loads FILE or DIR arguments (a DIR contributes its *.yaml files, sorted).
+func LoadAll(args []string) ([]*Scenario, error) {
+	var out []*Scenario
+	for _, arg := range args {
+		files := []string{arg}
+		if st, err := os.Stat(arg); err == nil && st.IsDir() {
+			files, _ = filepath.Glob(filepath.Join(arg, "*.yaml"))
+			sort.Strings(files)
+		}
+		for _, f := range files {
+			sc, err := Load(f)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sc)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no scenarios in %v", args)
+	}
+	return out, nil
+}
+
+func (t Toleration) core() corev1.Toleration {
+	return corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator), Value: t.Value, Effect: corev1.TaintEffect(t.Effect)}
+}
+
+func (t Taint) core() corev1.Taint {
+	return corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)}
+}
