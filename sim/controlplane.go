@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -16,9 +18,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-// KubeVersion is the pinned Kubernetes release of the embedded plane; hack/controlplane.sh
-// builds the same one (the Makefile passes it down).
-const KubeVersion = "v1.36.3"
+// KubeVersion is the Kubernetes release of the embedded plane. It is pinned once, by the
+// k8s.io/api requirement in go.mod: staging modules are released as v0.X.Y alongside
+// Kubernetes v1.X.Y. The Makefile derives the same value for hack/controlplane.sh.
+var KubeVersion = func() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			if m.Path == "k8s.io/api" && strings.HasPrefix(m.Version, "v0.") {
+				return "v1." + strings.TrimPrefix(m.Version, "v0.")
+			}
+		}
+	}
+	return "v1.36.3"
+}()
 
 // ErrNoBinaries is returned when the pinned control-plane binaries are not built yet.
 var ErrNoBinaries = errors.New("control plane binaries not found: run make controlplane")

@@ -1,0 +1,173 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestCheck(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(rv uint64) Mark { return Mark{RV: rv, Time: t0.Add(time.Duration(rv) * time.Millisecond)} }
+	workload := func(rv uint64) Binding { return Binding{Pod: "ns/w", Mark: at(rv)} }
+	agent := func(rv uint64) Binding { return Binding{Pod: "ns/agent", Mark: at(rv), Tolerates: true} }
+
+	tests := []struct {
+		name           string
+		rec            NodeRecord
+		releasedWithin time.Duration
+		wantKinds      []string
+		wantStuck      int
+		wantTolerating int
+	}{
+		{
+			name: "bound after release",
+			rec:  NodeRecord{Gated: true, Created: at(1), Released: at(10), Bindings: []Binding{workload(11)}},
+		},
+		{
+			name:      "bound before release",
+			rec:       NodeRecord{Gated: true, Created: at(1), Released: at(10), Bindings: []Binding{workload(9)}},
+			wantKinds: []string{KindEarlyPod},
+		},
+		{
+			name:      "never released",
+			rec:       NodeRecord{Gated: true, Created: at(1), Bindings: []Binding{workload(5)}},
+			wantKinds: []string{KindEarlyPod},
+			wantStuck: 1,
+		},
+		{
+			name:           "tolerating agent early is reported, not a violation",
+			rec:            NodeRecord{Gated: true, Created: at(1), Released: at(10), Bindings: []Binding{agent(5)}},
+			wantTolerating: 1,
+		},
+		{
+			name: "excluded node is not judged",
+			rec:  NodeRecord{Gated: false, Created: at(1), Bindings: []Binding{workload(2)}},
+		},
+		{
+			name: "deleted before release is not stuck",
+			rec:  NodeRecord{Gated: true, Created: at(1), Deleted: at(5)},
+		},
+		{
+			name:           "late release",
+			rec:            NodeRecord{Gated: true, Created: at(1), Released: at(3000)},
+			releasedWithin: time.Second,
+			wantKinds:      []string{KindLateRelease},
+		},
+		{
+			name:      "foreign taint lost",
+			rec:       NodeRecord{Gated: true, Created: at(1), Released: at(10), LostTaints: []string{"x:NoSchedule"}},
+			wantKinds: []string{KindForeignTaintLost},
+		},
+		{
+			name:      "completedAt rewritten",
+			rec:       NodeRecord{Gated: true, Created: at(1), Released: at(10), CompletedAt: []string{"1", "2"}},
+			wantKinds: []string{KindCompletedRewritten},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.rec.Name = "n"
+			v := Check([]NodeRecord{tt.rec}, t0, tt.releasedWithin)
+			var kinds []string
+			for _, viol := range v.Violations {
+				kinds = append(kinds, viol.Kind)
+			}
+			if diff := cmp.Diff(tt.wantKinds, kinds); diff != "" {
+				t.Errorf("violation kinds (-want +got):\n%s", diff)
+			}
+			if v.Stuck != tt.wantStuck || v.EarlyTolerating != tt.wantTolerating {
+				t.Errorf("stuck %d tolerating %d, want %d %d", v.Stuck, v.EarlyTolerating, tt.wantStuck, tt.wantTolerating)
+			}
+		})
+	}
+}
+
+func TestPercentiles(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	want := Percentiles{P50: 50, P90: 90, P99: 99, Max: 100}
+	if diff := cmp.Diff(want, percentiles(ds)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(Percentiles{}, percentiles(nil)); diff != "" {
+		t.Errorf("empty (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseScenario(t *testing.T) {
+	base := "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 2, prefix: n}\n"
+	tests := []struct {
+		name, yaml, wantErr string
+	}{
+		{name: "valid", yaml: base},
+		{name: "unknown field names its line", yaml: base + "bogus: 1\n", wantErr: "6: field bogus not found"},
+		{name: "unknown nested field", yaml: "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 2, prefx: n}\n", wantErr: "5: field prefx not found"},
+		{name: "unknown gate field", yaml: base + "gate:\n  minHodl: 1s\n", wantErr: "7: gate:"},
+		{name: "bad gate value", yaml: base + "gate:\n  timeoutPolicy: maybe\n", wantErr: "timeoutPolicy"},
+		{name: "missing description", yaml: "name: s\n", wantErr: "description is required"},
+		{name: "two actions in a step", yaml: "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 1}\n    reregister: {node: s-0}\n", wantErr: "exactly one action"},
+		{name: "reregister unknown node", yaml: base + "  - at: 1s\n    reregister: {node: nope}\n", wantErr: "has not joined"},
+		{name: "bad mode", yaml: base + "init:\n  - name: i\n    ready: {mode: sometimes}\n", wantErr: "ready.mode"},
+		{name: "bad expect", yaml: base + "expect: {violations: maybe}\n", wantErr: "expect.violations"},
+		{name: "duration typo", yaml: base + "timeout: 5 minutes\n", wantErr: "6:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc, err := Parse([]byte(tt.yaml))
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				if sc.Timeout != 2*time.Minute || len(sc.Init) != 1 || sc.Expect.Violations != "none" {
+					t.Errorf("defaults not applied: %+v", sc)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error %v, want it to contain %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestScenarioFiles: every shipped scenario decodes strictly and says what it guards against.
+func TestScenarioFiles(t *testing.T) {
+	scs, err := LoadAll([]string{"../scenarios"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, sc := range scs {
+		if prev, dup := seen[sc.Name]; dup {
+			t.Errorf("scenario name %s used by %s and %s", sc.Name, prev, sc.File)
+		}
+		seen[sc.Name] = sc.File
+		if !strings.Contains(sc.File, sc.Name+".yaml") {
+			t.Errorf("%s: file name does not match scenario name %s", sc.File, sc.Name)
+		}
+	}
+}
+
+func TestKubeletDelayIsSeeded(t *testing.T) {
+	tl := PodTimeline{After: 2 * time.Second, Jitter: time.Second}
+	a := &Kubelet{Seed: 7}
+	b := &Kubelet{Seed: 7}
+	c := &Kubelet{Seed: 8}
+	same, differ := true, false
+	for _, n := range []string{"n0", "n1", "n2", "n3", "n4"} {
+		da, db, dc := a.delay(n, "init", tl), b.delay(n, "init", tl), c.delay(n, "init", tl)
+		same = same && da == db
+		differ = differ || da != dc
+		if da < time.Second || da > 3*time.Second {
+			t.Errorf("delay %s outside 2s ± 1s", da)
+		}
+	}
+	if !same || !differ {
+		t.Errorf("same seed same schedule: %v; other seed differs: %v", same, differ)
+	}
+}
