@@ -52,7 +52,12 @@ type Verdict struct {
 // the gate's code: it reads only what the API showed.
 func Check(records []NodeRecord, start time.Time, releasedWithin time.Duration) Verdict {
 	var v Verdict
-	ms := func(m Mark) int64 { return m.Time.Sub(start).Milliseconds() }
+	ms := func(m Mark) int64 {
+		if m.IsZero() {
+			return 0
+		}
+		return m.Time.Sub(start).Milliseconds()
+	}
 	for i := range records {
 		rec := &records[i]
 		for _, b := range rec.Bindings {
@@ -84,8 +89,8 @@ func Check(records []NodeRecord, start time.Time, releasedWithin time.Duration) 
 			v.Released++
 			hold := rec.Released.Time.Sub(rec.Created.Time)
 			v.Hold = append(v.Hold, hold)
-			if !rec.InitReady.IsZero() && rec.Released.RV >= rec.InitReady.RV {
-				v.ReleaseLatency = append(v.ReleaseLatency, rec.Released.Time.Sub(rec.InitReady.Time))
+			if ready := rec.readyMoment(); !ready.IsZero() && !ready.After(rec.Released.Time) {
+				v.ReleaseLatency = append(v.ReleaseLatency, rec.Released.Time.Sub(ready))
 			}
 			if releasedWithin > 0 && hold > releasedWithin {
 				v.Violations = append(v.Violations, Violation{Kind: KindLateRelease, Node: rec.Name,

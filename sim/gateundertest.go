@@ -57,9 +57,12 @@ func ParseGateMode(s string) (GateMode, error) {
 
 // runningGate is a started gate and how to take it down.
 type runningGate struct {
-	cancel   context.CancelFunc
-	done     chan error
+	cancel context.CancelFunc
+	done   chan error
+	// cleanups undo API changes (before the gate stops, so the apiserver stops calling it);
+	// dirs are removed after it stopped (its cert watcher reads them until then).
 	cleanups []func(context.Context) error
+	dirs     []string
 }
 
 // startGate brings up the gate for one scenario and returns once admission demonstrably
@@ -79,7 +82,7 @@ func startGate(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, mo
 		if certDir, err = os.MkdirTemp("", "startupgate-certs-"); err != nil {
 			return nil, err
 		}
-		g.cleanups = append(g.cleanups, func(context.Context) error { return os.RemoveAll(certDir) })
+		g.dirs = append(g.dirs, certDir)
 		if port, err = freePort(); err != nil {
 			return nil, err
 		}
@@ -162,6 +165,10 @@ func (g *runningGate) stop(ctx context.Context) error {
 		}
 		g.cancel = nil
 	}
+	for _, d := range g.dirs {
+		errs = append(errs, os.RemoveAll(d))
+	}
+	g.dirs = nil
 	return errors.Join(errs...)
 }
 

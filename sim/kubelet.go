@@ -46,6 +46,8 @@ type Kubelet struct {
 	Init      []InitDaemonSet
 	// Errors receives failures of asynchronous work (status writes); the runner reports them.
 	Errors func(error)
+	// ReadyAccepted, if set, hears when a write making an init Pod ready was accepted.
+	ReadyAccepted func(node string, at time.Time)
 
 	mu      sync.Mutex
 	nodes   map[string]struct{} // names of registered nodes
@@ -242,12 +244,12 @@ func (k *Kubelet) driveInit(p *corev1.Pod, in *InitDaemonSet) {
 	k.fail(k.setStatus(p, false, 0))
 	switch tl.Mode {
 	case ModeReady:
-		k.after(delay, func() error { return k.setStatus(p, true, 0) })
+		k.after(delay, func() error { return k.ready(p, k.setStatus(p, true, 0)) })
 	case ModeNever:
 	case ModeCrashLoop:
 		k.after(delay, func() error { return k.setStatus(p, false, 3) })
 	case ModeAnnotate:
-		k.after(delay, func() error { return k.annotateReady(p) })
+		k.after(delay, func() error { return k.ready(p, k.annotateReady(p)) })
 	case ModeFlap:
 		flaps := tl.Flaps
 		if flaps <= 0 {
@@ -259,11 +261,19 @@ func (k *Kubelet) driveInit(p *corev1.Pod, in *InitDaemonSet) {
 		}
 		for i := 0; i < flaps; i++ {
 			up := delay + time.Duration(2*i)*step
-			k.after(up, func() error { return k.setStatus(p, true, 0) })
+			k.after(up, func() error { return k.ready(p, k.setStatus(p, true, 0)) })
 			k.after(up+step/2, func() error { return k.setStatus(p, false, int32(i+1)) })
 		}
-		k.after(delay+time.Duration(2*flaps)*step, func() error { return k.setStatus(p, true, int32(flaps)) })
+		k.after(delay+time.Duration(2*flaps)*step, func() error { return k.ready(p, k.setStatus(p, true, int32(flaps))) })
 	}
+}
+
+// ready reports an accepted ready write.
+func (k *Kubelet) ready(p *corev1.Pod, err error) error {
+	if err == nil && k.ReadyAccepted != nil {
+		k.ReadyAccepted(p.Spec.NodeName, time.Now())
+	}
+	return err
 }
 
 // delay is After ± Jitter, drawn from a source seeded by (seed, node, DaemonSet).

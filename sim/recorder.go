@@ -62,6 +62,11 @@ type NodeRecord struct {
 	CompletedAt     []string
 	LostTaints      []string
 	Bindings        []Binding
+	// ReadyAccepted are the moments the fake kubelet's writes making an init Pod ready
+	// (status or early annotation) were accepted by the apiserver. Latency is measured from
+	// these, not from when this process received the Pod event: under a burst the Pod watch
+	// carries far more traffic than the Node watch and lags it.
+	ReadyAccepted []time.Time
 
 	inits []*podSeen
 }
@@ -254,6 +259,32 @@ func allReady(pods []*podSeen) bool {
 	return len(pods) > 0
 }
 
+// ReadyAccepted is the fake kubelet's report that the apiserver accepted a write making an
+// init Pod on node ready.
+func (r *Recorder) ReadyAccepted(node string, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if uids := r.byName[node]; len(uids) > 0 {
+		rec := r.nodes[uids[len(uids)-1]]
+		rec.ReadyAccepted = append(rec.ReadyAccepted, at)
+	}
+}
+
+// readyMoment is when the node became ready for release purposes: the last accepted ready
+// write at or before the release, else the watch-observed InitReady.
+func (rec *NodeRecord) readyMoment() time.Time {
+	var best time.Time
+	for _, t := range rec.ReadyAccepted {
+		if !t.After(rec.Released.Time) && t.After(best) {
+			best = t
+		}
+	}
+	if best.IsZero() {
+		return rec.InitReady.Time
+	}
+	return best
+}
+
 // incarnation is the record of the node that had this name when the write at rv happened:
 // the latest one created at or before it.
 func (r *Recorder) incarnation(name string, at uint64) *NodeRecord {
@@ -300,6 +331,7 @@ func (r *Recorder) Snapshot() []NodeRecord {
 		c.CompletedAt = append([]string(nil), rec.CompletedAt...)
 		c.LostTaints = append([]string(nil), rec.LostTaints...)
 		c.Bindings = append([]Binding(nil), rec.Bindings...)
+		c.ReadyAccepted = append([]time.Time(nil), rec.ReadyAccepted...)
 		c.inits = nil
 		out = append(out, c)
 	}

@@ -225,7 +225,7 @@ func timeline(res *Result) htmlScenario {
 			xEnd = x(rec.Deleted.Time)
 		}
 		row := htmlRow{Y: y, TextY: y + 5, Name: rec.Name, X0: x(rec.Created.Time), XR: x(rec.Released.Time),
-			HasInit: !rec.InitReady.IsZero(), XInit: x(rec.InitReady.Time), Label: len(recs) <= 120, Tainted: !rec.Tainted.IsZero()}
+			HasInit: !rec.InitReady.IsZero(), XInit: x(rec.readyMoment()), Label: len(recs) <= 120, Tainted: !rec.Tainted.IsZero()}
 		switch {
 		case !rec.Released.IsZero():
 			row.WHeld, row.WReleased = row.XR-row.X0, xEnd-row.XR

@@ -121,7 +121,8 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting gate: %w", err)
 	}
-	x.kubelet = &Kubelet{Client: r.client, Namespace: x.ns, Scenario: sc.Name, Seed: r.Opts.Seed, Init: sc.Init, Errors: x.fail}
+	x.kubelet = &Kubelet{Client: r.client, Namespace: x.ns, Scenario: sc.Name, Seed: r.Opts.Seed, Init: sc.Init,
+		Errors: x.fail, ReadyAccepted: x.recorder.ReadyAccepted}
 	kctx, kcancel := context.WithCancel(ctx)
 	defer kcancel()
 	if err := x.kubelet.Start(kctx); err != nil {
