@@ -105,7 +105,8 @@ func startGate(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, mo
 	}, gate.Options{})
 	if err != nil {
 		cancel()
-		return nil, err
+		g.cancel = nil
+		return g, err
 	}
 	go func() { g.done <- mgr.Start(gctx) }()
 
