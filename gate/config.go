@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -117,8 +118,18 @@ func LoadConfig(data []byte) (Config, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return cfg, nil
 	}
-	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
+	raw, err := yaml.YAMLToJSON(data)
+	if err != nil {
 		return Config{}, fmt.Errorf("decoding config: %w", err)
+	}
+	// Strict as the apiserver is: unknown, duplicate and wrongly-cased fields are errors
+	// (encoding/json alone would match "maxhold" to maxHold).
+	strict, err := sigsjson.UnmarshalStrict(raw, &cfg)
+	if err != nil {
+		return Config{}, fmt.Errorf("decoding config: %w", err)
+	}
+	if len(strict) > 0 {
+		return Config{}, fmt.Errorf("decoding config: %w", errors.Join(strict...))
 	}
 	return cfg, nil
 }
@@ -274,8 +285,12 @@ func (c *Config) taintIndex(taints []corev1.Taint) int {
 
 // Tolerates reports whether the tolerations let a Pod schedule onto a node with the taint.
 func (c *Config) Tolerates(tolerations []corev1.Toleration) bool {
+	return tolerates(tolerations, &c.Taint)
+}
+
+func tolerates(tolerations []corev1.Toleration, taint *corev1.Taint) bool {
 	for i := range tolerations {
-		if tolerations[i].ToleratesTaint(klog.Background(), &c.Taint, true) {
+		if tolerations[i].ToleratesTaint(klog.Background(), taint, true) {
 			return true
 		}
 	}

@@ -39,18 +39,25 @@ func (g *PodGuard) Handle(ctx context.Context, req admission.Request) admission.
 }
 
 func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []corev1.Toleration) (admission.Response, string) {
-	if nodeName == "" || g.Config.Tolerates(tolerations) {
+	if nodeName == "" {
 		return admission.Allowed(""), "allowed"
 	}
 	node := &corev1.Node{}
 	if err := g.Nodes.Get(ctx, types.NamespacedName{Name: nodeName}, node); err != nil {
 		return admission.Allowed("node not found"), "allowed"
 	}
-	if !g.Config.HasTaint(node) || g.Config.Released(node) {
+	i := g.Config.taintIndex(node.Spec.Taints)
+	if i < 0 || g.Config.Released(node) {
+		return admission.Allowed(""), "allowed"
+	}
+	// Judge against the taint the node really carries: kubelet or Karpenter may have
+	// registered it with another value, and the scheduler compares with that one.
+	taint := node.Spec.Taints[i]
+	if tolerates(tolerations, &taint) {
 		return admission.Allowed(""), "allowed"
 	}
 	return admission.Denied(fmt.Sprintf("node %q still holds startup taint %s and the pod does not tolerate it; wait for the node to be released",
-		nodeName, g.Config.Taint.ToString())), "denied"
+		nodeName, taint.ToString())), "denied"
 }
 
 // target extracts the node a Pod is bound to and the Pod's tolerations. Mirror Pods and

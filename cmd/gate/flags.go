@@ -20,6 +20,9 @@ type settings struct {
 	printPolicy    bool
 	leaderElect    bool
 	leaderNS       string
+	leaseDuration  time.Duration
+	renewDeadline  time.Duration
+	retryPeriod    time.Duration
 	metricsAddr    string
 	probeAddr      string
 	webhookPort    int
@@ -66,6 +69,9 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*settin
 	fs.BoolVar(&s.printPolicy, "print-policy", false, "print the MutatingAdmissionPolicy and binding for this config as YAML and exit")
 	fs.BoolVar(&s.leaderElect, "leader-elect", false, "use leader election so that only one replica releases nodes; the webhook serves on every replica")
 	fs.StringVar(&s.leaderNS, "leader-election-namespace", "", "namespace of the leader Lease (default: the Pod's own namespace in cluster)")
+	fs.DurationVar(&s.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a non-leader waits before taking over a lease that stopped being renewed")
+	fs.DurationVar(&s.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leadership")
+	fs.DurationVar(&s.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew the lease")
 	fs.StringVar(&s.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&s.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.IntVar(&s.webhookPort, "webhook-port", 9443, "port of the webhook server")

@@ -61,6 +61,9 @@ func run(args []string) error {
 		LeaderElection:          s.leaderElect,
 		LeaderElectionID:        "startupgate.startup.k8s.io",
 		LeaderElectionNamespace: s.leaderNS,
+		LeaseDuration:           &s.leaseDuration,
+		RenewDeadline:           &s.renewDeadline,
+		RetryPeriod:             &s.retryPeriod,
 		// Release the lease on clean shutdown so a rolling update fails over at once.
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer:                 webhook.NewServer(webhook.Options{Port: s.webhookPort, CertDir: s.certDir}),
