@@ -20,7 +20,31 @@ const (
 	KindForeignTaintLost = "foreign-taint-lost"
 	// KindCompletedRewritten: completedAt changed or vanished after being set.
 	KindCompletedRewritten = "completed-rewritten"
+	// KindPrematureRelease: released before its init Pods were ready, and not by a
+	// max-hold timeout under the release policy.
+	KindPrematureRelease = "premature-release"
+	// KindEarlyRelease: released before the minimum hold.
+	KindEarlyRelease = "early-release"
+	// KindBusyBackfilled: a node that came up untainted was tainted after a workload Pod
+	// was already bound to it.
+	KindBusyBackfilled = "busy-backfilled"
 )
+
+// Bounds are the limits a run is judged against: the scenario's own, and the gate
+// configuration's holds.
+type Bounds struct {
+	// ReleasedWithin bounds each node's hold (0: none).
+	ReleasedWithin time.Duration
+	// MinHold is the gate's minimum hold.
+	MinHold time.Duration
+	// TimeoutRelease is the gate's max hold when its policy releases on timeout (0: a
+	// release without readiness is never allowed).
+	TimeoutRelease time.Duration
+}
+
+// holdSlack absorbs the one-second resolution of creationTimestamp, which the gate counts
+// holds from, against this process's clock.
+const holdSlack = time.Second
 
 // Violation is one broken invariant.
 type Violation struct {
@@ -50,7 +74,7 @@ type Verdict struct {
 
 // Check evaluates the invariants over the recorded nodes. It is pure and knows nothing of
 // the gate's code: it reads only what the API showed.
-func Check(records []NodeRecord, start time.Time, releasedWithin time.Duration) Verdict {
+func Check(records []NodeRecord, start time.Time, b Bounds) Verdict {
 	var v Verdict
 	ms := func(m Mark) int64 {
 		if m.IsZero() {
@@ -92,12 +116,13 @@ func Check(records []NodeRecord, start time.Time, releasedWithin time.Duration) 
 			if ready := rec.readyMoment(); !ready.IsZero() && !ready.After(rec.Released.Time) {
 				v.ReleaseLatency = append(v.ReleaseLatency, rec.Released.Time.Sub(ready))
 			}
-			if releasedWithin > 0 && hold > releasedWithin {
-				v.Violations = append(v.Violations, Violation{Kind: KindLateRelease, Node: rec.Name,
-					Detail: fmt.Sprintf("held %s, bound %s", hold.Round(time.Millisecond), releasedWithin), AtMS: ms(rec.Released)})
-			}
-		case rec.Deleted.IsZero():
+			v.Violations = append(v.Violations, releaseViolations(rec, hold, b, ms)...)
+		case rec.Deleted.IsZero() && !rec.Tainted.IsZero():
 			v.Stuck++
+		}
+		if busy := busyBeforeTaint(rec); busy != "" {
+			v.Violations = append(v.Violations, Violation{Kind: KindBusyBackfilled, Node: rec.Name, Pod: busy,
+				Detail: "tainted after a workload Pod was bound", AtMS: ms(rec.Tainted), RV: rec.Tainted.RV})
 		}
 		for _, t := range rec.LostTaints {
 			v.Violations = append(v.Violations, Violation{Kind: KindForeignTaintLost, Node: rec.Name, Detail: "lost taint " + t})
@@ -108,6 +133,53 @@ func Check(records []NodeRecord, start time.Time, releasedWithin time.Duration) 
 		}
 	}
 	return v
+}
+
+// releaseViolations judges one release: in time, not before the min hold, and not before
+// the init Pods were ready (unless the max hold ran out under the release policy).
+func releaseViolations(rec *NodeRecord, hold time.Duration, b Bounds, ms func(Mark) int64) []Violation {
+	var out []Violation
+	add := func(kind, detail string) {
+		out = append(out, Violation{Kind: kind, Node: rec.Name, Detail: detail, AtMS: ms(rec.Released), RV: rec.Released.RV})
+	}
+	if b.ReleasedWithin > 0 && hold > b.ReleasedWithin {
+		add(KindLateRelease, fmt.Sprintf("held %s, bound %s", hold.Round(time.Millisecond), b.ReleasedWithin))
+	}
+	if b.MinHold > 0 && hold < b.MinHold-holdSlack {
+		add(KindEarlyRelease, fmt.Sprintf("held %s, minimum hold %s", hold.Round(time.Millisecond), b.MinHold))
+	}
+	readyFirst := !rec.InitReady.IsZero() && rec.InitReady.RV <= rec.Released.RV
+	timedOut := b.TimeoutRelease > 0 && hold >= b.TimeoutRelease-holdSlack
+	// Backfill that finds a workload Pod already there takes its taint back and marks the
+	// node released: that is no premature release (the early Pod is reported on its own).
+	undone := !rec.TaintedAtCreate && busyBeforeRelease(rec)
+	if !readyFirst && !timedOut && !undone {
+		add(KindPrematureRelease, fmt.Sprintf("released at rv %d, init pods ready at rv %d", rec.Released.RV, rec.InitReady.RV))
+	}
+	return out
+}
+
+// busyBeforeTaint names a workload Pod bound to a node that came up untainted, before the
+// taint was added (backfill must leave busy nodes alone), or "".
+func busyBeforeTaint(rec *NodeRecord) string {
+	if rec.TaintedAtCreate || rec.Tainted.IsZero() {
+		return ""
+	}
+	for _, b := range rec.Bindings {
+		if !b.Tolerates && !b.Init && b.Mark.RV < rec.Tainted.RV {
+			return b.Pod
+		}
+	}
+	return ""
+}
+
+func busyBeforeRelease(rec *NodeRecord) bool {
+	for _, b := range rec.Bindings {
+		if !b.Tolerates && !b.Init && b.Mark.RV < rec.Released.RV {
+			return true
+		}
+	}
+	return false
 }
 
 func earlyDetail(released bool, b Binding, rec *NodeRecord) string {

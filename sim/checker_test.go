@@ -17,29 +17,29 @@ func TestCheck(t *testing.T) {
 	tests := []struct {
 		name           string
 		rec            NodeRecord
-		releasedWithin time.Duration
+		bounds         Bounds
 		wantKinds      []string
 		wantStuck      int
 		wantTolerating int
 	}{
 		{
 			name: "bound after release",
-			rec:  NodeRecord{Gated: true, Created: at(1), Released: at(10), Bindings: []Binding{workload(11)}},
+			rec:  NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(8), Released: at(10), Bindings: []Binding{workload(11)}},
 		},
 		{
 			name:      "bound before release",
-			rec:       NodeRecord{Gated: true, Created: at(1), Released: at(10), Bindings: []Binding{workload(9)}},
+			rec:       NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(8), Released: at(10), Bindings: []Binding{workload(9)}},
 			wantKinds: []string{KindEarlyPod},
 		},
 		{
 			name:      "never released",
-			rec:       NodeRecord{Gated: true, Created: at(1), Bindings: []Binding{workload(5)}},
+			rec:       NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), Bindings: []Binding{workload(5)}},
 			wantKinds: []string{KindEarlyPod},
 			wantStuck: 1,
 		},
 		{
 			name:           "tolerating agent early is reported, not a violation",
-			rec:            NodeRecord{Gated: true, Created: at(1), Released: at(10), Bindings: []Binding{agent(5)}},
+			rec:            NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(8), Released: at(10), Bindings: []Binding{agent(5)}},
 			wantTolerating: 1,
 		},
 		{
@@ -47,30 +47,60 @@ func TestCheck(t *testing.T) {
 			rec:  NodeRecord{Gated: false, Created: at(1), Bindings: []Binding{workload(2)}},
 		},
 		{
+			name:      "never tainted is not stuck, but its early pods count",
+			rec:       NodeRecord{Gated: true, Created: at(1), Bindings: []Binding{workload(5)}},
+			wantKinds: []string{KindEarlyPod},
+		},
+		{
+			name:      "released before init ready",
+			rec:       NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(12), Released: at(10)},
+			wantKinds: []string{KindPrematureRelease},
+		},
+		{
+			name:   "released without readiness after max hold under the release policy",
+			rec:    NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), Released: at(3001)},
+			bounds: Bounds{TimeoutRelease: 3 * time.Second},
+		},
+		{
+			name:      "released before min hold",
+			rec:       NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(8), Released: at(10)},
+			bounds:    Bounds{MinHold: 5 * time.Second},
+			wantKinds: []string{KindEarlyRelease},
+		},
+		{
+			name:      "backfill tainted a busy node",
+			rec:       NodeRecord{Gated: true, Tainted: at(10), Created: at(1), InitReady: at(12), Released: at(20), Bindings: []Binding{workload(5)}},
+			wantKinds: []string{KindEarlyPod, KindBusyBackfilled},
+		},
+		{
+			name: "backfill of an idle node",
+			rec:  NodeRecord{Gated: true, Tainted: at(3), Created: at(1), InitReady: at(12), Released: at(20), Bindings: []Binding{workload(25)}},
+		},
+		{
 			name: "deleted before release is not stuck",
 			rec:  NodeRecord{Gated: true, Created: at(1), Deleted: at(5)},
 		},
 		{
 			name:           "late release",
-			rec:            NodeRecord{Gated: true, Created: at(1), Released: at(3000)},
-			releasedWithin: time.Second,
+			rec:            NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), Released: at(3000)},
+			bounds:         Bounds{ReleasedWithin: time.Second, TimeoutRelease: time.Second},
 			wantKinds:      []string{KindLateRelease},
 		},
 		{
 			name:      "foreign taint lost",
-			rec:       NodeRecord{Gated: true, Created: at(1), Released: at(10), LostTaints: []string{"x:NoSchedule"}},
+			rec:       NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(8), Released: at(10), LostTaints: []string{"x:NoSchedule"}},
 			wantKinds: []string{KindForeignTaintLost},
 		},
 		{
 			name:      "completedAt rewritten",
-			rec:       NodeRecord{Gated: true, Created: at(1), Released: at(10), CompletedAt: []string{"1", "2"}},
+			rec:       NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(8), Released: at(10), CompletedAt: []string{"1", "2"}},
 			wantKinds: []string{KindCompletedRewritten},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.rec.Name = "n"
-			v := Check([]NodeRecord{tt.rec}, t0, tt.releasedWithin)
+			v := Check([]NodeRecord{tt.rec}, t0, tt.bounds)
 			var kinds []string
 			for _, viol := range v.Violations {
 				kinds = append(kinds, viol.Kind)

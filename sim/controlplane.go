@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -230,4 +231,90 @@ func waitForNamespace(ctx context.Context, cfg *rest.Config, ns string) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// RestartAPIServer kills kube-apiserver (SIGKILL, like a crash), waits down, and starts it
+// again with exactly the same command line — same port, certificates and etcd — so every
+// client keeps its credentials but loses its connections and watches. It returns once the
+// new apiserver is ready.
+func (e *Embedded) RestartAPIServer(ctx context.Context, down time.Duration) error {
+	pid, argv, err := childProcess("kube-apiserver")
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("killing kube-apiserver: %w", err)
+	}
+	for syscall.Kill(pid, 0) == nil { // until envtest's Wait has reaped it
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(down)
+	logf, err := os.Create(filepath.Join(e.LogDir, "kube-apiserver-restarted.log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("restarting kube-apiserver: %w", err)
+	}
+	e.children = append(e.children, cmd)
+	go func() { _ = cmd.Wait(); logf.Close() }()
+	cs, err := kubernetes.NewForConfig(e.env.Config)
+	if err != nil {
+		return err
+	}
+	return pollReady(ctx, cs)
+}
+
+func pollReady(ctx context.Context, cs kubernetes.Interface) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err == nil && string(body) == "ok" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kube-apiserver not ready a minute after restart: %v", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// childProcess finds this process's child with the given command name, with its argv.
+func childProcess(name string) (int, []string, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, nil, err
+	}
+	me := strconv.Itoa(os.Getpid())
+	for _, ent := range entries {
+		stat, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		s := string(stat)
+		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || closing < open || s[open+1:closing] != name {
+			continue
+		}
+		fields := strings.Fields(s[closing+1:])
+		if len(fields) < 2 || fields[1] != me {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
+		if err != nil {
+			return 0, nil, err
+		}
+		pid, _ := strconv.Atoi(ent.Name())
+		return pid, strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00"), nil
+	}
+	return 0, nil, fmt.Errorf("no %s child process found", name)
 }

@@ -50,11 +50,9 @@ func TestWebhookPolicyEquivalence(t *testing.T) {
 	}
 
 	admit := func(mode GateMode) map[string]*corev1.Node {
-		g, err := startGate(ctx, rc, cs, mode, cfg, scenario)
-		if g != nil {
-			t.Cleanup(func() { _ = g.stop(context.Background()) })
-		}
-		if err != nil {
+		g := newHarness(rc, cs, mode, cfg, &Scenario{Name: scenario}, "default")
+		t.Cleanup(func() { _ = g.stop(context.Background()) })
+		if err := g.start(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
 		out := map[string]*corev1.Node{}

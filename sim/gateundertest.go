@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -22,11 +21,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
 
 	"github.com/startupgate/startupgate/deploy"
@@ -53,124 +47,6 @@ func ParseGateMode(s string) (GateMode, error) {
 		return m, nil
 	}
 	return "", fmt.Errorf("--gate %q: want in-process, policy or off", s)
-}
-
-// runningGate is a started gate and how to take it down.
-type runningGate struct {
-	cancel context.CancelFunc
-	done   chan error
-	// cleanups undo API changes (before the gate stops, so the apiserver stops calling it);
-	// dirs are removed after it stopped (its cert watcher reads them until then).
-	cleanups []func(context.Context) error
-	dirs     []string
-}
-
-// startGate brings up the gate for one scenario and returns once admission demonstrably
-// taints a probe node (a dry-run CREATE), so the first join cannot race the gate's start.
-func startGate(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, mode GateMode, cfg gate.Config, scenario string) (*runningGate, error) {
-	g := &runningGate{}
-	if mode == GateOff {
-		return g, nil
-	}
-	cfg.Webhook = mode == GateInProcess
-	var (
-		certDir string
-		port    int
-		err     error
-	)
-	if cfg.Webhook {
-		if certDir, err = os.MkdirTemp("", "startupgate-certs-"); err != nil {
-			return nil, err
-		}
-		g.dirs = append(g.dirs, certDir)
-		if port, err = freePort(); err != nil {
-			return nil, err
-		}
-	}
-	var ca []byte
-	if cfg.Webhook {
-		if ca, err = writeServingCert(certDir); err != nil {
-			return nil, err
-		}
-	}
-	gctx, cancel := context.WithCancel(ctx)
-	g.cancel = cancel
-	g.done = make(chan error, 1)
-	mgr, err := gate.NewManager(rc, &cfg, gate.ManagerOptions{
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		WebhookServer:          webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir}),
-		// Every scenario starts a fresh gate in this process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	}, gate.Options{})
-	if err != nil {
-		cancel()
-		g.cancel = nil
-		return g, err
-	}
-	go func() { g.done <- mgr.Start(gctx) }()
-
-	switch mode {
-	case GateInProcess:
-		wh, err := webhookConfig(&cfg, scenario, fmt.Sprintf("https://127.0.0.1:%d%s", port, gate.NodeWebhookPath), ca)
-		if err != nil {
-			return g, err
-		}
-		_ = cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, wh.Name, metav1.DeleteOptions{})
-		if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, wh, metav1.CreateOptions{}); err != nil {
-			return g, fmt.Errorf("installing webhook configuration: %w", err)
-		}
-		g.cleanups = append(g.cleanups, func(ctx context.Context) error {
-			return ignoreNotFound(cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, wh.Name, metav1.DeleteOptions{}))
-		})
-	case GatePolicy:
-		policy, binding, err := cfg.Policy()
-		if err != nil {
-			return g, err
-		}
-		policy.Name, binding.Name, binding.Spec.PolicyName = "startupgate-"+scenario, "startupgate-"+scenario, "startupgate-"+scenario
-		api := cs.AdmissionregistrationV1()
-		_ = api.MutatingAdmissionPolicyBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{})
-		_ = api.MutatingAdmissionPolicies().Delete(ctx, policy.Name, metav1.DeleteOptions{})
-		if _, err := api.MutatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
-			return g, fmt.Errorf("installing admission policy: %w", err)
-		}
-		if _, err := api.MutatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-			return g, fmt.Errorf("installing admission policy binding: %w", err)
-		}
-		g.cleanups = append(g.cleanups, func(ctx context.Context) error {
-			return errors.Join(
-				ignoreNotFound(api.MutatingAdmissionPolicyBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{})),
-				ignoreNotFound(api.MutatingAdmissionPolicies().Delete(ctx, policy.Name, metav1.DeleteOptions{})))
-		})
-	}
-	if err := waitAdmission(ctx, cs, &cfg, scenario); err != nil {
-		return g, err
-	}
-	if !mgr.GetCache().WaitForCacheSync(gctx) {
-		return g, fmt.Errorf("gate cache did not sync")
-	}
-	return g, nil
-}
-
-// stop takes the gate down and removes what startGate installed.
-func (g *runningGate) stop(ctx context.Context) error {
-	var errs []error
-	for i := len(g.cleanups) - 1; i >= 0; i-- {
-		errs = append(errs, g.cleanups[i](ctx))
-	}
-	if g.cancel != nil {
-		g.cancel()
-		if err := <-g.done; err != nil {
-			errs = append(errs, fmt.Errorf("gate manager: %w", err))
-		}
-		g.cancel = nil
-	}
-	for _, d := range g.dirs {
-		errs = append(errs, os.RemoveAll(d))
-	}
-	g.dirs = nil
-	return errors.Join(errs...)
 }
 
 // webhookConfig loads the shipped MutatingWebhookConfiguration and points it at the

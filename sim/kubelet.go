@@ -2,7 +2,9 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"hash/fnv"
 	"math/rand/v2"
 	"sync"
@@ -14,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -122,7 +126,7 @@ func (k *Kubelet) reportReady(node *corev1.Node) error {
 		return nil
 	}
 	now := metav1.Now()
-	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	return transient(k.ctx, func() error {
 		n, err := k.Client.CoreV1().Nodes().Get(k.ctx, node.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) || (err == nil && n.UID != node.UID) {
 			return nil
@@ -171,6 +175,21 @@ func (k *Kubelet) renewLease(ctx context.Context, node *corev1.Node) error {
 	return err
 }
 
+// transient retries f like a kubelet keeps retrying its API calls: on conflicts and on
+// transport errors (an apiserver restarting), for up to a minute or until ctx ends.
+func transient(ctx context.Context, f func() error) error {
+	backoff := wait.Backoff{Duration: 50 * time.Millisecond, Factor: 1.5, Jitter: 0.1, Steps: 40, Cap: 2 * time.Second}
+	return retry.OnError(backoff, func(err error) bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		return apierrors.IsConflict(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+			apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) ||
+			utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
+			errors.Is(err, io.ErrUnexpectedEOF)
+	}, f)
+}
+
 func ignoreExists(err error) error {
 	if apierrors.IsAlreadyExists(err) {
 		return nil
@@ -196,9 +215,8 @@ func (k *Kubelet) heartbeat(ctx context.Context) {
 		}
 		k.mu.Unlock()
 		for _, n := range names {
-			if err := k.renewLease(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil && !apierrors.IsConflict(err) {
-				k.fail(err)
-			}
+			// A missed renewal is harmless (the lease lasts 40s); the next tick tries again.
+			_ = k.renewLease(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
 		}
 	}
 }
@@ -217,8 +235,10 @@ func (k *Kubelet) pod(p *corev1.Pod) {
 	}
 	if p.DeletionTimestamp != nil {
 		// Containers are gone at once; finish the deletion like a kubelet would.
-		err := k.Client.CoreV1().Pods(p.Namespace).Delete(k.ctx, p.Name, metav1.DeleteOptions{
-			GracePeriodSeconds: ptr.To(int64(0)), Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		err := transient(k.ctx, func() error {
+			return k.Client.CoreV1().Pods(p.Namespace).Delete(k.ctx, p.Name, metav1.DeleteOptions{
+				GracePeriodSeconds: ptr.To(int64(0)), Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		})
 		if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			k.fail(err)
 		}
@@ -339,7 +359,7 @@ func (k *Kubelet) updatePod(p *corev1.Pod, mutate func(*corev1.Pod), status bool
 	// The first attempt writes over the informer's copy (one request on the hot path); a
 	// conflict means it was stale, and every retry reads afresh.
 	cur := p.DeepCopy()
-	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	return transient(k.ctx, func() error {
 		if cur == nil {
 			fresh, err := pods.Get(k.ctx, p.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) || (err == nil && (fresh.UID != p.UID || fresh.DeletionTimestamp != nil)) {

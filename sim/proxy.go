@@ -120,6 +120,17 @@ func (p *proxy) dial() (net.Conn, error) {
 	return nil, last
 }
 
+// cutAll closes every open connection, as a network blip or an apiserver ending its
+// watches would. It returns how many it cut.
+func (p *proxy) cutAll() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+	}
+	return len(p.conns)
+}
+
 func (p *proxy) close(ctx context.Context) {
 	p.ln.Close()
 	p.mu.Lock()

@@ -313,6 +313,9 @@ func podIsReady(p *corev1.Pod, cfg *gate.Config) bool {
 	if p.Annotations[cfg.ReadyAnnotation] == "true" {
 		return true
 	}
+	if cfg.AnnotationOnly {
+		return false
+	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
 			return true

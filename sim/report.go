@@ -26,14 +26,15 @@ type Result struct {
 	Violations           []Violation     `json:"violations"`
 	Released             int             `json:"released"`
 	Stuck                int             `json:"stuck"`
-	EarlyTolerating      int             `json:"early_tolerating_pods"`
-	RegistrationsRefused int             `json:"registrations_refused"`
+	Counters             Counters        `json:"counters"`
+	WatchCuts            int             `json:"watch_cuts,omitempty"`
 	ReleaseLatencyMS     Percentiles     `json:"release_latency_ms"`
 	HoldMS               HoldPercentiles `json:"hold_ms"`
 	DurationMS           int64           `json:"duration_ms"`
 	Failures             []string        `json:"failures,omitempty"`
 	Errors               []string        `json:"errors,omitempty"`
 	Reproduce            string          `json:"reproduce,omitempty"`
+	Notes                []string        `json:"notes,omitempty"`
 
 	records []NodeRecord
 	start   time.Time

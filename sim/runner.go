@@ -31,6 +31,8 @@ type Options struct {
 	Progress io.Writer
 	// Command is how this run was invoked, for the reproduce line of a failure.
 	Command string
+	// Plane is the embedded plane, when that is the backend (apiserverRestart needs it).
+	Plane *Embedded
 }
 
 // Runner runs scenarios against one control plane.
@@ -67,14 +69,20 @@ type run struct {
 	ns       string
 	kubelet  *Kubelet
 	recorder *Recorder
+	harness  *harness
 	start    time.Time
 
 	mu       sync.Mutex
 	errs     []string
+	notes    []string
 	joined   int
-	regFails int
 	joins    map[string]*Join
+	replicas map[string]int32
 	steps    int
+	counters struct {
+		Counters
+		watchCuts int
+	}
 }
 
 // Run runs one scenario and judges it. An error means the run itself could not be carried
@@ -90,7 +98,7 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	x := &run{Runner: r, sc: sc, cfg: cfg, ns: "sim-" + sc.Name, joins: map[string]*Join{}}
+	x := &run{Runner: r, sc: sc, cfg: cfg, ns: "sim-" + sc.Name, joins: map[string]*Join{}, replicas: map[string]int32{}}
 	ctx, cancel := context.WithTimeout(ctx, sc.Timeout+2*time.Minute)
 	defer cancel()
 
@@ -114,12 +122,14 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario) (*Result, error) {
 	if err := x.recorder.Run(rctx, r.client, ScenarioLabel+"="+sc.Name); err != nil {
 		return nil, err
 	}
-	g, err := startGate(ctx, r.Config, r.client, r.Opts.Gate, x.cfg, sc.Name)
-	if g != nil {
-		defer func() { x.fail(g.stop(context.Background())) }()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("starting gate: %w", err)
+	x.harness = newHarness(r.Config, r.client, r.Opts.Gate, x.cfg, sc, x.ns)
+	defer func() { x.fail(x.harness.stop(context.Background())) }()
+	gctx, gcancel := context.WithCancel(ctx)
+	defer gcancel()
+	if sc.GateStartsAt == 0 {
+		if err := x.harness.start(gctx, x.replicaCount()); err != nil {
+			return nil, fmt.Errorf("starting gate: %w", err)
+		}
 	}
 	x.kubelet = &Kubelet{Client: r.client, Namespace: x.ns, Scenario: sc.Name, Seed: r.Opts.Seed, Init: sc.Init,
 		Errors: x.fail, ReadyAccepted: x.recorder.ReadyAccepted}
@@ -131,10 +141,45 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario) (*Result, error) {
 
 	x.start = time.Now()
 	x.recorder.start = x.start
+	if sc.GateStartsAt > 0 {
+		go after(gctx, sc.GateStartsAt, func() {
+			if err := x.harness.start(gctx, x.replicaCount()); err != nil {
+				x.fail(fmt.Errorf("starting gate late: %w", err))
+			}
+		})
+	}
 	x.play(kctx)
 	kcancel()
 	rcancel()
 	return x.judge(), nil
+}
+
+func (x *run) replicaCount() int {
+	if x.sc.GateProcess != nil {
+		return x.sc.GateProcess.Replicas
+	}
+	return 1
+}
+
+// note records something that happened during the run, for the report.
+func (x *run) note(format string, args ...any) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.notes) < 50 {
+		x.notes = append(x.notes, fmt.Sprintf("%6.1fs ", time.Since(x.start).Seconds())+fmt.Sprintf(format, args...))
+	}
+}
+
+// joinedNodes lists the names of the nodes registered so far.
+func (x *run) joinedNodes() []string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	out := make([]string, 0, len(x.joins))
+	for n := range x.joins {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // fail records an asynchronous error; any makes the run fail.
@@ -181,6 +226,7 @@ func (x *run) setup(ctx context.Context) error {
 			return err
 		}
 		want += int(w.Replicas)
+		x.replicas[w.Name] = w.Replicas
 	}
 	// Workloads are pending before the first join: wait until every replica exists.
 	return poll(ctx, time.Minute, func() (bool, error) {
@@ -289,11 +335,37 @@ func (x *run) play(ctx context.Context) {
 }
 
 func (x *run) step(ctx context.Context, s *Step) {
+	var err error
 	switch {
 	case s.Join != nil:
 		x.join(ctx, s.Join)
 	case s.Reregister != nil:
-		x.fail(x.reregister(ctx, s.Reregister))
+		err = x.reregister(ctx, s.Reregister)
+	case s.Scale != nil:
+		err = x.scale(ctx, s.Scale)
+	case s.NodeDelete != nil:
+		err = x.nodeDelete(ctx, s.NodeDelete)
+	case s.WebhookOutage != nil:
+		err = x.webhookOutage(ctx, s.WebhookOutage)
+	case s.WebhookLatency != nil:
+		err = x.webhookLatency(ctx, s.WebhookLatency)
+	case s.GateCrash != nil:
+		err = x.gateCrash(ctx, s.GateCrash)
+	case s.LeaderFailover != nil:
+		err = x.leaderFailover(ctx, s.LeaderFailover)
+	case s.TaintWriters != nil:
+		err = x.taintWriters(ctx, s.TaintWriters)
+	case s.APIServerRestart != nil:
+		err = x.apiserverRestart(ctx, s.APIServerRestart)
+	case s.WatchDrops != nil:
+		err = x.watchDrops(ctx, s.WatchDrops)
+	case s.DeleteInitDaemonSet != nil:
+		err = x.deleteInitDaemonSet(ctx, s.DeleteInitDaemonSet)
+	case s.BypassPods != nil:
+		err = x.bypassPods(ctx, s.BypassPods)
+	}
+	if err != nil && ctx.Err() == nil {
+		x.fail(fmt.Errorf("step at %s: %w", s.At, err))
 	}
 }
 
@@ -342,7 +414,7 @@ func (x *run) register(ctx context.Context, name string, j *Join, taints []corev
 			return
 		}
 		x.mu.Lock()
-		x.regFails++
+		x.counters.RegistrationsRefused++
 		x.mu.Unlock()
 		select {
 		case <-ctx.Done():
@@ -412,11 +484,13 @@ func (x *run) settled() bool {
 	if steps < len(x.sc.Timeline) {
 		return false
 	}
+	x.mu.Lock()
 	want := 0
-	for _, w := range x.sc.Workloads {
-		want += int(w.Replicas)
+	for _, n := range x.replicas {
+		want += int(n)
 	}
-	v := Check(x.recorder.Snapshot(), x.start, 0)
+	x.mu.Unlock()
+	v := Check(x.recorder.Snapshot(), x.start, x.bounds())
 	if v.WorkloadPods < want {
 		return false
 	}
@@ -432,9 +506,9 @@ func (x *run) settled() bool {
 }
 
 func (x *run) progress() {
-	v := Check(x.recorder.Snapshot(), x.start, 0)
+	v := Check(x.recorder.Snapshot(), x.start, x.bounds())
 	x.mu.Lock()
-	joined, fails := x.joined, x.regFails
+	joined, fails := x.joined, x.counters.RegistrationsRefused
 	x.mu.Unlock()
 	early := 0
 	for _, viol := range v.Violations {
@@ -489,14 +563,23 @@ func (x *run) cleanup(ctx context.Context) error {
 	})
 }
 
+// bounds are the limits of this run: the scenario's release bound and the gate's holds.
+func (x *run) bounds() Bounds {
+	b := Bounds{ReleasedWithin: x.sc.Expect.ReleasedWithin, MinHold: x.cfg.MinHold.Duration}
+	if x.cfg.TimeoutPolicy == gate.TimeoutRelease {
+		b.TimeoutRelease = x.cfg.MaxHold.Duration
+	}
+	return b
+}
+
 // judge checks the invariants and compares them with the scenario's expectations.
 func (x *run) judge() *Result {
 	recs := x.recorder.Snapshot()
-	v := Check(recs, x.start, x.sc.Expect.ReleasedWithin)
+	v := Check(recs, x.start, x.bounds())
 	res := &Result{
 		Name: x.sc.Name, File: x.sc.File, Description: x.sc.Description, Gate: string(x.Opts.Gate), Seed: x.Opts.Seed,
 		Nodes: len(recs), WorkloadPods: v.WorkloadPods, Violations: v.Violations, Released: v.Released, Stuck: v.Stuck,
-		EarlyTolerating: v.EarlyTolerating, ReleaseLatencyMS: percentiles(v.ReleaseLatency), DurationMS: time.Since(x.start).Milliseconds(),
+		ReleaseLatencyMS: percentiles(v.ReleaseLatency), DurationMS: time.Since(x.start).Milliseconds(),
 		records: recs, start: x.start,
 	}
 	if res.Violations == nil {
@@ -506,35 +589,93 @@ func (x *run) judge() *Result {
 	res.HoldMS = HoldPercentiles{P50: hold.P50, P99: hold.P99}
 	x.mu.Lock()
 	res.Errors = append([]string(nil), x.errs...)
-	res.RegistrationsRefused = x.regFails
+	res.Notes = append([]string(nil), x.notes...)
+	res.Counters = x.counters.Counters
+	res.Counters.EarlyToleratingPods = v.EarlyTolerating
+	res.WatchCuts = x.counters.watchCuts
 	x.mu.Unlock()
-
-	exp := x.sc.Expect
-	switch {
-	case exp.Violations == "none" && len(v.Violations) > 0:
-		res.Failures = append(res.Failures, fmt.Sprintf("expected no violations, found %d (%s)", len(v.Violations), kindsOf(v.Violations)))
-	case exp.Violations == "some" && len(v.Violations) == 0:
-		res.Failures = append(res.Failures, "expected violations (negative control), found none: the checker must catch this")
-	}
-	if exp.Violations == "some" {
-		have := kindsOf(v.Violations)
-		for _, k := range exp.Kinds {
-			if !strings.Contains(","+have+",", ","+k+",") {
-				res.Failures = append(res.Failures, fmt.Sprintf("expected a %s violation, found only %q", k, have))
-			}
-		}
-	}
-	if exp.Violations == "none" && v.Stuck != exp.Stuck {
-		res.Failures = append(res.Failures, fmt.Sprintf("%d gated nodes never released, expected %d", v.Stuck, exp.Stuck))
-	}
-	if len(res.Errors) > 0 {
-		res.Failures = append(res.Failures, fmt.Sprintf("%d simulator errors, first: %s", len(res.Errors), res.Errors[0]))
-	}
+	res.Counters.Backfilled = backfilled(recs)
+	res.Failures = x.expectations(v, res)
 	res.Passed = len(res.Failures) == 0
 	if !res.Passed {
 		res.Reproduce = fmt.Sprintf("go run ./cmd/simulate run --gate %s --seed %d %s", x.Opts.Gate, x.Opts.Seed, x.sc.File)
 	}
 	return res
+}
+
+// expectations compares a run with the scenario's expect.
+func (x *run) expectations(v Verdict, res *Result) []string {
+	var fails []string
+	exp := x.sc.Expect
+	have := kindsOf(v.Violations)
+	switch {
+	case exp.Violations == "none" && len(v.Violations) > 0:
+		fails = append(fails, fmt.Sprintf("expected no violations, found %d (%s)", len(v.Violations), have))
+	case exp.Violations == "some" && len(v.Violations) == 0:
+		fails = append(fails, "expected violations (negative control), found none: the checker must catch this")
+	case exp.Violations == "some" && len(exp.Kinds) > 0:
+		want := append([]string(nil), exp.Kinds...)
+		sort.Strings(want)
+		if strings.Join(want, ",") != have {
+			fails = append(fails, fmt.Sprintf("expected exactly the violation kinds %v, found %q", want, have))
+		}
+	}
+	if v.Stuck != exp.Stuck {
+		fails = append(fails, fmt.Sprintf("%d gated nodes never released, expected %d", v.Stuck, exp.Stuck))
+	}
+	c := res.Counters
+	for _, b := range []struct {
+		name      string
+		got, want int
+	}{
+		{"early tolerating pods", c.EarlyToleratingPods, exp.AtLeast.EarlyToleratingPods},
+		{"refused registrations", c.RegistrationsRefused, exp.AtLeast.RegistrationsRefused},
+		{"denied bypass pods", c.BypassDenied, exp.AtLeast.BypassDenied},
+		{"created bypass pods", c.BypassCreated, exp.AtLeast.BypassCreated},
+		{"backfilled nodes", c.Backfilled, exp.AtLeast.Backfilled},
+	} {
+		if b.got < b.want {
+			fails = append(fails, fmt.Sprintf("%s: %d, expected at least %d", b.name, b.got, b.want))
+		}
+	}
+	for _, reason := range exp.Events {
+		if n, err := x.countEvents(reason); err != nil || n == 0 {
+			fails = append(fails, fmt.Sprintf("expected a %s event, found none (%v)", reason, err))
+		}
+	}
+	if len(res.Errors) > 0 {
+		fails = append(fails, fmt.Sprintf("%d simulator errors, first: %s", len(res.Errors), res.Errors[0]))
+	}
+	return fails
+}
+
+// backfilled counts nodes that came up untainted and were tainted afterwards.
+func backfilled(recs []NodeRecord) int {
+	n := 0
+	for _, r := range recs {
+		if !r.TaintedAtCreate && !r.Tainted.IsZero() {
+			n++
+		}
+	}
+	return n
+}
+
+// countEvents counts events.k8s.io Events with this reason about the scenario's objects:
+// its nodes (events about Nodes land in "default") and its namespace.
+func (x *run) countEvents(reason string) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := x.client.EventsV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=" + reason})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range list.Items {
+		if e.Regarding.Namespace == x.ns || strings.HasPrefix(e.Regarding.Name, x.sc.Name+"-") {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func kindsOf(vs []Violation) string {

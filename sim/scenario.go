@@ -24,6 +24,16 @@ type Scenario struct {
 	Description string `yaml:"description"`
 	// Gate overrides the gate's Config, in the same YAML as cmd/gate --config.
 	Gate yaml.Node `yaml:"gate"`
+	// Admission: webhook (default) or policy (the MutatingAdmissionPolicy form).
+	Admission string `yaml:"admission"`
+	// GateProcess runs the gate as the built cmd/gate binary, leader-elected, with this many
+	// replicas — needed to kill it (gateCrash, leaderFailover).
+	GateProcess *GateProcess `yaml:"gateProcess"`
+	// Webhook adjusts how the shipped webhook configuration is registered.
+	Webhook WebhookSettings `yaml:"webhook"`
+	// GateStartsAt delays the gate's start (webhook and controller), as when the gate is
+	// installed into a cluster whose nodes are already up.
+	GateStartsAt time.Duration `yaml:"gateStartsAt"`
 	// Init lists the required init DaemonSets; empty means one default init DaemonSet
 	// labelled startup.k8s.io/component=init that tolerates the taint and is ready after 1s.
 	Init []InitDaemonSet `yaml:"init"`
@@ -40,6 +50,17 @@ type Scenario struct {
 	// File and gateConfig are filled by Load.
 	File       string      `yaml:"-"`
 	gateConfig gate.Config `yaml:"-"`
+}
+
+// GateProcess is the process-mode gate.
+type GateProcess struct {
+	Replicas int `yaml:"replicas"`
+}
+
+// WebhookSettings override fields of deploy/base/webhook.yaml for a scenario.
+type WebhookSettings struct {
+	FailurePolicy  string `yaml:"failurePolicy"`
+	TimeoutSeconds int32  `yaml:"timeoutSeconds"`
 }
 
 // InitDaemonSet is a required init component and how its Pods behave on the fake kubelet.
@@ -111,6 +132,87 @@ type Step struct {
 	At         time.Duration `yaml:"at"`
 	Join       *Join         `yaml:"join"`
 	Reregister *Reregister   `yaml:"reregister"`
+	// Scale sets a workload's replicas (workloads that arrive after the nodes).
+	Scale *Scale `yaml:"scale"`
+	// NodeDelete deletes a node and the Pods bound to it.
+	NodeDelete *NodeDelete `yaml:"nodeDelete"`
+	// Faults.
+	WebhookOutage       *WebhookOutage    `yaml:"webhookOutage"`
+	WebhookLatency      *WebhookLatency   `yaml:"webhookLatency"`
+	GateCrash           *GateCrash        `yaml:"gateCrash"`
+	LeaderFailover      *LeaderFailover   `yaml:"leaderFailover"`
+	TaintWriters        *TaintWriters     `yaml:"taintWriters"`
+	APIServerRestart    *APIServerRestart `yaml:"apiserverRestart"`
+	WatchDrops          *WatchDrops       `yaml:"watchDrops"`
+	DeleteInitDaemonSet *DeleteDaemonSet  `yaml:"deleteInitDaemonSet"`
+	BypassPods          *BypassPods       `yaml:"bypassPods"`
+}
+
+// Scale sets a workload's replica count.
+type Scale struct {
+	Workload string `yaml:"workload"`
+	Replicas int32  `yaml:"replicas"`
+}
+
+// NodeDelete removes a node as a scale-down would.
+type NodeDelete struct {
+	Node string `yaml:"node"`
+}
+
+// WebhookOutage makes the webhook refuse connections (mode refuse, the default) or accept
+// and never answer (mode hang) for Duration.
+type WebhookOutage struct {
+	Duration time.Duration `yaml:"duration"`
+	Mode     string        `yaml:"mode"`
+}
+
+// WebhookLatency delays every admission call by Latency for Duration.
+type WebhookLatency struct {
+	Latency  time.Duration `yaml:"latency"`
+	Duration time.Duration `yaml:"duration"`
+}
+
+// GateCrash kills the leading gate process with SIGKILL and restarts it after RestartAfter.
+type GateCrash struct {
+	RestartAfter time.Duration `yaml:"restartAfter"`
+}
+
+// LeaderFailover kills the leader of a multi-replica gate; the other must take over. It is
+// restarted after RestartAfter (0: not restarted).
+type LeaderFailover struct {
+	RestartAfter time.Duration `yaml:"restartAfter"`
+}
+
+// TaintWriters runs Writers foreign controllers that add and remove their own taints on the
+// scenario's nodes every Interval for Duration, with ordinary read-modify-write updates.
+type TaintWriters struct {
+	Writers  int           `yaml:"writers"`
+	Interval time.Duration `yaml:"interval"`
+	Duration time.Duration `yaml:"duration"`
+}
+
+// APIServerRestart kills kube-apiserver and starts it again with the same flags and certs
+// (embedded backend only). Every watch breaks; every client must re-list.
+type APIServerRestart struct {
+	Down time.Duration `yaml:"down"`
+}
+
+// WatchDrops cuts every connection between the gate and the apiserver every Every for
+// Duration, so its watches end and its informers re-list.
+type WatchDrops struct {
+	Every    time.Duration `yaml:"every"`
+	Duration time.Duration `yaml:"duration"`
+}
+
+// DeleteDaemonSet deletes an init DaemonSet and its Pods.
+type DeleteDaemonSet struct {
+	Name string `yaml:"name"`
+}
+
+// BypassPods creates Count Pods with spec.nodeName set to nodes that still hold the startup
+// taint: they skip the scheduler, so only the Pod guard can stop them.
+type BypassPods struct {
+	Count int `yaml:"count"`
 }
 
 // Join registers Count nodes named <scenario>-<prefix><i>.
@@ -143,6 +245,19 @@ type Expect struct {
 	ReleasedWithin time.Duration `yaml:"releasedWithin"`
 	// Stuck is the number of gated nodes expected never to be released (default 0).
 	Stuck int `yaml:"stuck"`
+	// AtLeast sets lower bounds on counters of the run.
+	AtLeast Counters `yaml:"atLeast"`
+	// Events are reasons that must have been recorded (e.g. StartupGateMissingToleration).
+	Events []string `yaml:"events"`
+}
+
+// Counters are run counters an expectation can bound from below.
+type Counters struct {
+	EarlyToleratingPods  int `yaml:"earlyToleratingPods" json:"early_tolerating_pods"`
+	RegistrationsRefused int `yaml:"registrationsRefused" json:"registrations_refused"`
+	BypassDenied         int `yaml:"bypassDenied" json:"bypass_denied"`
+	BypassCreated        int `yaml:"bypassCreated" json:"bypass_created"`
+	Backfilled           int `yaml:"backfilled" json:"backfilled"`
 }
 
 // Load reads and validates one scenario file.
@@ -279,11 +394,40 @@ func (sc *Scenario) defaultAndValidate() error {
 				return at(1, "timeline[%d].reregister: node %q has not joined before", i, s.Reregister.Node)
 			}
 		}
+		if s.NodeDelete != nil {
+			n++
+			if !names[s.NodeDelete.Node] {
+				return at(1, "timeline[%d].nodeDelete: node %q has not joined before", i, s.NodeDelete.Node)
+			}
+		}
+		for _, present := range []bool{s.Scale != nil, s.WebhookOutage != nil, s.WebhookLatency != nil,
+			s.GateCrash != nil, s.LeaderFailover != nil, s.TaintWriters != nil, s.APIServerRestart != nil,
+			s.WatchDrops != nil, s.DeleteInitDaemonSet != nil, s.BypassPods != nil} {
+			if present {
+				n++
+			}
+		}
 		if n != 1 {
-			return at(1, "timeline[%d]: exactly one action per step (join, reregister)", i)
+			return at(1, "timeline[%d]: exactly one action per step", i)
+		}
+		if err := sc.validateFault(i, s); err != nil {
+			return at(1, "timeline[%d]: %v", i, err)
 		}
 	}
 	sort.SliceStable(sc.Timeline, func(a, b int) bool { return sc.Timeline[a].At < sc.Timeline[b].At })
+	switch sc.Admission {
+	case "", "webhook", "policy":
+	default:
+		return at(1, "admission %q: want webhook or policy", sc.Admission)
+	}
+	if sc.GateProcess != nil && sc.GateProcess.Replicas == 0 {
+		sc.GateProcess.Replicas = 1
+	}
+	switch sc.Webhook.FailurePolicy {
+	case "", "Fail", "Ignore":
+	default:
+		return at(1, "webhook.failurePolicy %q: want Fail or Ignore", sc.Webhook.FailurePolicy)
+	}
 	switch sc.Expect.Violations {
 	case "":
 		sc.Expect.Violations = "none"
@@ -292,6 +436,46 @@ func (sc *Scenario) defaultAndValidate() error {
 		return at(1, "expect.violations %q: want none or some", sc.Expect.Violations)
 	}
 	return nil
+}
+
+func (sc *Scenario) validateFault(i int, s *Step) error {
+	switch {
+	case (s.GateCrash != nil || s.LeaderFailover != nil) && sc.GateProcess == nil:
+		return fmt.Errorf("gateCrash and leaderFailover need gateProcess (the gate must run as a process to be killed)")
+	case s.LeaderFailover != nil && sc.GateProcess.Replicas < 2:
+		return fmt.Errorf("leaderFailover needs gateProcess.replicas >= 2")
+	case s.WebhookOutage != nil && s.WebhookOutage.Mode != "" && s.WebhookOutage.Mode != "refuse" && s.WebhookOutage.Mode != "hang":
+		return fmt.Errorf("webhookOutage.mode %q: want refuse or hang", s.WebhookOutage.Mode)
+	case s.TaintWriters != nil && (s.TaintWriters.Writers <= 0 || s.TaintWriters.Interval <= 0):
+		return fmt.Errorf("taintWriters needs positive writers and interval")
+	case s.WatchDrops != nil && s.WatchDrops.Every <= 0:
+		return fmt.Errorf("watchDrops.every must be positive")
+	case s.BypassPods != nil && s.BypassPods.Count <= 0:
+		return fmt.Errorf("bypassPods.count must be positive")
+	case s.Scale != nil && !sc.hasWorkload(s.Scale.Workload):
+		return fmt.Errorf("scale: no workload %q", s.Scale.Workload)
+	case s.DeleteInitDaemonSet != nil && !sc.hasInit(s.DeleteInitDaemonSet.Name):
+		return fmt.Errorf("deleteInitDaemonSet: no init DaemonSet %q", s.DeleteInitDaemonSet.Name)
+	}
+	return nil
+}
+
+func (sc *Scenario) hasWorkload(name string) bool {
+	for _, w := range sc.Workloads {
+		if w.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (sc *Scenario) hasInit(name string) bool {
+	for _, in := range sc.Init {
+		if in.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // NodeName is the name of the i-th node of a join with this prefix.

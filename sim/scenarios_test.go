@@ -14,7 +14,7 @@ func TestScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewRunner(rc, Options{Gate: GateInProcess})
+	r, err := NewRunner(rc, Options{Gate: GateInProcess, Plane: plane})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,7 +139,8 @@ func runScenarios(args []string, stdout, stderr io.Writer) (int, error) {
 		fmt.Fprintf(stdout, "control plane up in %.1fs\n", e.StartDuration().Seconds())
 	}
 
-	runner, err := sim.NewRunner(rc, sim.Options{Gate: mode, Progress: stdout, Command: "simulate " + strings.Join(args, " ")})
+	plane, _ := backend.(*sim.Embedded)
+	runner, err := sim.NewRunner(rc, sim.Options{Gate: mode, Progress: stdout, Plane: plane, Command: "simulate " + strings.Join(args, " ")})
 	if err != nil {
 		return 1, err
 	}
