@@ -35,9 +35,14 @@ test: controlplane ## Vet, then run every test with the race detector: unit, int
 	go test -race -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: simulate
-simulate: controlplane ## Run every scenario in scenarios/ on the embedded plane; reports in out/ (scenarios.json, .xml, .html).
+simulate: controlplane build ## Run every scenario in scenarios/ on the embedded plane; reports in out/ (scenarios.json, .xml, .html).
 	@mkdir -p $(OUT)
-	go run ./cmd/simulate run --gate-log $(OUT)/gate.log --json $(OUT)/scenarios.json --junit $(OUT)/scenarios.xml --html $(OUT)/scenarios.html $(SCENARIOS)
+	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate go run ./cmd/simulate run --gate-log $(OUT)/gate.log --json $(OUT)/scenarios.json --junit $(OUT)/scenarios.xml --html $(OUT)/scenarios.html $(SCENARIOS)
+
+.PHONY: soak
+soak: controlplane build ## Run the whole suite 20 times, seeds 1..20, and print the pass count per scenario.
+	@mkdir -p $(OUT)
+	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate go run ./cmd/simulate run --repeat 20 --seed 1 --gate-log $(OUT)/soak-gate.log --json $(OUT)/soak.json $(SCENARIOS)
 
 .PHONY: policy
 policy: ## Regenerate deploy/overlays/policy/policy.yaml from the default gate.Config.

@@ -81,10 +81,10 @@ func TestCheck(t *testing.T) {
 			rec:  NodeRecord{Gated: true, Created: at(1), Deleted: at(5)},
 		},
 		{
-			name:           "late release",
-			rec:            NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), Released: at(3000)},
-			bounds:         Bounds{ReleasedWithin: time.Second, TimeoutRelease: time.Second},
-			wantKinds:      []string{KindLateRelease},
+			name:      "late release",
+			rec:       NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), Released: at(3000)},
+			bounds:    Bounds{ReleasedWithin: time.Second, TimeoutRelease: time.Second},
+			wantKinds: []string{KindLateRelease},
 		},
 		{
 			name:      "foreign taint lost",

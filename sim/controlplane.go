@@ -105,7 +105,11 @@ func (e *Embedded) Start(ctx context.Context) (*rest.Config, error) {
 	if e.LogDir == "" {
 		e.LogDir = e.dir
 	}
-	e.env = &envtest.Environment{BinaryAssetsDirectory: bin, ControlPlaneStartTimeout: time.Minute}
+	assets, err := e.deathsigWrappers(bin)
+	if err != nil {
+		return nil, err
+	}
+	e.env = &envtest.Environment{BinaryAssetsDirectory: assets, ControlPlaneStartTimeout: time.Minute}
 	api := e.env.ControlPlane.GetAPIServer().Configure()
 	// Bursts of thousands of nodes and pods must not be throttled by the apiserver itself.
 	api.Set("max-requests-inflight", "2000").Set("max-mutating-requests-inflight", "1000")
@@ -146,6 +150,28 @@ func (e *Embedded) Start(ctx context.Context) (*rest.Config, error) {
 
 // Kubeconfig is the admin kubeconfig file of the running plane.
 func (e *Embedded) Kubeconfig() string { return e.kubeconfig }
+
+// deathsigWrappers returns a directory of wrappers that start etcd and kube-apiserver with
+// a parent-death signal (setpriv --pdeathsig), so that they die with this process even when
+// it is killed outright — envtest itself does not arrange that, and a crashed test would
+// otherwise leave them running. Without setpriv the real binaries are used.
+func (e *Embedded) deathsigWrappers(bin string) (string, error) {
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		return bin, nil
+	}
+	dir := filepath.Join(e.dir, "bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for _, name := range []string{"etcd", "kube-apiserver"} {
+		script := fmt.Sprintf("#!/bin/sh\nexec %s --pdeathsig KILL -- %s \"$@\"\n", setpriv, filepath.Join(bin, name))
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
 
 func (e *Embedded) startChildren(bin string) error {
 	schedCfg := filepath.Join(e.dir, "scheduler.yaml")
@@ -217,20 +243,10 @@ func waitForNamespace(ctx context.Context, cfg *rest.Config, ns string) error {
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("apiserver did not create namespace %s within a minute", ns)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return poll(ctx, time.Minute, func() (bool, error) {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return err == nil, nil
+	})
 }
 
 // RestartAPIServer kills kube-apiserver (SIGKILL, like a crash), waits down, and starts it
@@ -270,21 +286,10 @@ func (e *Embedded) RestartAPIServer(ctx context.Context, down time.Duration) err
 }
 
 func pollReady(ctx context.Context, cs kubernetes.Interface) error {
-	deadline := time.Now().Add(time.Minute)
-	for {
+	return poll(ctx, time.Minute, func() (bool, error) {
 		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		if err == nil && string(body) == "ok" {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("kube-apiserver not ready a minute after restart: %v", err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return err == nil && string(body) == "ok", nil
+	})
 }
 
 // childProcess finds this process's child with the given command name, with its argv.

@@ -53,39 +53,49 @@ func (x *run) webhookLatency(ctx context.Context, l *WebhookLatency) error {
 
 // gateCrash SIGKILLs the leader (the one doing releases) and restarts it later.
 func (x *run) gateCrash(ctx context.Context, c *GateCrash) error {
-	h := x.harness
-	var r *replica
-	if !waitFor(ctx, 20*time.Second, func() bool { r = h.leader(ctx); return r != nil }) {
-		return fmt.Errorf("gateCrash: no gate replica became leader")
+	r, err := x.waitLeader(ctx)
+	if err != nil {
+		return err
 	}
-	h.kill(r)
+	x.harness.kill(r)
 	x.note("gateCrash: killed replica %d", r.id)
-	after(ctx, c.RestartAfter, func() { x.fail(h.run(ctx, r)) })
+	after(ctx, c.RestartAfter, func() { x.fail(x.harness.run(ctx, r)) })
 	return nil
 }
 
+// leaderFailover kills the leader and waits for another replica to take over.
 func (x *run) leaderFailover(ctx context.Context, f *LeaderFailover) error {
-	h := x.harness
-	var r *replica
-	if !waitFor(ctx, 20*time.Second, func() bool { r = h.leader(ctx); return r != nil }) {
-		return fmt.Errorf("leaderFailover: no gate replica became leader")
+	r, err := x.waitLeader(ctx)
+	if err != nil {
+		return err
 	}
-	h.kill(r)
+	x.harness.kill(r)
 	x.note("leaderFailover: killed leader replica %d", r.id)
-	var next *replica
-	if !waitFor(ctx, 20*time.Second, func() bool { next = h.leader(ctx); return next != nil }) {
-		return fmt.Errorf("leaderFailover: no replica took over within 20s")
+	next, err := x.waitLeader(ctx)
+	if err != nil {
+		return err
 	}
 	x.note("leaderFailover: replica %d took over", next.id)
 	if f.RestartAfter > 0 {
-		after(ctx, f.RestartAfter, func() { x.fail(h.run(ctx, r)) })
+		after(ctx, f.RestartAfter, func() { x.fail(x.harness.run(ctx, r)) })
 	}
 	return nil
+}
+
+func (x *run) waitLeader(ctx context.Context) (*replica, error) {
+	var r *replica
+	err := poll(ctx, 20*time.Second, func() (bool, error) { r = x.harness.leader(ctx); return r != nil, nil })
+	if err != nil {
+		return nil, fmt.Errorf("no gate replica is leader: %w", err)
+	}
+	return r, nil
 }
 
 // taintWriters runs foreign controllers that add and remove their own taints on the
 // scenario's nodes with plain read-modify-write updates (resourceVersion-guarded, as
-// client-go's Update is). Every removal they make is recorded in the ledger first, so the
+// client-go's Update is). Their taints are PreferNoSchedule: what matters is that they share
+// the atomic spec.taints list with the gate, not that they block scheduling (a NoSchedule
+// one left behind would keep the init Pod off the node and stall the scenario). Every removal they make is recorded in the ledger first, so the
 // checker can tell their removals from a taint the gate lost.
 func (x *run) taintWriters(ctx context.Context, w *TaintWriters) error {
 	ctx, cancel := context.WithTimeout(ctx, w.Duration)
@@ -111,7 +121,7 @@ func (x *run) taintWriters(ctx context.Context, w *TaintWriters) error {
 				if len(nodes) == 0 {
 					continue
 				}
-				if err := x.flipTaint(ctx, nodes[rng.IntN(len(nodes))], key); err != nil && ctx.Err() == nil {
+				if err := x.flipTaint(ctx, nodes[rng.IntN(len(nodes))], key, w.Unguarded); err != nil && ctx.Err() == nil {
 					x.fail(fmt.Errorf("taint writer %d: %w", i, err))
 				}
 			}
@@ -121,10 +131,15 @@ func (x *run) taintWriters(ctx context.Context, w *TaintWriters) error {
 	return nil
 }
 
-func (x *run) flipTaint(ctx context.Context, node, key string) error {
+func (x *run) flipTaint(ctx context.Context, node, key string, unguarded bool) error {
 	nodes := x.client.CoreV1().Nodes()
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n, err := nodes.Get(ctx, node, metav1.GetOptions{})
+		if unguarded && err == nil {
+			// Think a while on a copy, then write it back without the lock.
+			time.Sleep(5 * time.Millisecond)
+			n.ResourceVersion = ""
+		}
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -141,7 +156,7 @@ func (x *run) flipTaint(ctx context.Context, node, key string) error {
 		if removing {
 			x.recorder.ledger.Intend(node, key)
 		} else {
-			kept = append(kept, corev1.Taint{Key: key, Value: "x", Effect: corev1.TaintEffectNoSchedule})
+			kept = append(kept, corev1.Taint{Key: key, Value: "x", Effect: corev1.TaintEffectPreferNoSchedule})
 		}
 		n.Spec.Taints = kept
 		_, err = nodes.Update(ctx, n, metav1.UpdateOptions{})

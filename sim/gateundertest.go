@@ -54,13 +54,9 @@ func ParseGateMode(s string) (GateMode, error) {
 // scenario), the client config (a URL instead of a Service), and the objectSelector, which
 // takes the scenario's node selector so that concurrent scenarios never cross.
 func webhookConfig(cfg *gate.Config, scenario, url string, ca []byte) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
-	raw, err := deploy.FS.ReadFile("base/webhook.yaml")
-	if err != nil {
-		return nil, err
-	}
 	wh := &admissionregistrationv1.MutatingWebhookConfiguration{}
-	if err := yaml.UnmarshalStrict(raw, wh); err != nil {
-		return nil, fmt.Errorf("decoding deploy/base/webhook.yaml: %w", err)
+	if err := loadManifest("base/webhook.yaml", wh); err != nil {
+		return nil, err
 	}
 	if len(wh.Webhooks) != 1 {
 		return nil, fmt.Errorf("deploy/base/webhook.yaml: want one webhook, found %d", len(wh.Webhooks))
@@ -74,6 +70,18 @@ func webhookConfig(cfg *gate.Config, scenario, url string, ca []byte) (*admissio
 	w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca}
 	w.ObjectSelector = sel
 	return wh, nil
+}
+
+// loadManifest strictly decodes one shipped manifest from deploy/.
+func loadManifest(path string, obj any) error {
+	raw, err := deploy.FS.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := yaml.UnmarshalStrict(raw, obj); err != nil {
+		return fmt.Errorf("decoding deploy/%s: %w", path, err)
+	}
+	return nil
 }
 
 // waitAdmission dry-run creates a probe node until admission adds the taint.

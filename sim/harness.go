@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
 
-	"github.com/startupgate/startupgate/deploy"
 	"github.com/startupgate/startupgate/gate"
 )
 
@@ -86,7 +84,11 @@ func (h *harness) start(ctx context.Context, replicas int) error {
 	if h.dir, err = os.MkdirTemp("", "startupgate-gate-"); err != nil {
 		return err
 	}
-	if h.apiProxy, err = newProxy(strings.TrimPrefix(strings.TrimPrefix(h.rc.Host, "https://"), "http://")); err != nil {
+	u, err := url.Parse(h.rc.Host)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("apiserver address %q: %v", h.rc.Host, err)
+	}
+	if h.apiProxy, err = newProxy(u.Host); err != nil {
 		return err
 	}
 	h.cfg.Webhook = !h.policy
@@ -338,13 +340,9 @@ func (h *harness) stop(ctx context.Context) error {
 // podGuardConfig loads the shipped pod guard ValidatingWebhookConfiguration and scopes it to
 // the scenario's namespace.
 func podGuardConfig(scenario, url string, ca []byte) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
-	raw, err := deploy.FS.ReadFile("overlays/pod-guard/pod-guard.yaml")
-	if err != nil {
-		return nil, err
-	}
 	vw := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := yaml.UnmarshalStrict(raw, vw); err != nil {
-		return nil, fmt.Errorf("decoding deploy/overlays/pod-guard/pod-guard.yaml: %w", err)
+	if err := loadManifest("overlays/pod-guard/pod-guard.yaml", vw); err != nil {
+		return nil, err
 	}
 	if len(vw.Webhooks) != 1 {
 		return nil, fmt.Errorf("pod-guard.yaml: want one webhook, found %d", len(vw.Webhooks))
@@ -395,16 +393,4 @@ func GateBinary() (string, error) {
 		}
 	})
 	return gateBin, gateBinErr
-}
-
-// waitFor polls f until it holds (harness plumbing, never part of the gate).
-func waitFor(ctx context.Context, timeout time.Duration, f func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for !f() {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return true
 }

@@ -35,6 +35,9 @@ type Recorder struct {
 	cfg       *gate.Config
 	ledger    *Ledger
 	namespace string
+	// init are the scenario's init DaemonSets: the simulator's ground truth of which
+	// components each node must run, independent of what the gate believes.
+	init []InitDaemonSet
 
 	mu    sync.Mutex
 	nodes map[string]*NodeRecord // by UID
@@ -49,19 +52,21 @@ type NodeRecord struct {
 	Name string
 	UID  string
 	// Gated: the gate's node selector matches the node, so it must be held until released.
-	Gated     bool
-	Created   Mark
-	Tainted   Mark // first version seen with the gate taint (zero if never)
+	Gated   bool
+	Created Mark
+	Tainted Mark // first version seen with the gate taint (zero if never)
 	// Schedulable: first version without the not-ready taint (node-lifecycle cleared it).
 	Schedulable Mark
-	InitReady Mark // first time every init Pod seen on it was Ready
-	Released  Mark // first version seen with completedAt and without the taint
-	Deleted   Mark
+	InitReady   Mark // first time every init Pod seen on it was Ready
+	Released    Mark // first version seen with completedAt and without the taint
+	Deleted     Mark
 	// TaintedAtCreate: the first stored version already had the taint (admission worked).
 	TaintedAtCreate bool
 	CompletedAt     []string
 	LostTaints      []string
 	Bindings        []Binding
+	// Components are the init DaemonSets that target this node.
+	Components []string
 	// ReadyAccepted are the moments the fake kubelet's writes making an init Pod ready
 	// (status or early annotation) were accepted by the apiserver. Latency is measured from
 	// these, not from when this process received the Pod event: under a burst the Pod watch
@@ -89,14 +94,15 @@ type Binding struct {
 }
 
 type podSeen struct {
-	node  *NodeRecord
-	init  bool
-	ready bool
+	node      *NodeRecord
+	init      bool
+	component string
+	ready     bool
 }
 
 // NewRecorder prepares a recorder for one scenario namespace.
-func NewRecorder(cfg *gate.Config, ledger *Ledger, namespace string) *Recorder {
-	return &Recorder{cfg: cfg, ledger: ledger, namespace: namespace,
+func NewRecorder(cfg *gate.Config, ledger *Ledger, namespace string, init []InitDaemonSet) *Recorder {
+	return &Recorder{cfg: cfg, ledger: ledger, namespace: namespace, init: init,
 		nodes: map[string]*NodeRecord{}, byName: map[string][]string{}, pods: map[string]*podSeen{}, start: time.Now()}
 }
 
@@ -144,7 +150,7 @@ func (r *Recorder) node(old, cur *corev1.Node) {
 	defer r.mu.Unlock()
 	rec, ok := r.nodes[string(cur.UID)]
 	if !ok {
-		rec = &NodeRecord{Name: cur.Name, UID: string(cur.UID), Gated: r.cfg.Gated(cur), Created: m}
+		rec = &NodeRecord{Name: cur.Name, UID: string(cur.UID), Gated: r.cfg.Gated(cur), Created: m, Components: r.components(cur)}
 		// The first version this process sees may be later than the CREATE (the recorder
 		// starts before any node joins, so normally it is the CREATE itself).
 		rec.TaintedAtCreate = r.cfg.HasTaint(cur)
@@ -231,7 +237,8 @@ func (r *Recorder) pod(p *corev1.Pod) {
 		if rec == nil {
 			return
 		}
-		seen = &podSeen{node: rec, init: r.isInit(p)}
+		comp := r.componentOf(p)
+		seen = &podSeen{node: rec, init: comp != "", component: comp}
 		r.pods[string(p.UID)] = seen
 		rec.Bindings = append(rec.Bindings, Binding{
 			Pod: p.Namespace + "/" + p.Name, Mark: m, Tolerates: r.cfg.Tolerates(p.Spec.Tolerations), Init: seen.init,
@@ -245,18 +252,44 @@ func (r *Recorder) pod(p *corev1.Pod) {
 	}
 	seen.ready = podIsReady(p, r.cfg)
 	rec := seen.node
-	if rec.InitReady.IsZero() && allReady(rec.inits) {
+	if rec.InitReady.IsZero() && allReady(rec) {
 		rec.InitReady = m
 	}
 }
 
-func allReady(pods []*podSeen) bool {
-	for _, p := range pods {
-		if !p.ready {
+// allReady: every component that targets the node has a ready Pod on it.
+func allReady(rec *NodeRecord) bool {
+	for _, comp := range rec.Components {
+		ok := false
+		for _, p := range rec.inits {
+			ok = ok || (p.component == comp && p.ready)
+		}
+		if !ok {
 			return false
 		}
 	}
-	return len(pods) > 0
+	return len(rec.Components) > 0
+}
+
+// components lists the init DaemonSets whose nodeSelector matches the node.
+func (r *Recorder) components(n *corev1.Node) []string {
+	var out []string
+	for _, in := range r.init {
+		if labels.SelectorFromSet(in.NodeSelector).Matches(labels.Set(n.Labels)) {
+			out = append(out, in.Name)
+		}
+	}
+	return out
+}
+
+// componentOf names the init DaemonSet a Pod belongs to, or "".
+func (r *Recorder) componentOf(p *corev1.Pod) string {
+	for _, in := range r.init {
+		if labels.SelectorFromSet(in.Labels).Matches(labels.Set(p.Labels)) {
+			return in.Name
+		}
+	}
+	return ""
 }
 
 // ReadyAccepted is the fake kubelet's report that the apiserver accepted a write making an
@@ -297,16 +330,6 @@ func (r *Recorder) incarnation(name string, at uint64) *NodeRecord {
 	return nil
 }
 
-func (r *Recorder) isInit(p *corev1.Pod) bool {
-	for _, c := range r.cfg.Components {
-		sel, err := labels.Parse(c.Selector)
-		if err == nil && sel.Matches(labels.Set(p.Labels)) {
-			return true
-		}
-	}
-	return false
-}
-
 // podIsReady is the simulator's own reading of readiness (Ready condition or the early
 // annotation) — deliberately not the gate's code, so that a gate bug cannot hide itself.
 func podIsReady(p *corev1.Pod, cfg *gate.Config) bool {
@@ -334,6 +357,7 @@ func (r *Recorder) Snapshot() []NodeRecord {
 		c.CompletedAt = append([]string(nil), rec.CompletedAt...)
 		c.LostTaints = append([]string(nil), rec.LostTaints...)
 		c.Bindings = append([]Binding(nil), rec.Bindings...)
+		c.Components = append([]string(nil), rec.Components...)
 		c.ReadyAccepted = append([]time.Time(nil), rec.ReadyAccepted...)
 		c.inits = nil
 		out = append(out, c)

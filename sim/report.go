@@ -15,26 +15,26 @@ import (
 
 // Result is one scenario run, as reported.
 type Result struct {
-	Name                 string          `json:"name"`
-	File                 string          `json:"file"`
-	Description          string          `json:"description"`
-	Gate                 string          `json:"gate"`
-	Seed                 uint64          `json:"seed"`
-	Passed               bool            `json:"passed"`
-	Nodes                int             `json:"nodes"`
-	WorkloadPods         int             `json:"workload_pods"`
-	Violations           []Violation     `json:"violations"`
-	Released             int             `json:"released"`
-	Stuck                int             `json:"stuck"`
-	Counters             Counters        `json:"counters"`
-	WatchCuts            int             `json:"watch_cuts,omitempty"`
-	ReleaseLatencyMS     Percentiles     `json:"release_latency_ms"`
-	HoldMS               HoldPercentiles `json:"hold_ms"`
-	DurationMS           int64           `json:"duration_ms"`
-	Failures             []string        `json:"failures,omitempty"`
-	Errors               []string        `json:"errors,omitempty"`
-	Reproduce            string          `json:"reproduce,omitempty"`
-	Notes                []string        `json:"notes,omitempty"`
+	Name             string          `json:"name"`
+	File             string          `json:"file"`
+	Description      string          `json:"description"`
+	Gate             string          `json:"gate"`
+	Seed             uint64          `json:"seed"`
+	Passed           bool            `json:"passed"`
+	Nodes            int             `json:"nodes"`
+	WorkloadPods     int             `json:"workload_pods"`
+	Violations       []Violation     `json:"violations"`
+	Released         int             `json:"released"`
+	Stuck            int             `json:"stuck"`
+	Counters         Counters        `json:"counters"`
+	WatchCuts        int             `json:"watch_cuts,omitempty"`
+	ReleaseLatencyMS Percentiles     `json:"release_latency_ms"`
+	HoldMS           HoldPercentiles `json:"hold_ms"`
+	DurationMS       int64           `json:"duration_ms"`
+	Failures         []string        `json:"failures,omitempty"`
+	Errors           []string        `json:"errors,omitempty"`
+	Reproduce        string          `json:"reproduce,omitempty"`
+	Notes            []string        `json:"notes,omitempty"`
 
 	records []NodeRecord
 	start   time.Time
@@ -97,6 +97,47 @@ func (r *Report) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "  %s node=%s pod=%s %s\n", v.Kind, v.Node, v.Pod, v.Detail)
 		}
 		fmt.Fprintf(w, "  reproduce: %s\n", s.Reproduce)
+	}
+}
+
+// WriteSummary prints one line per scenario over every repetition: how many runs passed,
+// and the worst early Pods, lost foreign taints, stuck nodes and p99 release latency seen.
+// It is the table `make soak` ends with.
+func (r *Report) WriteSummary(w io.Writer) {
+	type agg struct {
+		runs, passes, early, lost, stuck int
+		p99                              float64
+	}
+	byName := map[string]*agg{}
+	var names []string
+	for _, s := range r.Scenarios {
+		a := byName[s.Name]
+		if a == nil {
+			a = &agg{}
+			byName[s.Name] = a
+			names = append(names, s.Name)
+		}
+		a.runs++
+		if s.Passed {
+			a.passes++
+		}
+		for _, v := range s.Violations {
+			switch v.Kind {
+			case KindEarlyPod:
+				a.early++
+			case KindForeignTaintLost:
+				a.lost++
+			}
+		}
+		a.stuck += s.Stuck
+		if s.ReleaseLatencyMS.P99 > a.p99 {
+			a.p99 = s.ReleaseLatencyMS.P99
+		}
+	}
+	fmt.Fprintf(w, "\n%-36s %5s %6s %11s %12s %11s %13s\n", "SCENARIO", "RUNS", "PASSES", "EARLY PODS", "TAINTS LOST", "STUCK NODES", "MAX p99 (ms)")
+	for _, n := range names {
+		a := byName[n]
+		fmt.Fprintf(w, "%-36s %5d %6d %11d %12d %11d %13.0f\n", n, a.runs, a.passes, a.early, a.lost, a.stuck, a.p99)
 	}
 }
 

@@ -116,7 +116,7 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario) (*Result, error) {
 		return nil, err
 	}
 
-	x.recorder = NewRecorder(&x.cfg, &Ledger{}, x.ns)
+	x.recorder = NewRecorder(&x.cfg, &Ledger{}, x.ns, sc.Init)
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
 	if err := x.recorder.Run(rctx, r.client, ScenarioLabel+"="+sc.Name); err != nil {
@@ -474,35 +474,50 @@ func (x *run) deletePodsOn(ctx context.Context, node string) error {
 	return nil
 }
 
-// settled: every step has run, every workload Pod is bound, and every gated node is
-// released (or deleted), bar the ones the scenario expects to stay stuck. Without a gate,
-// nodes are never released, so there it is enough that the init Pods are ready.
+// settled: every step has run, every workload Pod is bound, no more nodes are stuck than
+// expected, and every other gated node is either released or was never tainted but is
+// already serving (the gate had no chance at it). Without a gate nothing is released, so
+// there it is enough that the init Pods are ready.
 func (x *run) settled() bool {
 	x.mu.Lock()
 	steps := x.steps
-	x.mu.Unlock()
-	if steps < len(x.sc.Timeline) {
-		return false
-	}
-	x.mu.Lock()
 	want := 0
 	for _, n := range x.replicas {
 		want += int(n)
 	}
 	x.mu.Unlock()
-	v := Check(x.recorder.Snapshot(), x.start, x.bounds())
-	if v.WorkloadPods < want {
+	if steps < len(x.sc.Timeline) {
 		return false
 	}
-	if x.Opts.Gate == GateOff {
-		for _, rec := range x.recorder.Snapshot() {
-			if rec.Gated && rec.Deleted.IsZero() && rec.InitReady.IsZero() {
+	recs := x.recorder.Snapshot()
+	v := Check(recs, x.start, x.bounds())
+	if v.WorkloadPods < want || v.Stuck > x.sc.Expect.Stuck {
+		return false
+	}
+	for _, rec := range recs {
+		if !rec.Gated || !rec.Deleted.IsZero() {
+			continue
+		}
+		if x.harness.off {
+			if rec.InitReady.IsZero() {
 				return false
 			}
+			continue
 		}
-		return true
+		if rec.Released.IsZero() && rec.Tainted.IsZero() && !hasWorkload(&rec) {
+			return false
+		}
 	}
-	return v.Stuck <= x.sc.Expect.Stuck && v.Gated > 0
+	return true
+}
+
+func hasWorkload(rec *NodeRecord) bool {
+	for _, b := range rec.Bindings {
+		if !b.Tolerates && !b.Init {
+			return true
+		}
+	}
+	return false
 }
 
 func (x *run) progress() {

@@ -189,6 +189,10 @@ type TaintWriters struct {
 	Writers  int           `yaml:"writers"`
 	Interval time.Duration `yaml:"interval"`
 	Duration time.Duration `yaml:"duration"`
+	// Unguarded makes the writers misbehave: they write a stale copy of the node without
+	// its resourceVersion, so they erase each other's taints — the negative control of
+	// the foreign-taint invariant.
+	Unguarded bool `yaml:"unguarded"`
 }
 
 // APIServerRestart kills kube-apiserver and starts it again with the same flags and certs

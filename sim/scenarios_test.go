@@ -4,6 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
 )
 
 // TestScenarios runs the whole scenario suite with the gate in-process: each must meet its
@@ -29,60 +32,80 @@ func TestScenarios(t *testing.T) {
 	}
 }
 
-// TestNegativeControls: without a gate, every scenario with pending workloads must be
-// caught with early Pods. A checker that cannot fail proves nothing.
+// TestNegativeControls: every invariant has a run in which the checker must report a
+// violation. A checker that cannot fail proves nothing.
 func TestNegativeControls(t *testing.T) {
 	rc := sharedPlane(t)
-	r, err := NewRunner(rc, Options{Gate: GateOff})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, file := range []string{"../scenarios/basic-join.yaml", "../scenarios/autoscale-burst.yaml"} {
-		sc, err := Load(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Run(sc.Name, func(t *testing.T) {
-			res, err := r.Run(context.Background(), sc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Passed {
-				t.Fatalf("%s passed with --gate off; the checker missed the early Pods", sc.Name)
-			}
-			early := 0
-			for _, v := range res.Violations {
-				if v.Kind == KindEarlyPod {
-					early++
+	tests := []struct {
+		file   string
+		gate   GateMode
+		mutate func(*Scenario)
+		want   string // a violation kind, or a failure text
+	}{
+		// No gate: every pending Pod lands before the node is ready.
+		{file: "basic-join", gate: GateOff, want: KindEarlyPod},
+		{file: "autoscale-burst", gate: GateOff, want: KindEarlyPod},
+		// The Pod guard off: Pods bound by spec.nodeName skip the taint.
+		{file: "nodename-bypass", mutate: func(sc *Scenario) { sc.gateConfig.PodGuard = false }, want: KindEarlyPod},
+		// failurePolicy Ignore and an outage, without backfill: nodes stay untainted.
+		{file: "webhook-down-fail-open-backfill", mutate: func(sc *Scenario) { sc.gateConfig.Backfill = false }, want: KindEarlyPod},
+		// Writers that write stale copies without the resourceVersion lose each other's taints.
+		{file: "foreign-taint-writers", mutate: func(sc *Scenario) {
+			for i := range sc.Timeline {
+				if w := sc.Timeline[i].TaintWriters; w != nil {
+					w.Unguarded = true
 				}
 			}
-			if early == 0 {
-				t.Fatalf("%s with --gate off: no early-pod violation, got %+v", sc.Name, res.Failures)
+			sc.Timeout = 20 * time.Second
+		}, want: KindForeignTaintLost},
+		// A release bound no gate can meet.
+		{file: "basic-join", mutate: func(sc *Scenario) { sc.Expect.ReleasedWithin = time.Millisecond }, want: KindLateRelease},
+		// The keep policy holds nodes; expecting none stuck must fail.
+		{file: "init-never-ready-timeout-keep", mutate: func(sc *Scenario) { sc.Expect.Stuck = 0 }, want: "never released"},
+	}
+	for _, tt := range tests {
+		mode := tt.gate
+		if mode == "" {
+			mode = GateInProcess
+		}
+		t.Run(tt.file+"/"+tt.want, func(t *testing.T) {
+			res := runFile(t, rc, tt.file, Options{Gate: mode, Plane: plane}, tt.mutate)
+			if res.Passed {
+				t.Fatalf("%s passed; the checker missed %s", res.Name, tt.want)
 			}
-			if !strings.Contains(res.Reproduce, "--gate off") {
+			found := 0
+			for _, v := range res.Violations {
+				if v.Kind == tt.want {
+					found++
+				}
+			}
+			for _, f := range res.Failures {
+				if strings.Contains(f, tt.want) {
+					found++
+				}
+			}
+			if found == 0 {
+				t.Fatalf("%s: want %s, got violations of kinds %q and failures %v", res.Name, tt.want, kindsOf(res.Violations), res.Failures)
+			}
+			if mode == GateOff && !strings.Contains(res.Reproduce, "--gate off") {
 				t.Errorf("reproduce line %q does not name the gate mode", res.Reproduce)
 			}
-			t.Logf("%s --gate off: %d early pods of %d workload pods", sc.Name, early, res.WorkloadPods)
+			t.Logf("%s: caught %d × %s (%d workload pods)", res.Name, found, tt.want, res.WorkloadPods)
 		})
 	}
 }
 
-// TestPolicyMode runs the burst with the MutatingAdmissionPolicy instead of the webhook.
+// TestPolicyMode runs scenarios with --gate policy. The fail-open outage scenario is run
+// without backfill on purpose: a webhook outage cannot touch the in-apiserver policy, so
+// the window that lets early Pods in under the webhook (see TestNegativeControls) is gone.
 func TestPolicyMode(t *testing.T) {
 	rc := sharedPlane(t)
-	sc, err := Load("../scenarios/basic-join.yaml")
-	if err != nil {
-		t.Fatal(err)
+	for _, file := range []string{"basic-join", "webhook-down-fail-open-backfill"} {
+		t.Run(file, func(t *testing.T) {
+			res := runFile(t, rc, file, Options{Gate: GatePolicy}, func(sc *Scenario) { sc.gateConfig.Backfill = false })
+			assertPassed(t, res)
+		})
 	}
-	r, err := NewRunner(rc, Options{Gate: GatePolicy})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := r.Run(context.Background(), sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	assertPassed(t, res)
 }
 
 // TestKubeconfigBackend points the kubeconfig backend at the running embedded plane.
@@ -94,11 +117,20 @@ func TestKubeconfigBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = kb.Stop() })
-	sc, err := Load("../scenarios/basic-join.yaml")
+	assertPassed(t, runFile(t, rc, "basic-join", Options{Gate: GateInProcess}, nil))
+}
+
+// runFile loads scenarios/FILE.yaml, lets mutate adjust it, and runs it.
+func runFile(t *testing.T, rc *rest.Config, file string, opts Options, mutate func(*Scenario)) *Result {
+	t.Helper()
+	sc, err := Load("../scenarios/" + file + ".yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewRunner(rc, Options{Gate: GateInProcess})
+	if mutate != nil {
+		mutate(sc)
+	}
+	r, err := NewRunner(rc, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +138,7 @@ func TestKubeconfigBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertPassed(t, res)
+	return res
 }
 
 // TestKindBackend needs a container engine; the CI machines have none.

@@ -157,6 +157,9 @@ func runScenarios(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 	}
 	report.WriteText(stdout)
+	if opts.repeat > 1 {
+		report.WriteSummary(stdout)
+	}
 	for path, write := range map[string]func(string) error{opts.jsonOut: report.WriteJSON, opts.junitOut: report.WriteJUnit, opts.htmlOut: report.WriteHTML} {
 		if path == "" {
 			continue
