@@ -44,6 +44,7 @@ type harness struct {
 	scenario string
 	ns       string
 	rc       *rest.Config // admin, direct
+	as       *rest.ImpersonationConfig
 	cs       kubernetes.Interface
 	webhook  WebhookSettings
 
@@ -137,6 +138,9 @@ func (h *harness) gateRC() *rest.Config {
 	u.Host = h.apiProxy.addr()
 	rc.Host = u.String()
 	rc.QPS, rc.Burst = 1000, 2000
+	if h.as != nil {
+		rc.Impersonate = *h.as
+	}
 	return rc
 }
 

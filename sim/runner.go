@@ -33,6 +33,9 @@ type Options struct {
 	Command string
 	// Plane is the embedded plane, when that is the backend (apiserverRestart needs it).
 	Plane *Embedded
+	// GateAs, if set, is the identity the gate's client impersonates — e.g. the deployed
+	// ServiceAccount, to prove that its RBAC is enough. The simulator's own clients stay admin.
+	GateAs *rest.ImpersonationConfig
 }
 
 // Runner runs scenarios against one control plane.
@@ -123,6 +126,7 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario) (*Result, error) {
 		return nil, err
 	}
 	x.harness = newHarness(r.Config, r.client, r.Opts.Gate, x.cfg, sc, x.ns)
+	x.harness.as = r.Opts.GateAs
 	defer func() { x.fail(x.harness.stop(context.Background())) }()
 	gctx, gcancel := context.WithCancel(ctx)
 	defer gcancel()
