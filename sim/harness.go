@@ -365,7 +365,8 @@ func writeKubeconfig(rc *rest.Config, path string) error {
 		CertificateAuthority: rc.CAFile, InsecureSkipTLSVerify: rc.Insecure, TLSServerName: rc.ServerName}
 	cfg.AuthInfos["sim"] = &clientcmdapi.AuthInfo{ClientCertificateData: rc.CertData, ClientKeyData: rc.KeyData,
 		ClientCertificate: rc.CertFile, ClientKey: rc.KeyFile, Token: rc.BearerToken, TokenFile: rc.BearerTokenFile,
-		Username: rc.Username, Password: rc.Password}
+		Username: rc.Username, Password: rc.Password,
+		Impersonate: rc.Impersonate.UserName, ImpersonateGroups: rc.Impersonate.Groups}
 	cfg.Contexts["sim"] = &clientcmdapi.Context{Cluster: "sim", AuthInfo: "sim"}
 	cfg.CurrentContext = "sim"
 	return clientcmd.WriteToFile(*cfg, path)
