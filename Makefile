@@ -32,7 +32,7 @@ build: ## Build bin/gate and bin/simulate (static, the same flags the Dockerfile
 .PHONY: test
 test: controlplane ## Vet, then run every test with the race detector: unit, integration and the whole scenario suite on the embedded plane.
 	go vet ./...
-	go test -race -timeout $(TEST_TIMEOUT) ./...
+	go test -race -parallel 4 -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: simulate
 simulate: controlplane build ## Run every scenario in scenarios/ on the embedded plane; reports in out/ (scenarios.json, .xml, .html).
@@ -55,3 +55,11 @@ docker-build: ## Build the container image IMG (needs a Docker engine; none on t
 .PHONY: clean
 clean: ## Remove bin/ and out/ (the control-plane cache stays).
 	rm -rf bin $(OUT)
+
+.PHONY: kind-demo
+kind-demo: ## Run deploy/kind/demo.sh: a kind cluster, IMG built and loaded, the gate installed, node joins replayed with a timeline (needs Docker and kind).
+	IMG=$(IMG) deploy/kind/demo.sh
+
+.PHONY: shellcheck
+shellcheck: ## Lint the shell scripts under deploy/ (generate-certs.sh, kind/demo.sh).
+	shellcheck deploy/overlays/self-signed/generate-certs.sh deploy/kind/demo.sh

@@ -59,13 +59,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.forget(req.Name)
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.Config.Released(node) {
+	// Excluded and released nodes are never touched: not by release, not by backfill. An
+	// excluded node that carries the taint anyway (registered with it by hand) is the
+	// operator's to release (`gate release NODE`).
+	if !r.Config.Gated(node) || r.Config.Released(node) {
 		r.forget(node.Name)
 		return reconcile.Result{}, nil
 	}
 	if !r.Config.HasTaint(node) {
 		r.forget(node.Name)
-		if r.Backfill != nil && r.Config.Gated(node) {
+		if r.Backfill != nil {
 			return reconcile.Result{}, r.Backfill.Node(ctx, node)
 		}
 		return reconcile.Result{}, nil

@@ -263,6 +263,12 @@ func TestReconcile(t *testing.T) {
 			wantTaints: nil,
 		},
 		{
+			name: "excluded node holding the taint with a ready init pod: left alone",
+			objs: []client.Object{newNode(name, t0, withTaints(notReadyTaint, gateTaint),
+				withNodeLabel("kubernetes.azure.com/mode", "system")), ready()},
+			wantTaints: []corev1.Taint{notReadyTaint, gateTaint},
+		},
+		{
 			name:       "untainted excluded node with backfill: untouched",
 			backfill:   true,
 			objs:       []client.Object{newNode(name, t0, withNodeLabel("kubernetes.azure.com/mode", "system"))},

@@ -132,7 +132,11 @@ func (x *run) taintWriters(ctx context.Context, w *TaintWriters) error {
 }
 
 func (x *run) flipTaint(ctx context.Context, node, key string, unguarded bool) error {
-	nodes := x.client.CoreV1().Nodes()
+	nodes := x.writers.CoreV1().Nodes()
+	// A flip, once started, finishes even if the writers' time is up: a write cancelled in
+	// flight may still have been applied, and the ledger must not be left guessing.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n, err := nodes.Get(ctx, node, metav1.GetOptions{})
 		if unguarded && err == nil {
@@ -160,8 +164,8 @@ func (x *run) flipTaint(ctx context.Context, node, key string, unguarded bool) e
 		}
 		n.Spec.Taints = kept
 		_, err = nodes.Update(ctx, n, metav1.UpdateOptions{})
-		if err != nil && removing {
-			x.recorder.ledger.Removed(node, key) // not removed after all
+		if removing && (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) {
+			x.recorder.ledger.Removed(node, key) // rejected: not removed after all
 		}
 		return err
 	})
@@ -252,16 +256,18 @@ func (x *run) bypassPods(ctx context.Context, b *BypassPods) error {
 		}
 		pod.Spec.NodeName = node
 		_, err := x.client.CoreV1().Pods(x.ns).Create(ctx, pod, metav1.CreateOptions{})
-		x.mu.Lock()
-		switch {
-		case err == nil:
-			x.counters.BypassCreated++
-		case apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-			x.counters.BypassDenied++
-			x.note("bypass pod denied: %v", err)
-		default:
-			x.mu.Unlock()
+		denied := apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
+		if err != nil && !denied {
 			return err
+		}
+		if denied {
+			x.note("bypass pod denied: %v", err)
+		}
+		x.mu.Lock()
+		if denied {
+			x.counters.BypassDenied++
+		} else {
+			x.counters.BypassCreated++
 		}
 		x.mu.Unlock()
 	}

@@ -138,6 +138,7 @@ func (h *harness) gateRC() *rest.Config {
 	u.Host = h.apiProxy.addr()
 	rc.Host = u.String()
 	rc.QPS, rc.Burst = 1000, 2000
+	rc.UserAgent = "startupgate-gate"
 	if h.as != nil {
 		rc.Impersonate = *h.as
 	}

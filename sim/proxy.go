@@ -50,7 +50,15 @@ func (p *proxy) addr() string { return p.ln.Addr().String() }
 
 func (p *proxy) setBackends(b ...string) { p.backends.Store(&b) }
 
-func (p *proxy) setMode(m proxyMode) { p.mode.Store(m) }
+// setMode switches the fault. Entering an outage also cuts the open connections: the
+// apiserver keeps its connections to a webhook alive, and an outage that spared them would
+// be no outage.
+func (p *proxy) setMode(m proxyMode) {
+	p.mode.Store(m)
+	if m != proxyPass {
+		p.cutAll()
+	}
+}
 
 func (p *proxy) setLatency(d time.Duration) { p.latency.Store(int64(d)) }
 

@@ -6,11 +6,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -45,6 +48,9 @@ type Recorder struct {
 	byName map[string][]string
 	pods   map[string]*podSeen // by pod UID
 	start  time.Time
+	// podRV and nodeRV are the newest resourceVersions each stream has delivered: the
+	// barrier compares them with a write of its own.
+	podRV, nodeRV atomic.Uint64
 }
 
 // NodeRecord is one node incarnation (a re-registered name gets a new record).
@@ -146,6 +152,7 @@ func rv(o metav1.Object) uint64 {
 func (r *Recorder) node(old, cur *corev1.Node) {
 	now := time.Now()
 	m := Mark{RV: rv(cur), Time: now}
+	maxStore(&r.nodeRV, m.RV)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rec, ok := r.nodes[string(cur.UID)]
@@ -176,10 +183,74 @@ func (r *Recorder) node(old, cur *corev1.Node) {
 	if old != nil {
 		for _, t := range lostTaints(old.Spec.Taints, cur.Spec.Taints) {
 			if isForeign(t, r.cfg) && !r.ledger.Removed(cur.Name, t.Key) {
-				rec.LostTaints = append(rec.LostTaints, t.ToString())
+				rec.LostTaints = append(rec.LostTaints, fmt.Sprintf("%s at rv %d, written by %s", t.ToString(), m.RV, writers(old, cur)))
 			}
 		}
 	}
+}
+
+func maxStore(a *atomic.Uint64, v uint64) {
+	for {
+		cur := a.Load()
+		if v <= cur || a.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
+
+// Barrier returns once both streams have delivered everything written up to now. It writes
+// a marker of its own into each — a pending sentinel Pod in the namespace, an annotation on
+// one of the scenario's nodes — and waits until the recorder has seen a resourceVersion at
+// least as new. Without it the checker could judge while the busy Pod stream still lags the
+// Node stream: a release would seem to precede the readiness that caused it.
+func (r *Recorder) Barrier(ctx context.Context, cs kubernetes.Interface, scenario string) error {
+	stamp := strconv.FormatInt(time.Now().UnixNano(), 10)
+	pods := cs.CoreV1().Pods(r.namespace)
+	sentinel, err := pods.Get(ctx, "sim-barrier", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		sentinel, err = pods.Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "sim-barrier", Annotations: map[string]string{"sim.startupgate.io/barrier": stamp}},
+			Spec: corev1.PodSpec{
+				NodeSelector: map[string]string{"sim.startupgate.io/nowhere": "true"},
+				Containers:   []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}},
+			},
+		}, metav1.CreateOptions{})
+	} else if err == nil {
+		sentinel.Annotations["sim.startupgate.io/barrier"] = stamp
+		sentinel, err = pods.Update(ctx, sentinel, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("writing pod barrier: %w", err)
+	}
+	waits := []struct {
+		seen *atomic.Uint64
+		want uint64
+	}{{&r.podRV, rv(sentinel)}}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: ScenarioLabel + "=" + scenario, Limit: 1})
+	if err != nil {
+		return err
+	}
+	if len(nodes.Items) > 0 {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{"sim.startupgate.io/barrier":%q}}}`, stamp)
+		n, err := cs.CoreV1().Nodes().Patch(ctx, nodes.Items[0].Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("writing node barrier: %w", err)
+		}
+		if err == nil {
+			waits = append(waits, struct {
+				seen *atomic.Uint64
+				want uint64
+			}{&r.nodeRV, rv(n)})
+		}
+	}
+	return poll(ctx, time.Minute, func() (bool, error) {
+		for _, w := range waits {
+			if w.seen.Load() < w.want {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }
 
 func (r *Recorder) nodeDeleted(o any) {
@@ -223,10 +294,11 @@ func isForeign(t corev1.Taint, cfg *gate.Config) bool {
 }
 
 func (r *Recorder) pod(p *corev1.Pod) {
+	m := Mark{RV: rv(p), Time: time.Now()}
+	maxStore(&r.podRV, m.RV)
 	if p.Spec.NodeName == "" {
 		return
 	}
-	m := Mark{RV: rv(p), Time: time.Now()}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	seen := r.pods[string(p.UID)]
@@ -405,4 +477,24 @@ func hasTaintKey(n *corev1.Node, key string) bool {
 		}
 	}
 	return false
+}
+
+// writers names the field managers whose entries changed between two versions: who wrote
+// the second one. It turns a lost-taint report into a suspect.
+func writers(old, cur *corev1.Node) string {
+	seen := map[string]string{}
+	for _, e := range old.ManagedFields {
+		seen[e.Manager+"/"+string(e.Operation)+"/"+e.Subresource] = e.Time.String()
+	}
+	var out []string
+	for _, e := range cur.ManagedFields {
+		k := e.Manager + "/" + string(e.Operation) + "/" + e.Subresource
+		if seen[k] != e.Time.String() {
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return "unknown (same managedFields)"
+	}
+	return strings.Join(out, ",")
 }

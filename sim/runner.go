@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -38,12 +39,15 @@ type Options struct {
 	GateAs *rest.ImpersonationConfig
 }
 
+var runSeq atomic.Uint64
+
 // Runner runs scenarios against one control plane.
 type Runner struct {
 	Config *rest.Config
 	Opts   Options
 
-	client kubernetes.Interface
+	client  kubernetes.Interface
+	writers kubernetes.Interface // the foreign taint writers, under their own field manager
 }
 
 // NewRunner prepares a runner; rc should allow high QPS (the fake kubelet and the recorder
@@ -51,7 +55,15 @@ type Runner struct {
 func NewRunner(rc *rest.Config, opts Options) (*Runner, error) {
 	rc = rest.CopyConfig(rc)
 	rc.QPS, rc.Burst = 5000, 10000
-	cs, err := kubernetes.NewForConfig(rc)
+	own := rest.CopyConfig(rc)
+	own.UserAgent = "startupgate-sim"
+	cs, err := kubernetes.NewForConfig(own)
+	if err != nil {
+		return nil, err
+	}
+	wrc := rest.CopyConfig(rc)
+	wrc.UserAgent = "sim-taint-writer"
+	writers, err := kubernetes.NewForConfig(wrc)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +73,7 @@ func NewRunner(rc *rest.Config, opts Options) (*Runner, error) {
 	if opts.Gate == "" {
 		opts.Gate = GateInProcess
 	}
-	return &Runner{Config: rc, Opts: opts, client: cs}, nil
+	return &Runner{Config: rc, Opts: opts, client: cs, writers: writers}, nil
 }
 
 // run is the state of one scenario run.
@@ -101,7 +113,10 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	x := &run{Runner: r, sc: sc, cfg: cfg, ns: "sim-" + sc.Name, joins: map[string]*Join{}, replicas: map[string]int32{}}
+	// A fresh namespace per run: the previous run's may still be terminating, and nothing
+	// needs to wait for that.
+	ns := fmt.Sprintf("sim-%s-%d", sc.Name, runSeq.Add(1)+uint64(time.Now().UnixNano()%100000))
+	x := &run{Runner: r, sc: sc, cfg: cfg, ns: ns, joins: map[string]*Join{}, replicas: map[string]int32{}}
 	ctx, cancel := context.WithTimeout(ctx, sc.Timeout+2*time.Minute)
 	defer cancel()
 
@@ -154,6 +169,9 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario) (*Result, error) {
 	}
 	x.play(kctx)
 	kcancel()
+	if err := x.recorder.Barrier(ctx, r.client, sc.Name); err != nil {
+		x.fail(fmt.Errorf("recorder barrier: %w", err))
+	}
 	rcancel()
 	return x.judge(), nil
 }
@@ -566,19 +584,23 @@ func (x *run) cleanup(ctx context.Context) error {
 	if err := cs.CoordinationV1().Leases(leaseNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
 		errs = append(errs, err)
 	}
-	if err := cs.CoreV1().Namespaces().Delete(ctx, x.ns, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
+	// The namespace controller finishes the rest; node names are reused, so wait for those.
+	nss, err := cs.CoreV1().Namespaces().List(ctx, sel)
+	if err != nil {
 		errs = append(errs, err)
+	} else {
+		for _, ns := range nss.Items {
+			if err := cs.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
 	return poll(ctx, time.Minute, func() (bool, error) {
 		nodes, err := cs.CoreV1().Nodes().List(ctx, sel)
-		if err != nil {
-			return false, err
-		}
-		_, err = cs.CoreV1().Namespaces().Get(ctx, x.ns, metav1.GetOptions{})
-		return len(nodes.Items) == 0 && apierrors.IsNotFound(err), ignoreNotFound(err)
+		return err == nil && len(nodes.Items) == 0, err
 	})
 }
 
@@ -731,4 +753,46 @@ func poll(ctx context.Context, timeout time.Duration, f func() (bool, error)) er
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// Exclusive reports whether a scenario disturbs the whole plane (an apiserver restart) and
+// so must not share it with other scenarios running at the same time.
+func (sc *Scenario) Exclusive() bool {
+	for _, s := range sc.Timeline {
+		if s.APIServerRestart != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// RunAll runs scenarios, up to parallel at once on the shared plane (each isolates itself:
+// namespace, node names, scenario label, its own gate and admission objects). Exclusive
+// scenarios run alone, first. Results come back in input order.
+func (r *Runner) RunAll(ctx context.Context, scs []*Scenario, parallel int) ([]*Result, error) {
+	if parallel < 1 {
+		parallel = 1
+	}
+	results := make([]*Result, len(scs))
+	errs := make([]error, len(scs))
+	for i, sc := range scs {
+		if sc.Exclusive() {
+			results[i], errs[i] = r.Run(ctx, sc)
+		}
+	}
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, sc := range scs {
+		if sc.Exclusive() {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			results[i], errs[i] = r.Run(ctx, sc)
+		}()
+	}
+	wg.Wait()
+	return results, errors.Join(errs...)
 }

@@ -21,13 +21,25 @@ func TestScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sc := range scs {
-		t.Run(sc.Name, func(t *testing.T) {
-			res, err := r.Run(context.Background(), sc)
-			if err != nil {
-				t.Fatal(err)
+	// A plane-wide fault runs alone first; the rest share the plane in parallel (go test
+	// -parallel bounds how many at once), each isolated by namespace, node names and label.
+	for _, exclusive := range []bool{true, false} {
+		t.Run(map[bool]string{true: "exclusive", false: "shared"}[exclusive], func(t *testing.T) {
+			for _, sc := range scs {
+				if sc.Exclusive() != exclusive {
+					continue
+				}
+				t.Run(sc.Name, func(t *testing.T) {
+					if !exclusive {
+						t.Parallel()
+					}
+					res, err := r.Run(context.Background(), sc)
+					if err != nil {
+						t.Fatal(err)
+					}
+					assertPassed(t, res)
+				})
 			}
-			assertPassed(t, res)
 		})
 	}
 }
@@ -69,6 +81,7 @@ func TestNegativeControls(t *testing.T) {
 			mode = GateInProcess
 		}
 		t.Run(tt.file+"/"+tt.want, func(t *testing.T) {
+			t.Parallel()
 			res := runFile(t, rc, tt.file, Options{Gate: mode, Plane: plane}, tt.mutate)
 			if res.Passed {
 				t.Fatalf("%s passed; the checker missed %s", res.Name, tt.want)

@@ -72,7 +72,7 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 type runOpts struct {
 	backend, kubeconfig, gate, jsonOut, junitOut, htmlOut, gateLog string
 	seed                                                           uint64
-	repeat                                                         int
+	repeat, parallel                                               int
 }
 
 var opts runOpts
@@ -85,6 +85,7 @@ func runFlags(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&opts.gate, "gate", "in-process", "gate under test: in-process (webhook + controller), policy (MutatingAdmissionPolicy + controller), off (negative control)")
 	fs.Uint64Var(&opts.seed, "seed", 1, "seed of every random choice; repetition i uses seed+i")
 	fs.IntVar(&opts.repeat, "repeat", 1, "run each scenario this many times, on consecutive seeds")
+	fs.IntVar(&opts.parallel, "parallel", 1, "run up to this many scenarios at once on the shared plane (an apiserver restart always runs alone)")
 	fs.StringVar(&opts.jsonOut, "json", "", "write the JSON report here")
 	fs.StringVar(&opts.junitOut, "junit", "", "write a JUnit XML report here")
 	fs.StringVar(&opts.htmlOut, "html", "", "write the HTML timeline report here")
@@ -147,14 +148,12 @@ func runScenarios(args []string, stdout, stderr io.Writer) (int, error) {
 	report := &sim.Report{Backend: backend.Name(), Gate: string(mode), Seed: opts.seed}
 	for i := 0; i < opts.repeat; i++ {
 		runner.Opts.Seed = opts.seed + uint64(i)
-		for _, sc := range scs {
-			fmt.Fprintf(stdout, "%s (seed %d, gate %s)\n", sc.Name, runner.Opts.Seed, mode)
-			res, err := runner.Run(ctx, sc)
-			if err != nil {
-				return 1, fmt.Errorf("running %s: %w", sc.Name, err)
-			}
-			report.Scenarios = append(report.Scenarios, res)
+		fmt.Fprintf(stdout, "%d scenario(s), seed %d, gate %s, %d at a time\n", len(scs), runner.Opts.Seed, mode, opts.parallel)
+		results, err := runner.RunAll(ctx, scs, opts.parallel)
+		if err != nil {
+			return 1, err
 		}
+		report.Scenarios = append(report.Scenarios, results...)
 	}
 	report.WriteText(stdout)
 	if opts.repeat > 1 {

@@ -1,0 +1,17 @@
+# The gate's container image: a static binary on distroless, non-root, no shell.
+#   make docker-build IMG=REG/startupgate:TAG
+# deploy/deploy_test.go holds the go build line below equal to `make build`'s.
+
+FROM golang:1.26 AS builder
+WORKDIR /src
+# Dependencies first, so a source change does not re-download modules.
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/gate ./cmd/gate
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=builder /out/gate /gate
+# distroless's nonroot user; the Deployment runs as the same UID/GID.
+USER 65532:65532
+ENTRYPOINT ["/gate"]
