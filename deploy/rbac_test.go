@@ -232,20 +232,20 @@ type gateOp struct {
 }
 
 var (
-	nodesGet       = perm{"", "nodes", "get"}
-	nodesList      = perm{"", "nodes", "list"}
-	nodesWatch     = perm{"", "nodes", "watch"}
-	nodesPatch     = perm{"", "nodes", "patch"}
-	podsGet        = perm{"", "pods", "get"}
-	podsList       = perm{"", "pods", "list"}
-	podsWatch      = perm{"", "pods", "watch"}
-	eventsCreate   = perm{"events.k8s.io", "events", "create"}
-	eventsPatch    = perm{"events.k8s.io", "events", "patch"}
-	daemonsetsList = perm{"apps", "daemonsets", "list"}
-	daemonsetsWatch        = perm{"apps", "daemonsets", "watch"}
-	leasesGet      = perm{"coordination.k8s.io", "leases", "get"}
-	leasesCreate   = perm{"coordination.k8s.io", "leases", "create"}
-	leasesUpdate   = perm{"coordination.k8s.io", "leases", "update"}
+	nodesGet        = perm{"", "nodes", "get"}
+	nodesList       = perm{"", "nodes", "list"}
+	nodesWatch      = perm{"", "nodes", "watch"}
+	nodesPatch      = perm{"", "nodes", "patch"}
+	podsGet         = perm{"", "pods", "get"}
+	podsList        = perm{"", "pods", "list"}
+	podsWatch       = perm{"", "pods", "watch"}
+	eventsCreate    = perm{"events.k8s.io", "events", "create"}
+	eventsPatch     = perm{"events.k8s.io", "events", "patch"}
+	daemonsetsList  = perm{"apps", "daemonsets", "list"}
+	daemonsetsWatch = perm{"apps", "daemonsets", "watch"}
+	leasesGet       = perm{"coordination.k8s.io", "leases", "get"}
+	leasesCreate    = perm{"coordination.k8s.io", "leases", "create"}
+	leasesUpdate    = perm{"coordination.k8s.io", "leases", "update"}
 )
 
 func TestRBACIsMinimal(t *testing.T) {

@@ -755,15 +755,24 @@ func poll(ctx context.Context, timeout time.Duration, f func() (bool, error)) er
 	}
 }
 
-// Exclusive reports whether a scenario disturbs the whole plane (an apiserver restart) and
-// so must not share it with other scenarios running at the same time.
+// exclusiveNodes is the size from which a scenario runs alone: a burst that large keeps the
+// one scheduler busy with its pending Pods, and scenarios sharing the plane would measure
+// that queue instead of the gate.
+const exclusiveNodes = 100
+
+// Exclusive reports whether a scenario must have the plane to itself: it restarts the
+// apiserver (which every other scenario would feel), or it is a large burst.
 func (sc *Scenario) Exclusive() bool {
+	nodes := 0
 	for _, s := range sc.Timeline {
 		if s.APIServerRestart != nil {
 			return true
 		}
+		if s.Join != nil {
+			nodes += s.Join.Count
+		}
 	}
-	return false
+	return nodes >= exclusiveNodes
 }
 
 // RunAll runs scenarios, up to parallel at once on the shared plane (each isolates itself:

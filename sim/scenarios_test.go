@@ -21,8 +21,9 @@ func TestScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A plane-wide fault runs alone first; the rest share the plane in parallel (go test
-	// -parallel bounds how many at once), each isolated by namespace, node names and label.
+	// Plane-wide faults and large bursts run alone first; the rest share the plane in
+	// parallel (go test -parallel bounds how many at once), each isolated by namespace,
+	// node names and label.
 	for _, exclusive := range []bool{true, false} {
 		t.Run(map[bool]string{true: "exclusive", false: "shared"}[exclusive], func(t *testing.T) {
 			for _, sc := range scs {
