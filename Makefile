@@ -37,7 +37,7 @@ test: controlplane ## Vet, then run every test with the race detector: unit, int
 .PHONY: simulate
 simulate: controlplane build ## Run every scenario in scenarios/ on the embedded plane; reports in out/ (scenarios.json, .xml, .html).
 	@mkdir -p $(OUT)
-	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate go run ./cmd/simulate run --gate-log $(OUT)/gate.log --json $(OUT)/scenarios.json --junit $(OUT)/scenarios.xml --html $(OUT)/scenarios.html $(SCENARIOS)
+	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate go run ./cmd/simulate run --gate-log $(OUT)/gate.log --parallel 4 --json $(OUT)/scenarios.json --junit $(OUT)/scenarios.xml --html $(OUT)/scenarios.html $(SCENARIOS)
 
 .PHONY: soak
 soak: controlplane build ## Run the whole suite 20 times, seeds 1..20, and print the pass count per scenario.
