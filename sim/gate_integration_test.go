@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -138,13 +139,18 @@ func TestReleaseKeepsForeignTaint(t *testing.T) {
 	racing := interceptor.NewClient(real, interceptor.Funcs{
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			if patches.Add(1) == 1 {
-				// Another controller writes first.
-				n := &corev1.Node{}
-				if err := c.Get(ctx, client.ObjectKeyFromObject(obj), n); err != nil {
-					return err
-				}
-				n.Spec.Taints = append(n.Spec.Taints, foreign)
-				if err := c.Update(ctx, n); err != nil {
+				// Another controller writes first. Its own write may conflict with the
+				// node-lifecycle controller's, so it retries like any controller would.
+				err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+					n := &corev1.Node{}
+					if err := c.Get(ctx, client.ObjectKeyFromObject(obj), n); err != nil {
+						return err
+					}
+					n.Spec.Taints = append(n.Spec.Taints, foreign)
+					return c.Update(ctx, n)
+				})
+				if err != nil {
+					t.Errorf("foreign writer: %v", err)
 					return err
 				}
 			}

@@ -39,7 +39,17 @@ type Options struct {
 	GateAs *rest.ImpersonationConfig
 }
 
-var runSeq atomic.Uint64
+var (
+	runSeq  atomic.Uint64
+	running sync.Map // scenario name -> struct{}: one run per name at a time
+)
+
+func claim(name string) bool {
+	_, busy := running.LoadOrStore(name, struct{}{})
+	return !busy
+}
+
+func release(name string) { running.Delete(name) }
 
 // Runner runs scenarios against one control plane.
 type Runner struct {
@@ -113,6 +123,10 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if !claim(sc.Name) {
+		return nil, fmt.Errorf("scenario %s is already running on this plane (its node names would collide)", sc.Name)
+	}
+	defer release(sc.Name)
 	// A fresh namespace per run: the previous run's may still be terminating, and nothing
 	// needs to wait for that.
 	ns := fmt.Sprintf("sim-%s-%d", sc.Name, runSeq.Add(1)+uint64(time.Now().UnixNano()%100000))
