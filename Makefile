@@ -42,7 +42,7 @@ simulate: controlplane build ## Run every scenario in scenarios/ on the embedded
 .PHONY: soak
 soak: controlplane build ## Run the whole suite 20 times, seeds 1..20, and print the pass count per scenario.
 	@mkdir -p $(OUT)
-	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate go run ./cmd/simulate run --repeat 20 --seed 1 --gate-log $(OUT)/soak-gate.log --json $(OUT)/soak.json $(SCENARIOS)
+	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate go run ./cmd/simulate run --repeat 20 --seed 1 --parallel 4 --gate-log $(OUT)/soak-gate.log --json $(OUT)/soak.json $(SCENARIOS)
 
 .PHONY: policy
 policy: ## Regenerate deploy/overlays/policy/policy.yaml from the default gate.Config.
