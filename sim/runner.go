@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -228,97 +225,6 @@ func (x *run) fail(err error) {
 	if len(x.errs) < 20 {
 		x.errs = append(x.errs, err.Error())
 	}
-}
-
-// setup creates the namespace, the DaemonSets and the pending workloads.
-func (x *run) setup(ctx context.Context) error {
-	cs := x.client
-	lbl := map[string]string{ScenarioLabel: x.sc.Name}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: x.ns, Labels: lbl}}, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating namespace: %w", err)
-	}
-	taintToleration := corev1.Toleration{Key: x.cfg.Taint.Key, Operator: corev1.TolerationOpExists, Effect: x.cfg.Taint.Effect}
-	for _, in := range x.sc.Init {
-		var tols []corev1.Toleration
-		if *in.Tolerate {
-			tols = append(tols, taintToleration)
-		}
-		if err := x.daemonSet(ctx, in.Name, in.Labels, in.NodeSelector, tols); err != nil {
-			return err
-		}
-	}
-	for _, d := range x.sc.DaemonSets {
-		tols := make([]corev1.Toleration, 0, len(d.Tolerations))
-		for _, t := range d.Tolerations {
-			tols = append(tols, t.core())
-		}
-		if err := x.daemonSet(ctx, d.Name, map[string]string{"sim.startupgate.io/daemonset": d.Name}, nil, tols); err != nil {
-			return err
-		}
-	}
-	want := 0
-	for _, w := range x.sc.Workloads {
-		if err := x.deployment(ctx, w); err != nil {
-			return err
-		}
-		want += int(w.Replicas)
-		x.replicas[w.Name] = w.Replicas
-	}
-	// Workloads are pending before the first join: wait until every replica exists.
-	return poll(ctx, time.Minute, func() (bool, error) {
-		pods, err := cs.CoreV1().Pods(x.ns).List(ctx, metav1.ListOptions{LabelSelector: "sim.startupgate.io/workload"})
-		return err == nil && len(pods.Items) >= want, err
-	})
-}
-
-func (x *run) podSpec(nodeSelector map[string]string, tols []corev1.Toleration, cpu string) corev1.PodSpec {
-	sel := map[string]string{ScenarioLabel: x.sc.Name}
-	for k, v := range nodeSelector {
-		sel[k] = v
-	}
-	c := corev1.Container{Name: "main", Image: "registry.k8s.io/pause:3.10"}
-	if cpu != "" {
-		c.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
-	}
-	return corev1.PodSpec{NodeSelector: sel, Tolerations: tols, Containers: []corev1.Container{c},
-		TerminationGracePeriodSeconds: ptr.To(int64(0))}
-}
-
-func (x *run) daemonSet(ctx context.Context, name string, podLabels, nodeSelector map[string]string, tols []corev1.Toleration) error {
-	ds := &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: x.ns},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: podLabels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
-				Spec:       x.podSpec(nodeSelector, tols, ""),
-			},
-		},
-	}
-	if _, err := x.client.AppsV1().DaemonSets(x.ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating daemonset %s: %w", name, err)
-	}
-	return nil
-}
-
-func (x *run) deployment(ctx context.Context, w Workload) error {
-	lbl := map[string]string{"sim.startupgate.io/workload": w.Name}
-	tols := make([]corev1.Toleration, 0, len(w.Tolerations))
-	for _, t := range w.Tolerations {
-		tols = append(tols, t.core())
-	}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: x.ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(w.Replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: lbl},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: lbl}, Spec: x.podSpec(nil, tols, w.CPU)},
-		},
-	}
-	if _, err := x.client.AppsV1().Deployments(x.ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating deployment %s: %w", w.Name, err)
-	}
-	return nil
 }
 
 // play runs the timeline, each step in its own goroutine at its offset, and waits until the
@@ -575,177 +481,6 @@ func (x *run) progress() {
 	fmt.Fprintln(x.Opts.Progress, line)
 }
 
-// cleanup removes everything the scenario created and waits until its nodes are gone.
-func (x *run) cleanup(ctx context.Context) error {
-	cs := x.client
-	sel := metav1.ListOptions{LabelSelector: ScenarioLabel + "=" + x.sc.Name}
-	var errs []error
-	if err := cs.AppsV1().Deployments(x.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); ignoreNotFound(err) != nil {
-		errs = append(errs, err)
-	}
-	if err := cs.AppsV1().DaemonSets(x.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); ignoreNotFound(err) != nil {
-		errs = append(errs, err)
-	}
-	if err := cs.AppsV1().ReplicaSets(x.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); ignoreNotFound(err) != nil {
-		errs = append(errs, err)
-	}
-	if err := cs.CoreV1().Pods(x.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}, metav1.ListOptions{}); ignoreNotFound(err) != nil {
-		errs = append(errs, err)
-	}
-	if err := cs.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
-		errs = append(errs, err)
-	}
-	if err := cs.CoordinationV1().Leases(leaseNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
-		errs = append(errs, err)
-	}
-	// The namespace controller finishes the rest; node names are reused, so wait for those.
-	nss, err := cs.CoreV1().Namespaces().List(ctx, sel)
-	if err != nil {
-		errs = append(errs, err)
-	} else {
-		for _, ns := range nss.Items {
-			if err := cs.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	return poll(ctx, time.Minute, func() (bool, error) {
-		nodes, err := cs.CoreV1().Nodes().List(ctx, sel)
-		return err == nil && len(nodes.Items) == 0, err
-	})
-}
-
-// bounds are the limits of this run: the scenario's release bound and the gate's holds.
-func (x *run) bounds() Bounds {
-	b := Bounds{ReleasedWithin: x.sc.Expect.ReleasedWithin, MinHold: x.cfg.MinHold.Duration}
-	if x.cfg.TimeoutPolicy == gate.TimeoutRelease {
-		b.TimeoutRelease = x.cfg.MaxHold.Duration
-	}
-	return b
-}
-
-// judge checks the invariants and compares them with the scenario's expectations.
-func (x *run) judge() *Result {
-	recs := x.recorder.Snapshot()
-	v := Check(recs, x.start, x.bounds())
-	res := &Result{
-		Name: x.sc.Name, File: x.sc.File, Description: x.sc.Description, Gate: string(x.Opts.Gate), Seed: x.Opts.Seed,
-		Nodes: len(recs), WorkloadPods: v.WorkloadPods, Violations: v.Violations, Released: v.Released, Stuck: v.Stuck,
-		ReleaseLatencyMS: percentiles(v.ReleaseLatency), DurationMS: time.Since(x.start).Milliseconds(),
-		records: recs, start: x.start,
-	}
-	if res.Violations == nil {
-		res.Violations = []Violation{}
-	}
-	hold := percentiles(v.Hold)
-	res.HoldMS = HoldPercentiles{P50: hold.P50, P99: hold.P99}
-	x.mu.Lock()
-	res.Errors = append([]string(nil), x.errs...)
-	res.Notes = append([]string(nil), x.notes...)
-	res.Counters = x.counters.Counters
-	res.Counters.EarlyToleratingPods = v.EarlyTolerating
-	res.WatchCuts = x.counters.watchCuts
-	x.mu.Unlock()
-	res.Counters.Backfilled = backfilled(recs)
-	res.Failures = x.expectations(v, res)
-	res.Passed = len(res.Failures) == 0
-	if !res.Passed {
-		res.Reproduce = fmt.Sprintf("go run ./cmd/simulate run --gate %s --seed %d %s", x.Opts.Gate, x.Opts.Seed, x.sc.File)
-	}
-	return res
-}
-
-// expectations compares a run with the scenario's expect.
-func (x *run) expectations(v Verdict, res *Result) []string {
-	var fails []string
-	exp := x.sc.Expect
-	have := kindsOf(v.Violations)
-	switch {
-	case exp.Violations == "none" && len(v.Violations) > 0:
-		fails = append(fails, fmt.Sprintf("expected no violations, found %d (%s)", len(v.Violations), have))
-	case exp.Violations == "some" && len(v.Violations) == 0:
-		fails = append(fails, "expected violations (negative control), found none: the checker must catch this")
-	case exp.Violations == "some" && len(exp.Kinds) > 0:
-		want := append([]string(nil), exp.Kinds...)
-		sort.Strings(want)
-		if strings.Join(want, ",") != have {
-			fails = append(fails, fmt.Sprintf("expected exactly the violation kinds %v, found %q", want, have))
-		}
-	}
-	if v.Stuck != exp.Stuck {
-		fails = append(fails, fmt.Sprintf("%d gated nodes never released, expected %d", v.Stuck, exp.Stuck))
-	}
-	c := res.Counters
-	for _, b := range []struct {
-		name      string
-		got, want int
-	}{
-		{"early tolerating pods", c.EarlyToleratingPods, exp.AtLeast.EarlyToleratingPods},
-		{"refused registrations", c.RegistrationsRefused, exp.AtLeast.RegistrationsRefused},
-		{"denied bypass pods", c.BypassDenied, exp.AtLeast.BypassDenied},
-		{"created bypass pods", c.BypassCreated, exp.AtLeast.BypassCreated},
-		{"backfilled nodes", c.Backfilled, exp.AtLeast.Backfilled},
-	} {
-		if b.got < b.want {
-			fails = append(fails, fmt.Sprintf("%s: %d, expected at least %d", b.name, b.got, b.want))
-		}
-	}
-	for _, reason := range exp.Events {
-		if n, err := x.countEvents(reason); err != nil || n == 0 {
-			fails = append(fails, fmt.Sprintf("expected a %s event, found none (%v)", reason, err))
-		}
-	}
-	if len(res.Errors) > 0 {
-		fails = append(fails, fmt.Sprintf("%d simulator errors, first: %s", len(res.Errors), res.Errors[0]))
-	}
-	return fails
-}
-
-// backfilled counts nodes that came up untainted and were tainted afterwards.
-func backfilled(recs []NodeRecord) int {
-	n := 0
-	for _, r := range recs {
-		if !r.TaintedAtCreate && !r.Tainted.IsZero() {
-			n++
-		}
-	}
-	return n
-}
-
-// countEvents counts events.k8s.io Events with this reason about the scenario's objects:
-// its nodes (events about Nodes land in "default") and its namespace.
-func (x *run) countEvents(reason string) (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	list, err := x.client.EventsV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=" + reason})
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, e := range list.Items {
-		if e.Regarding.Namespace == x.ns || strings.HasPrefix(e.Regarding.Name, x.sc.Name+"-") {
-			n++
-		}
-	}
-	return n, nil
-}
-
-func kindsOf(vs []Violation) string {
-	seen := map[string]bool{}
-	for _, v := range vs {
-		seen[v.Kind] = true
-	}
-	kinds := make([]string, 0, len(seen))
-	for k := range seen {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	return strings.Join(kinds, ",")
-}
-
 // poll calls f every 100ms until it is true, errors, or timeout passes. It is harness
 // plumbing (waiting for the plane to converge), never part of the gate.
 func poll(ctx context.Context, timeout time.Duration, f func() (bool, error)) error {
@@ -767,26 +502,6 @@ func poll(ctx context.Context, timeout time.Duration, f func() (bool, error)) er
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// exclusiveNodes is the size from which a scenario runs alone: a burst that large keeps the
-// one scheduler busy with its pending Pods, and scenarios sharing the plane would measure
-// that queue instead of the gate.
-const exclusiveNodes = 100
-
-// Exclusive reports whether a scenario must have the plane to itself: it restarts the
-// apiserver (which every other scenario would feel), or it is a large burst.
-func (sc *Scenario) Exclusive() bool {
-	nodes := 0
-	for _, s := range sc.Timeline {
-		if s.APIServerRestart != nil {
-			return true
-		}
-		if s.Join != nil {
-			nodes += s.Join.Count
-		}
-	}
-	return nodes >= exclusiveNodes
 }
 
 // RunAll runs scenarios, up to parallel at once on the shared plane (each isolates itself:

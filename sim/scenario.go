@@ -520,3 +520,23 @@ func (t Toleration) core() corev1.Toleration {
 func (t Taint) core() corev1.Taint {
 	return corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)}
 }
+
+// exclusiveNodes is the size from which a scenario runs alone: a burst that large keeps the
+// one scheduler busy with its pending Pods, and scenarios sharing the plane would measure
+// that queue instead of the gate.
+const exclusiveNodes = 100
+
+// Exclusive reports whether a scenario must have the plane to itself: it restarts the
+// apiserver (which every other scenario would feel), or it is a large burst.
+func (sc *Scenario) Exclusive() bool {
+	nodes := 0
+	for _, s := range sc.Timeline {
+		if s.APIServerRestart != nil {
+			return true
+		}
+		if s.Join != nil {
+			nodes += s.Join.Count
+		}
+	}
+	return nodes >= exclusiveNodes
+}
