@@ -62,6 +62,22 @@ func TestCheck(t *testing.T) {
 			bounds: Bounds{TimeoutRelease: 3 * time.Second},
 		},
 		{
+			name:   "released at min hold counted from a creationTimestamp the watch saw late",
+			rec:    NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(900), Created: at(900), CreatedAt: t0, InitReady: at(950), Released: at(5000)},
+			bounds: Bounds{MinHold: 5 * time.Second},
+		},
+		{
+			name:      "released long after ready",
+			rec:       NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(8), Released: at(2000)},
+			bounds:    Bounds{ReleasedWithin: time.Second},
+			wantKinds: []string{KindLateRelease},
+		},
+		{
+			name:   "slow to become ready, prompt release: not late",
+			rec:    NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(30000), Released: at(30050)},
+			bounds: Bounds{ReleasedWithin: time.Second},
+		},
+		{
 			name:      "released before min hold",
 			rec:       NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(8), Released: at(10)},
 			bounds:    Bounds{MinHold: 5 * time.Second},
@@ -100,6 +116,9 @@ func TestCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.rec.Name = "n"
+			if tt.rec.CreatedAt.IsZero() {
+				tt.rec.CreatedAt = tt.rec.Created.Time // creationTimestamp, as the gate counts
+			}
 			v := Check([]NodeRecord{tt.rec}, t0, tt.bounds)
 			var kinds []string
 			for _, viol := range v.Violations {

@@ -60,6 +60,8 @@ type NodeRecord struct {
 	// Gated: the gate's node selector matches the node, so it must be held until released.
 	Gated   bool
 	Created Mark
+	// CreatedAt is the Node's creationTimestamp, the moment the gate counts holds from.
+	CreatedAt time.Time
 	Tainted Mark // first version seen with the gate taint (zero if never)
 	// Schedulable: first version without the not-ready taint (node-lifecycle cleared it).
 	Schedulable Mark
@@ -157,7 +159,8 @@ func (r *Recorder) node(old, cur *corev1.Node) {
 	defer r.mu.Unlock()
 	rec, ok := r.nodes[string(cur.UID)]
 	if !ok {
-		rec = &NodeRecord{Name: cur.Name, UID: string(cur.UID), Gated: r.cfg.Gated(cur), Created: m, Components: r.components(cur)}
+		rec = &NodeRecord{Name: cur.Name, UID: string(cur.UID), Gated: r.cfg.Gated(cur), Created: m,
+			CreatedAt: cur.CreationTimestamp.Time, Components: r.components(cur)}
 		// The first version this process sees may be later than the CREATE (the recorder
 		// starts before any node joins, so normally it is the CREATE itself).
 		rec.TaintedAtCreate = r.cfg.HasTaint(cur)

@@ -245,7 +245,8 @@ type Expect struct {
 	Violations string `yaml:"violations"`
 	// Kinds that must appear when Violations is "some".
 	Kinds []string `yaml:"kinds"`
-	// ReleasedWithin bounds each gated node's hold (default: no bound beyond Timeout).
+	// ReleasedWithin bounds how long after a node could be released — its init Pods
+	// ready, or its max hold over — the gate releases it (default: no bound beyond Timeout).
 	ReleasedWithin time.Duration `yaml:"releasedWithin"`
 	// Stuck is the number of gated nodes expected never to be released (default 0).
 	Stuck int `yaml:"stuck"`
