@@ -62,7 +62,7 @@ type NodeRecord struct {
 	Created Mark
 	// CreatedAt is the Node's creationTimestamp, the moment the gate counts holds from.
 	CreatedAt time.Time
-	Tainted Mark // first version seen with the gate taint (zero if never)
+	Tainted   Mark // first version seen with the gate taint (zero if never)
 	// Schedulable: first version without the not-ready taint (node-lifecycle cleared it).
 	Schedulable Mark
 	InitReady   Mark // first time every init Pod seen on it was Ready
