@@ -63,11 +63,9 @@ type NodeRecord struct {
 	// CreatedAt is the Node's creationTimestamp, the moment the gate counts holds from.
 	CreatedAt time.Time
 	Tainted   Mark // first version seen with the gate taint (zero if never)
-	// Schedulable: first version without the not-ready taint (node-lifecycle cleared it).
-	Schedulable Mark
-	InitReady   Mark // first time every init Pod seen on it was Ready
-	Released    Mark // first version seen with completedAt and without the taint
-	Deleted     Mark
+	InitReady Mark // first time every init Pod seen on it was Ready
+	Released  Mark // first version seen with completedAt and without the taint
+	Deleted   Mark
 	// TaintedAtCreate: the first stored version already had the taint (admission worked).
 	TaintedAtCreate bool
 	CompletedAt     []string
@@ -169,9 +167,6 @@ func (r *Recorder) node(old, cur *corev1.Node) {
 	}
 	if r.cfg.HasTaint(cur) && rec.Tainted.IsZero() {
 		rec.Tainted = m
-	}
-	if rec.Schedulable.IsZero() && !hasTaintKey(cur, corev1.TaintNodeNotReady) {
-		rec.Schedulable = m
 	}
 	if v, ok := cur.Annotations[r.cfg.CompletedAnnotation]; ok {
 		if n := len(rec.CompletedAt); n == 0 || rec.CompletedAt[n-1] != v {
@@ -469,15 +464,6 @@ func (l *Ledger) Removed(node, key string) bool {
 	if l.removed[k] > 0 {
 		l.removed[k]--
 		return true
-	}
-	return false
-}
-
-func hasTaintKey(n *corev1.Node, key string) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Key == key {
-			return true
-		}
 	}
 	return false
 }

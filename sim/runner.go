@@ -27,8 +27,6 @@ type Options struct {
 	Seed uint64
 	// Progress receives a live line per scenario every second (nil: quiet).
 	Progress io.Writer
-	// Command is how this run was invoked, for the reproduce line of a failure.
-	Command string
 	// Plane is the embedded plane, when that is the backend (apiserverRestart needs it).
 	Plane *Embedded
 	// GateAs, if set, is the identity the gate's client impersonates — e.g. the deployed

@@ -141,7 +141,7 @@ func runScenarios(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 
 	plane, _ := backend.(*sim.Embedded)
-	runner, err := sim.NewRunner(rc, sim.Options{Gate: mode, Progress: stdout, Plane: plane, Command: "simulate " + strings.Join(args, " ")})
+	runner, err := sim.NewRunner(rc, sim.Options{Gate: mode, Progress: stdout, Plane: plane})
 	if err != nil {
 		return 1, err
 	}
