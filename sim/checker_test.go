@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -160,6 +161,9 @@ func TestParseScenario(t *testing.T) {
 		{name: "bad gate value", yaml: base + "gate:\n  timeoutPolicy: maybe\n", wantErr: "timeoutPolicy"},
 		{name: "missing description", yaml: "name: s\n", wantErr: "description is required"},
 		{name: "two actions in a step", yaml: "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 1}\n    reregister: {node: s-0}\n", wantErr: "exactly one action"},
+		{name: "no action in a step", yaml: base + "  - at: 1s\n", wantErr: "exactly one action"},
+		{name: "a fault with a join", yaml: "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 1}\n    watchDrops: {duration: 1s}\n", wantErr: "exactly one action"},
+		{name: "unknown admission", yaml: base + "admission: later\n", wantErr: "admission"},
 		{name: "reregister unknown node", yaml: base + "  - at: 1s\n    reregister: {node: nope}\n", wantErr: "has not joined"},
 		{name: "bad mode", yaml: base + "init:\n  - name: i\n    ready: {mode: sometimes}\n", wantErr: "ready.mode"},
 		{name: "bad expect", yaml: base + "expect: {violations: maybe}\n", wantErr: "expect.violations"},
@@ -181,6 +185,23 @@ func TestParseScenario(t *testing.T) {
 				t.Fatalf("error %v, want it to contain %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestEveryStepKindRuns: each action field of Step is in the one list that validation counts
+// and the runner dispatches on, so a kind cannot be accepted and then never run.
+func TestEveryStepKindRuns(t *testing.T) {
+	s := Step{}
+	v := reflect.ValueOf(&s).Elem()
+	kinds := 0
+	for i := 0; i < v.NumField(); i++ {
+		if f := v.Field(i); f.Kind() == reflect.Pointer {
+			f.Set(reflect.New(f.Type().Elem()))
+			kinds++
+		}
+	}
+	if got := len(s.present()); got != kinds {
+		t.Fatalf("Step has %d action fields, present() knows %d", kinds, got)
 	}
 }
 

@@ -53,6 +53,11 @@ type Runner struct {
 
 	client  kubernetes.Interface
 	writers kubernetes.Interface // the foreign taint writers, under their own field manager
+
+	// shipped and settled are the benchmark's: run a process gate with its shipped client
+	// limits, and look at the run once it has settled, before it is judged and cleared.
+	shipped bool
+	settled func(ctx context.Context, x *run) error
 }
 
 // NewRunner prepares a runner; rc should allow high QPS (the fake kubelet and the recorder
@@ -151,6 +156,7 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario) (*Result, error) {
 	}
 	x.harness = newHarness(r.Config, r.client, r.Opts.Gate, x.cfg, sc, x.ns)
 	x.harness.as = r.Opts.GateAs
+	x.harness.shipped = r.shipped
 	defer func() { x.fail(x.harness.stop(context.Background())) }()
 	gctx, gcancel := context.WithCancel(ctx)
 	defer gcancel()
@@ -177,6 +183,9 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario) (*Result, error) {
 		})
 	}
 	x.play(kctx)
+	if r.settled != nil {
+		x.fail(r.settled(ctx, x))
+	}
 	kcancel()
 	if err := x.recorder.Barrier(ctx, r.client, sc.Name); err != nil {
 		x.fail(fmt.Errorf("recorder barrier: %w", err))
@@ -276,37 +285,41 @@ func (x *run) play(ctx context.Context) {
 
 func (x *run) step(ctx context.Context, s *Step) {
 	var err error
-	switch {
-	case s.Join != nil:
-		x.join(ctx, s.Join)
-	case s.Reregister != nil:
-		err = x.reregister(ctx, s.Reregister)
-	case s.Scale != nil:
-		err = x.scale(ctx, s.Scale)
-	case s.NodeDelete != nil:
-		err = x.nodeDelete(ctx, s.NodeDelete)
-	case s.WebhookOutage != nil:
-		err = x.webhookOutage(ctx, s.WebhookOutage)
-	case s.WebhookLatency != nil:
-		err = x.webhookLatency(ctx, s.WebhookLatency)
-	case s.GateCrash != nil:
-		err = x.gateCrash(ctx, s.GateCrash)
-	case s.LeaderFailover != nil:
-		err = x.leaderFailover(ctx, s.LeaderFailover)
-	case s.TaintWriters != nil:
-		err = x.taintWriters(ctx, s.TaintWriters)
-	case s.APIServerRestart != nil:
-		err = x.apiserverRestart(ctx, s.APIServerRestart)
-	case s.WatchDrops != nil:
-		err = x.watchDrops(ctx, s.WatchDrops)
-	case s.DeleteInitDaemonSet != nil:
-		err = x.deleteInitDaemonSet(ctx, s.DeleteInitDaemonSet)
-	case s.BypassPods != nil:
-		err = x.bypassPods(ctx, s.BypassPods)
+	for _, act := range s.present() {
+		err = act(x, ctx)
 	}
 	if err != nil && ctx.Err() == nil {
 		x.fail(fmt.Errorf("step at %s: %w", s.At, err))
 	}
+}
+
+// action runs one kind of step.
+type action func(x *run, ctx context.Context) error
+
+// present lists the actions a step holds (validation requires exactly one). It is the one
+// list of step kinds: a kind added to Step and not here is never valid, so it cannot be
+// accepted and then silently not run.
+func (s *Step) present() []action {
+	var acts []action
+	add := func(present bool, a action) {
+		if present {
+			acts = append(acts, a)
+		}
+	}
+	add(s.Join != nil, func(x *run, ctx context.Context) error { x.join(ctx, s.Join); return nil })
+	add(s.Reregister != nil, func(x *run, ctx context.Context) error { return x.reregister(ctx, s.Reregister) })
+	add(s.Scale != nil, func(x *run, ctx context.Context) error { return x.scale(ctx, s.Scale) })
+	add(s.NodeDelete != nil, func(x *run, ctx context.Context) error { return x.nodeDelete(ctx, s.NodeDelete) })
+	add(s.WebhookOutage != nil, func(x *run, ctx context.Context) error { return x.webhookOutage(ctx, s.WebhookOutage) })
+	add(s.WebhookLatency != nil, func(x *run, ctx context.Context) error { return x.webhookLatency(ctx, s.WebhookLatency) })
+	add(s.GateCrash != nil, func(x *run, ctx context.Context) error { return x.gateCrash(ctx, s.GateCrash) })
+	add(s.LeaderFailover != nil, func(x *run, ctx context.Context) error { return x.leaderFailover(ctx, s.LeaderFailover) })
+	add(s.TaintWriters != nil, func(x *run, ctx context.Context) error { return x.taintWriters(ctx, s.TaintWriters) })
+	add(s.APIServerRestart != nil, func(x *run, ctx context.Context) error { return x.apiserverRestart(ctx, s.APIServerRestart) })
+	add(s.WatchDrops != nil, func(x *run, ctx context.Context) error { return x.watchDrops(ctx, s.WatchDrops) })
+	add(s.DeleteInitDaemonSet != nil, func(x *run, ctx context.Context) error { return x.deleteInitDaemonSet(ctx, s.DeleteInitDaemonSet) })
+	add(s.BypassPods != nil, func(x *run, ctx context.Context) error { return x.bypassPods(ctx, s.BypassPods) })
+	return acts
 }
 
 // join registers the nodes of a join step: all at once (bounded concurrency) or one per

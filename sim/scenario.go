@@ -24,7 +24,8 @@ type Scenario struct {
 	Description string `yaml:"description"`
 	// Gate overrides the gate's Config, in the same YAML as cmd/gate --config.
 	Gate yaml.Node `yaml:"gate"`
-	// Admission: webhook (default) or policy (the MutatingAdmissionPolicy form).
+	// Admission: webhook (default), policy (the MutatingAdmissionPolicy form), or none: no
+	// tainting at CREATE, only the controller's reactive backfill — a controller-only peer.
 	Admission string `yaml:"admission"`
 	// GateProcess runs the gate as the built cmd/gate binary, leader-elected, with this many
 	// replicas — needed to kill it (gateCrash, leaderFailover).
@@ -376,9 +377,7 @@ func (sc *Scenario) defaultAndValidate() error {
 	names := map[string]bool{}
 	for i := range sc.Timeline {
 		s := &sc.Timeline[i]
-		n := 0
 		if s.Join != nil {
-			n++
 			if s.Join.Count <= 0 {
 				return at(1, "timeline[%d].join.count must be positive", i)
 			}
@@ -394,25 +393,16 @@ func (sc *Scenario) defaultAndValidate() error {
 			}
 		}
 		if s.Reregister != nil {
-			n++
 			if !names[s.Reregister.Node] {
 				return at(1, "timeline[%d].reregister: node %q has not joined before", i, s.Reregister.Node)
 			}
 		}
 		if s.NodeDelete != nil {
-			n++
 			if !names[s.NodeDelete.Node] {
 				return at(1, "timeline[%d].nodeDelete: node %q has not joined before", i, s.NodeDelete.Node)
 			}
 		}
-		for _, present := range []bool{s.Scale != nil, s.WebhookOutage != nil, s.WebhookLatency != nil,
-			s.GateCrash != nil, s.LeaderFailover != nil, s.TaintWriters != nil, s.APIServerRestart != nil,
-			s.WatchDrops != nil, s.DeleteInitDaemonSet != nil, s.BypassPods != nil} {
-			if present {
-				n++
-			}
-		}
-		if n != 1 {
+		if len(s.present()) != 1 {
 			return at(1, "timeline[%d]: exactly one action per step", i)
 		}
 		if err := sc.validateFault(i, s); err != nil {
@@ -421,9 +411,9 @@ func (sc *Scenario) defaultAndValidate() error {
 	}
 	sort.SliceStable(sc.Timeline, func(a, b int) bool { return sc.Timeline[a].At < sc.Timeline[b].At })
 	switch sc.Admission {
-	case "", "webhook", "policy":
+	case "", "webhook", "policy", "none":
 	default:
-		return at(1, "admission %q: want webhook or policy", sc.Admission)
+		return at(1, "admission %q: want webhook, policy or none", sc.Admission)
 	}
 	if sc.GateProcess != nil && sc.GateProcess.Replicas == 0 {
 		sc.GateProcess.Replicas = 1
