@@ -25,6 +25,7 @@ type settings struct {
 	retryPeriod    time.Duration
 	metricsAddr    string
 	probeAddr      string
+	pprofAddr      string
 	webhookPort    int
 	certDir        string
 	workers        int
@@ -74,6 +75,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*settin
 	fs.DurationVar(&s.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew the lease")
 	fs.StringVar(&s.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&s.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fs.StringVar(&s.pprofAddr, "pprof-bind-address", "", "address of the Go profiler's /debug/pprof endpoints (empty: off); keep it on localhost")
 	fs.IntVar(&s.webhookPort, "webhook-port", 9443, "port of the webhook server")
 	fs.StringVar(&s.certDir, "cert-dir", "", "directory holding tls.crt and tls.key; reloaded when they rotate (default: controller-runtime's temp dir)")
 	fs.IntVar(&s.workers, "workers", 16, "nodes reconciled concurrently")

@@ -58,6 +58,7 @@ func run(args []string) error {
 	mgr, err := gate.NewManager(rc, &s.cfg, gate.ManagerOptions{
 		Metrics:                 metricsserver.Options{BindAddress: s.metricsAddr},
 		HealthProbeBindAddress:  s.probeAddr,
+		PprofBindAddress:        s.pprofAddr,
 		LeaderElection:          s.leaderElect,
 		LeaderElectionID:        "startupgate.startup.k8s.io",
 		LeaderElectionNamespace: s.leaderNS,
