@@ -54,15 +54,16 @@ type Kubelet struct {
 	ReadyAccepted func(node string, at time.Time)
 
 	mu      sync.Mutex
-	nodes   map[string]struct{} // names of registered nodes
-	handled map[string]bool     // pod UID -> driven
+	nodes   map[string]struct{}              // names of registered nodes
+	leases  map[string]*coordinationv1.Lease // the Lease each node last wrote
+	handled map[string]bool                  // pod UID -> driven
 	ctx     context.Context
 }
 
 // Start runs the Pod informer and the Lease heartbeat until ctx ends.
 func (k *Kubelet) Start(ctx context.Context) error {
 	k.ctx = ctx
-	k.nodes, k.handled = map[string]struct{}{}, map[string]bool{}
+	k.nodes, k.handled, k.leases = map[string]struct{}{}, map[string]bool{}, map[string]*coordinationv1.Lease{}
 	f := informers.NewSharedInformerFactoryWithOptions(k.Client, 0, informers.WithNamespace(k.Namespace))
 	pi := f.Core().V1().Pods().Informer()
 	if _, err := pi.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -119,6 +120,7 @@ func (k *Kubelet) Deregister(name string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	delete(k.nodes, name)
+	delete(k.leases, name)
 }
 
 func (k *Kubelet) reportReady(node *corev1.Node) error {
@@ -154,25 +156,48 @@ func (k *Kubelet) reportReady(node *corev1.Node) error {
 	})
 }
 
+// renewLease creates or renews the node's Lease. A renewal writes over the Lease this
+// kubelet last wrote (one request, as a real kubelet does); only when that copy is missing
+// or stale does it read the Lease first.
 func (k *Kubelet) renewLease(ctx context.Context, node *corev1.Node) error {
 	now := metav1.NewMicroTime(time.Now())
 	leases := k.Client.CoordinationV1().Leases(leaseNamespace)
-	l, err := leases.Get(ctx, node.Name, metav1.GetOptions{})
+	k.mu.Lock()
+	l := k.leases[node.Name]
+	k.mu.Unlock()
+	var err error
+	if l == nil {
+		l, err = leases.Get(ctx, node.Name, metav1.GetOptions{})
+	}
 	if apierrors.IsNotFound(err) {
 		l = &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: node.Name, Labels: map[string]string{ScenarioLabel: k.Scenario}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(node.Name),
 				LeaseDurationSeconds: ptr.To(int32(leaseDuration.Seconds())), RenewTime: &now},
 		}
-		_, err = leases.Create(ctx, l, metav1.CreateOptions{})
+		l, err = leases.Create(ctx, l, metav1.CreateOptions{})
+		k.remember(node.Name, l, err)
 		return ignoreExists(err)
 	}
 	if err != nil {
 		return fmt.Errorf("reading lease of node %s: %w", node.Name, err)
 	}
+	l = l.DeepCopy()
 	l.Spec.RenewTime = &now
-	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+	l, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+	k.remember(node.Name, l, err)
 	return err
+}
+
+// remember keeps the Lease just written, or forgets it after a failed write.
+func (k *Kubelet) remember(name string, l *coordinationv1.Lease, err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err != nil {
+		delete(k.leases, name)
+		return
+	}
+	k.leases[name] = l
 }
 
 // transient retries f like a kubelet keeps retrying its API calls: on conflicts and on
