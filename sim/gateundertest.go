@@ -38,15 +38,18 @@ const (
 	GatePolicy GateMode = "policy"
 	// GateOff runs no gate at all: the negative control.
 	GateOff GateMode = "off"
+	// GateFloor taints by the admission policy and releases with the trivial floor
+	// controller instead of the gate: the plane's own floor, the benchmark's reference.
+	GateFloor GateMode = "floor"
 )
 
 // ParseGateMode validates a --gate value.
 func ParseGateMode(s string) (GateMode, error) {
 	switch m := GateMode(s); m {
-	case GateInProcess, GatePolicy, GateOff:
+	case GateInProcess, GatePolicy, GateOff, GateFloor:
 		return m, nil
 	}
-	return "", fmt.Errorf("--gate %q: want in-process, policy or off", s)
+	return "", fmt.Errorf("--gate %q: want in-process, policy, off or floor", s)
 }
 
 // webhookConfig loads the shipped MutatingWebhookConfiguration and points it at the

@@ -40,6 +40,8 @@ type harness struct {
 	off      bool // no gate at all
 	policy   bool // admission by MutatingAdmissionPolicy instead of the webhook
 	process  bool // replicas are cmd/gate child processes
+	floor    bool // the floor controller instead of the gate
+	reactive bool // no admission at all: the controller alone, tainting by backfill
 	cfg      gate.Config
 	scenario string
 	ns       string
@@ -47,6 +49,9 @@ type harness struct {
 	as       *rest.ImpersonationConfig
 	cs       kubernetes.Interface
 	webhook  WebhookSettings
+	// shipped runs process replicas with the shipped client limits (the benchmark measures
+	// the gate as deployed) and with the profiler on; the suite raises the limits instead.
+	shipped bool
 
 	whProxy  *proxy
 	apiProxy *proxy
@@ -61,6 +66,7 @@ type replica struct {
 	id          int
 	port        int
 	metricsPort int
+	pprofPort   int
 	// in-process
 	cancel context.CancelFunc
 	done   chan error
@@ -70,7 +76,8 @@ type replica struct {
 
 func newHarness(rc *rest.Config, cs kubernetes.Interface, mode GateMode, cfg gate.Config, sc *Scenario, ns string) *harness {
 	return &harness{
-		off: mode == GateOff, policy: mode == GatePolicy || sc.Admission == "policy", process: sc.GateProcess != nil,
+		off: mode == GateOff, floor: mode == GateFloor, process: sc.GateProcess != nil && mode != GateFloor,
+		policy: mode == GatePolicy || mode == GateFloor || sc.Admission == "policy", reactive: sc.Admission == "none",
 		cfg: cfg, scenario: sc.Name, ns: ns, rc: rc, cs: cs, webhook: sc.Webhook,
 	}
 }
@@ -92,7 +99,7 @@ func (h *harness) start(ctx context.Context, replicas int) error {
 	if h.apiProxy, err = newProxy(u.Host); err != nil {
 		return err
 	}
-	h.cfg.Webhook = !h.policy
+	h.cfg.Webhook = !h.policy && !h.reactive
 	if h.cfg.Webhook || h.cfg.PodGuard {
 		if h.ca, err = writeServingCert(h.dir); err != nil {
 			return err
@@ -113,6 +120,9 @@ func (h *harness) start(ctx context.Context, replicas int) error {
 		if r.metricsPort, err = freePort(); err != nil {
 			return err
 		}
+		if r.pprofPort, err = freePort(); err != nil {
+			return err
+		}
 		h.replicas = append(h.replicas, r)
 		backends = append(backends, fmt.Sprintf("127.0.0.1:%d", r.port))
 	}
@@ -127,16 +137,22 @@ func (h *harness) start(ctx context.Context, replicas int) error {
 	if err := h.installAdmission(ctx); err != nil {
 		return err
 	}
+	if h.reactive {
+		return nil
+	}
 	return waitAdmission(ctx, h.cs, &h.cfg, h.scenario)
 }
 
 // gateRC is the replicas' client config: through apiProxy, with high limits so that the
-// client is never the bottleneck.
+// client is never the bottleneck. The benchmark (shipped) connects directly: it injects no
+// faults, and a relay hop would be charged to the gate.
 func (h *harness) gateRC() *rest.Config {
 	rc := rest.CopyConfig(h.rc)
-	u, _ := url.Parse(rc.Host)
-	u.Host = h.apiProxy.addr()
-	rc.Host = u.String()
+	if !h.shipped {
+		u, _ := url.Parse(rc.Host)
+		u.Host = h.apiProxy.addr()
+		rc.Host = u.String()
+	}
 	rc.QPS, rc.Burst = 1000, 2000
 	rc.UserAgent = "startupgate-gate"
 	if h.as != nil {
@@ -147,6 +163,12 @@ func (h *harness) gateRC() *rest.Config {
 
 // run starts one replica: in-process through gate.NewManager, or as the built cmd/gate.
 func (h *harness) run(ctx context.Context, r *replica) error {
+	if h.floor {
+		rctx, cancel := context.WithCancel(ctx)
+		r.cancel, r.done = cancel, make(chan error, 1)
+		go func() { r.done <- runFloor(rctx, h.gateRC(), &h.cfg, h.scenario, h.ns) }()
+		return nil
+	}
 	if h.process {
 		return h.runProcess(r)
 	}
@@ -187,13 +209,18 @@ func (h *harness) runProcess(r *replica) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(bin, "--config", cfgFile,
+	args := []string{"--config", cfgFile,
 		fmt.Sprintf("--webhook-port=%d", r.port), "--cert-dir", h.dir,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", r.metricsPort), "--health-probe-bind-address=0",
-		"--leader-elect=true", "--leader-election-namespace="+h.ns,
+		"--leader-elect=true", "--leader-election-namespace=" + h.ns,
 		// Short leases so a failover fits in a scenario; the defaults are 15s/10s/2s.
-		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
-		"--kube-api-qps=1000", "--kube-api-burst=2000")
+		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"}
+	if h.shipped {
+		args = append(args, fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", r.pprofPort))
+	} else {
+		args = append(args, "--kube-api-qps=1000", "--kube-api-burst=2000")
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kc)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -258,7 +285,11 @@ func (h *harness) installAdmission(ctx context.Context) error {
 	api := h.cs.AdmissionregistrationV1()
 	name := "startupgate-" + h.scenario
 	if h.cfg.Webhook {
-		wh, err := webhookConfig(&h.cfg, h.scenario, "https://"+h.whProxy.addr()+gate.NodeWebhookPath, h.ca)
+		addr := h.whProxy.addr()
+		if h.shipped {
+			addr = fmt.Sprintf("127.0.0.1:%d", h.replicas[0].port) // no relay hop in admission latency
+		}
+		wh, err := webhookConfig(&h.cfg, h.scenario, "https://"+addr+gate.NodeWebhookPath, h.ca)
 		if err != nil {
 			return err
 		}
@@ -275,7 +306,7 @@ func (h *harness) installAdmission(ctx context.Context) error {
 		h.cleanups = append(h.cleanups, func(ctx context.Context) error {
 			return ignoreNotFound(api.MutatingWebhookConfigurations().Delete(ctx, name, metav1.DeleteOptions{}))
 		})
-	} else {
+	} else if !h.reactive {
 		policy, binding, err := h.cfg.Policy()
 		if err != nil {
 			return err

@@ -1,0 +1,124 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	listersv1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/startupgate/startupgate/gate"
+)
+
+// floor is the plane's floor: the least any release can cost on this plane. It is a
+// deliberately trivial controller — when an init Pod is seen Ready on a node that carries the
+// taint, write the node once without it — and it is not the gate: no readiness rules, no
+// holds, no several components, no leader election. The benchmark runs it on the same burst
+// as the gate and reports the ratio of their latencies, so that a slow plane (a busy
+// machine) is not mistaken for a slow gate.
+//
+// Like the gate it removes only its own taint, guarded by the resourceVersion it read, and
+// sets completedAt so that the recorder counts the release.
+type floor struct {
+	cs    kubernetes.Interface
+	cfg   *gate.Config
+	nodes listersv1.NodeLister
+
+	mu   sync.Mutex
+	done map[types.UID]bool // nodes released or being released
+}
+
+// runFloor runs the floor controller until ctx ends. The scenario's init Pods are in ns and
+// its nodes carry the scenario label.
+func runFloor(ctx context.Context, rc *rest.Config, cfg *gate.Config, scenario, ns string) error {
+	rc = rest.CopyConfig(rc)
+	rc.UserAgent = "startupgate-floor"
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	nf := informers.NewSharedInformerFactoryWithOptions(cs, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ScenarioLabel + "=" + scenario }))
+	pf := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.CacheSelector().String() }))
+	f := &floor{cs: cs, cfg: cfg, nodes: nf.Core().V1().Nodes().Lister(), done: map[types.UID]bool{}}
+	pi := pf.Core().V1().Pods().Informer()
+	if _, err := pi.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { f.pod(ctx, o.(*corev1.Pod)) },
+		UpdateFunc: func(_, o any) { f.pod(ctx, o.(*corev1.Pod)) },
+	}); err != nil {
+		return err
+	}
+	nf.Start(ctx.Done())
+	pf.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), nf.Core().V1().Nodes().Informer().HasSynced, pi.HasSynced) {
+		return fmt.Errorf("floor informers did not sync")
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// pod releases the Pod's node, once, if the Pod is Ready and the node still has the taint.
+// The write runs on its own goroutine: a write must never hold up the next event.
+func (f *floor) pod(ctx context.Context, p *corev1.Pod) {
+	if p.Spec.NodeName == "" || !podIsReady(p, f.cfg) {
+		return
+	}
+	n, err := f.nodes.Get(p.Spec.NodeName)
+	if err != nil || !f.cfg.HasTaint(n) {
+		return
+	}
+	f.mu.Lock()
+	busy := f.done[n.UID]
+	f.done[n.UID] = true
+	f.mu.Unlock()
+	if !busy {
+		go f.release(ctx, n)
+	}
+}
+
+// release writes the node without the taint, guarded by resourceVersion; on a conflict it
+// reads the node afresh and tries again.
+func (f *floor) release(ctx context.Context, n *corev1.Node) {
+	for ctx.Err() == nil {
+		patch, err := floorPatch(n, f.cfg)
+		if err != nil {
+			return
+		}
+		_, err = f.cs.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if !apierrors.IsConflict(err) {
+			return
+		}
+		if n, err = f.cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{}); err != nil || !f.cfg.HasTaint(n) {
+			return
+		}
+	}
+}
+
+// floorPatch is a merge patch that replaces the taint list with the same list minus the
+// gate's taint and sets completedAt, guarded by the node's resourceVersion.
+func floorPatch(n *corev1.Node, cfg *gate.Config) ([]byte, error) {
+	taints := make([]corev1.Taint, 0, len(n.Spec.Taints))
+	for _, t := range n.Spec.Taints {
+		if !(t.Key == cfg.Taint.Key && t.Effect == cfg.Taint.Effect) {
+			taints = append(taints, t)
+		}
+	}
+	return json.Marshal(map[string]any{
+		"metadata": map[string]any{
+			"resourceVersion": n.ResourceVersion,
+			"annotations":     map[string]string{cfg.CompletedAnnotation: time.Now().UTC().Format(time.RFC3339)},
+		},
+		"spec": map[string]any{"taints": taints},
+	})
+}
