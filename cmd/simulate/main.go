@@ -23,10 +23,13 @@ import (
 const usage = `Usage:
   simulate list [DIR]
   simulate run [flags] FILE|DIR...
+  simulate bench [flags]
 
 Commands:
   list   print the scenarios in DIR (default scenarios/) with their descriptions
   run    run scenarios and judge them; exit 0 only if every one met its expect
+  bench  measure the gate against the plane's floor on the embedded plane
+         (simulate bench -h for its flags)
 
 Run flags:
 `
@@ -61,12 +64,14 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, nil
 	case "run":
 		return runScenarios(args[1:], stdout, stderr)
+	case "bench":
+		return runBench(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		runFlags(stdout).PrintDefaults()
 		return 0, nil
 	}
-	return 2, fmt.Errorf("unknown command %q (want list or run)", args[0])
+	return 2, fmt.Errorf("unknown command %q (want list, run or bench)", args[0])
 }
 
 type runOpts struct {
@@ -82,7 +87,7 @@ func runFlags(out io.Writer) *flag.FlagSet {
 	fs.SetOutput(out)
 	fs.StringVar(&opts.backend, "backend", "embedded", "control plane: embedded (etcd + apiserver + scheduler + controller-manager), kubeconfig, or kind")
 	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "kubeconfig for --backend kubeconfig (default: $KUBECONFIG, ~/.kube/config)")
-	fs.StringVar(&opts.gate, "gate", "in-process", "gate under test: in-process (webhook + controller), policy (MutatingAdmissionPolicy + controller), off (negative control)")
+	fs.StringVar(&opts.gate, "gate", "in-process", "gate under test: in-process (webhook + controller), policy (MutatingAdmissionPolicy + controller), off (negative control), floor (policy + the trivial reference controller)")
 	fs.Uint64Var(&opts.seed, "seed", 1, "seed of every random choice; repetition i uses seed+i")
 	fs.IntVar(&opts.repeat, "repeat", 1, "run each scenario this many times, on consecutive seeds")
 	fs.IntVar(&opts.parallel, "parallel", 1, "run up to this many scenarios at once on the shared plane (an apiserver restart always runs alone)")
