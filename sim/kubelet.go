@@ -157,34 +157,31 @@ func (k *Kubelet) reportReady(node *corev1.Node) error {
 }
 
 // renewLease creates or renews the node's Lease. A renewal writes over the Lease this
-// kubelet last wrote (one request, as a real kubelet does); only when that copy is missing
-// or stale does it read the Lease first.
+// kubelet last wrote (one request, as a real kubelet does). Without that copy — a new node,
+// or a failed write — it creates the Lease, and reads it only if it already exists.
 func (k *Kubelet) renewLease(ctx context.Context, node *corev1.Node) error {
 	now := metav1.NewMicroTime(time.Now())
 	leases := k.Client.CoordinationV1().Leases(leaseNamespace)
 	k.mu.Lock()
 	l := k.leases[node.Name]
 	k.mu.Unlock()
-	var err error
 	if l == nil {
-		l, err = leases.Get(ctx, node.Name, metav1.GetOptions{})
-	}
-	if apierrors.IsNotFound(err) {
-		l = &coordinationv1.Lease{
+		created, err := leases.Create(ctx, &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: node.Name, Labels: map[string]string{ScenarioLabel: k.Scenario}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(node.Name),
 				LeaseDurationSeconds: ptr.To(int32(leaseDuration.Seconds())), RenewTime: &now},
+		}, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			k.remember(node.Name, created, err)
+			return err
 		}
-		l, err = leases.Create(ctx, l, metav1.CreateOptions{})
-		k.remember(node.Name, l, err)
-		return ignoreExists(err)
-	}
-	if err != nil {
-		return fmt.Errorf("reading lease of node %s: %w", node.Name, err)
+		if l, err = leases.Get(ctx, node.Name, metav1.GetOptions{}); err != nil {
+			return fmt.Errorf("reading lease of node %s: %w", node.Name, err)
+		}
 	}
 	l = l.DeepCopy()
 	l.Spec.RenewTime = &now
-	l, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+	l, err := leases.Update(ctx, l, metav1.UpdateOptions{})
 	k.remember(node.Name, l, err)
 	return err
 }

@@ -49,10 +49,18 @@ func (x *run) setup(ctx context.Context) error {
 		want += int(w.Replicas)
 		x.replicas[w.Name] = w.Replicas
 	}
-	// Workloads are pending before the first join: wait until every replica exists.
-	return poll(ctx, time.Minute, func() (bool, error) {
-		pods, err := cs.CoreV1().Pods(x.ns).List(ctx, metav1.ListOptions{LabelSelector: "sim.startupgate.io/workload"})
-		return err == nil && len(pods.Items) >= want, err
+	// Workloads are pending before the first join: wait until every replica exists. The
+	// ReplicaSets count their Pods, so this costs one small list, not a list of every Pod.
+	return poll(ctx, 2*time.Minute, func() (bool, error) {
+		rss, err := cs.AppsV1().ReplicaSets(x.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		have := 0
+		for _, rs := range rss.Items {
+			have += int(rs.Status.Replicas)
+		}
+		return have >= want, nil
 	})
 }
 
