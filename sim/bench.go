@@ -288,6 +288,9 @@ func (b *bench) run(ctx context.Context, mode string, n int, adm *histogramDelta
 			return err
 		}
 	}
+	if mode == benchGate && n == b.opts.Reference && b.opts.LogDir != "" {
+		r.started = func(ctx context.Context, x *run) { go b.profile(ctx, x, filepath.Join(b.opts.LogDir, "bench-gate-cpu.pprof")) }
+	}
 	metric, match, err := admissionMetric(mode)
 	if err != nil {
 		return nil, err
@@ -408,6 +411,23 @@ func (b *bench) memory(ctx context.Context, x *run) (float64, error) {
 	}
 	b.progress("memory: gate heap %d MiB, rss %d MiB with %d more Pods", m1.heap>>20, m1.rss>>20, b.opts.Pods)
 	return m0.cpu, nil
+}
+
+// profile takes a CPU profile of the gate over the first 20s of the reference burst, for
+// the question "what limits it" — answered by a profile, not a guess.
+func (b *bench) profile(ctx context.Context, x *run, path string) {
+	if len(x.harness.replicas) == 0 {
+		return
+	}
+	raw, err := httpGet(ctx, fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=20", x.harness.replicas[0].pprofPort))
+	if err == nil {
+		err = os.WriteFile(path, raw, 0o644)
+	}
+	if err != nil {
+		b.progress("gate CPU profile: %v", err)
+		return
+	}
+	b.progress("gate CPU profile: %s (go tool pprof -top bin/gate %s)", path, path)
 }
 
 type gateMem struct {

@@ -54,9 +54,11 @@ type Runner struct {
 	client  kubernetes.Interface
 	writers kubernetes.Interface // the foreign taint writers, under their own field manager
 
-	// shipped and settled are the benchmark's: run a process gate with its shipped client
-	// limits, and look at the run once it has settled, before it is judged and cleared.
+	// shipped, started and settled are the benchmark's: run a process gate with its shipped
+	// client limits, and look at the run once the gate leads and once it has settled
+	// (before it is judged and cleared).
 	shipped bool
+	started func(ctx context.Context, x *run)
 	settled func(ctx context.Context, x *run) error
 }
 
@@ -170,6 +172,9 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario) (*Result, error) {
 			if _, err := x.waitLeader(gctx); err != nil {
 				return nil, err
 			}
+		}
+		if r.started != nil {
+			r.started(gctx, x)
 		}
 	}
 	x.kubelet = &Kubelet{Client: r.client, Namespace: x.ns, Scenario: sc.Name, Seed: r.Opts.Seed, Init: sc.Init,
