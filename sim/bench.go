@@ -289,7 +289,9 @@ func (b *bench) run(ctx context.Context, mode string, n int, adm *histogramDelta
 		}
 	}
 	if mode == benchGate && n == b.opts.Reference && b.opts.LogDir != "" {
-		r.started = func(ctx context.Context, x *run) { go b.profile(ctx, x, filepath.Join(b.opts.LogDir, "bench-gate-cpu.pprof")) }
+		r.started = func(ctx context.Context, x *run) {
+			go b.profile(ctx, x, filepath.Join(b.opts.LogDir, "bench-gate-cpu.pprof"))
+		}
 	}
 	metric, match, err := admissionMetric(mode)
 	if err != nil {
