@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/signal"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +20,7 @@ import (
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/startupgate/startupgate/gate"
 )
@@ -36,6 +41,51 @@ type floor struct {
 
 	mu   sync.Mutex
 	done map[types.UID]bool // nodes released or being released
+}
+
+// floorChildEnv carries the floor's arguments to its child process: the kubeconfig, the
+// gate Config file, the scenario and its namespace, comma-separated.
+const floorChildEnv = "STARTUPGATE_SIM_FLOOR"
+
+// RunFloorChild runs the floor controller and exits, if this process is the floor's child
+// process (the harness re-executes the running binary to get one). Otherwise it returns at
+// once. cmd/simulate's main and this package's TestMain call it first thing.
+func RunFloorChild() {
+	arg, ok := os.LookupEnv(floorChildEnv)
+	if !ok {
+		return
+	}
+	if err := floorChild(arg); err != nil {
+		fmt.Fprintln(os.Stderr, "floor:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func floorChild(arg string) error {
+	parts := strings.Split(arg, ",")
+	if len(parts) != 4 {
+		return fmt.Errorf("%s=%q: want KUBECONFIG,CONFIG,SCENARIO,NAMESPACE", floorChildEnv, arg)
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", parts[0])
+	if err != nil {
+		return err
+	}
+	rc.QPS, rc.Burst = 1000, 2000
+	raw, err := os.ReadFile(parts[1])
+	if err != nil {
+		return err
+	}
+	cfg, err := gate.LoadConfig(raw)
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return runFloor(ctx, rc, &cfg, parts[2], parts[3])
 }
 
 // runFloor runs the floor controller until ctx ends. The scenario's init Pods are in ns and

@@ -164,10 +164,7 @@ func (h *harness) gateRC() *rest.Config {
 // run starts one replica: in-process through gate.NewManager, or as the built cmd/gate.
 func (h *harness) run(ctx context.Context, r *replica) error {
 	if h.floor {
-		rctx, cancel := context.WithCancel(ctx)
-		r.cancel, r.done = cancel, make(chan error, 1)
-		go func() { r.done <- runFloor(rctx, h.gateRC(), &h.cfg, h.scenario, h.ns) }()
-		return nil
+		return h.runFloorProcess(r)
 	}
 	if h.process {
 		return h.runProcess(r)
@@ -193,19 +190,7 @@ func (h *harness) runProcess(r *replica) error {
 	if err != nil {
 		return err
 	}
-	kc := filepath.Join(h.dir, "kubeconfig")
-	if err := writeKubeconfig(h.gateRC(), kc); err != nil {
-		return err
-	}
-	cfgFile := filepath.Join(h.dir, "config.yaml")
-	raw, err := yaml.Marshal(h.cfg)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(cfgFile, raw, 0o600); err != nil {
-		return err
-	}
-	logf, err := os.OpenFile(filepath.Join(h.dir, fmt.Sprintf("gate-%d.log", r.id)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	kc, cfgFile, err := h.writeGateFiles()
 	if err != nil {
 		return err
 	}
@@ -220,13 +205,49 @@ func (h *harness) runProcess(r *replica) error {
 	} else {
 		args = append(args, "--kube-api-qps=1000", "--kube-api-burst=2000")
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kc)
+	return h.startChild(r, exec.Command(bin, args...), "KUBECONFIG="+kc)
+}
+
+// runFloorProcess starts the floor controller as a child process: this very binary,
+// re-executed with floorChildEnv set (RunFloorChild takes over there). The floor then has a
+// process of its own, as the gate has, and does not compete with the simulator's own work.
+func (h *harness) runFloorProcess(r *replica) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	kc, cfgFile, err := h.writeGateFiles()
+	if err != nil {
+		return err
+	}
+	return h.startChild(r, exec.Command(self), floorChildEnv+"="+strings.Join([]string{kc, cfgFile, h.scenario, h.ns}, ","))
+}
+
+// writeGateFiles writes the replicas' kubeconfig and gate Config into the harness dir.
+func (h *harness) writeGateFiles() (kubeconfig, config string, err error) {
+	kubeconfig, config = filepath.Join(h.dir, "kubeconfig"), filepath.Join(h.dir, "config.yaml")
+	if err := writeKubeconfig(h.gateRC(), kubeconfig); err != nil {
+		return "", "", err
+	}
+	raw, err := yaml.Marshal(h.cfg)
+	if err != nil {
+		return "", "", err
+	}
+	return kubeconfig, config, os.WriteFile(config, raw, 0o600)
+}
+
+// startChild starts cmd as replica r, logging to the harness dir; it dies with us.
+func (h *harness) startChild(r *replica, cmd *exec.Cmd, env ...string) error {
+	logf, err := os.OpenFile(filepath.Join(h.dir, fmt.Sprintf("gate-%d.log", r.id)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return fmt.Errorf("starting gate process: %w", err)
+		return fmt.Errorf("starting %s: %w", filepath.Base(cmd.Path), err)
 	}
 	r.cmd = cmd
 	r.done = make(chan error, 1)

@@ -24,6 +24,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	RunFloorChild()
 	logf, err := os.CreateTemp("", "startupgate-sim-test-*.log")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

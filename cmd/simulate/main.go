@@ -35,6 +35,7 @@ Run flags:
 `
 
 func main() {
+	sim.RunFloorChild() // this binary re-executed as the benchmark's floor controller
 	code, err := run(os.Args[1:], os.Stdout, os.Stderr)
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "simulate:", err)
