@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -56,6 +57,8 @@ type Kubelet struct {
 	mu      sync.Mutex
 	nodes   map[string]struct{}              // names of registered nodes
 	leases  map[string]*coordinationv1.Lease // the Lease each node last wrote
+	writers chan struct{}                    // bounds concurrent Pod writes
+	written map[types.UID]*corev1.Pod        // the Pod as this kubelet last wrote it
 	handled map[string]bool                  // pod UID -> driven
 	ctx     context.Context
 }
@@ -64,6 +67,8 @@ type Kubelet struct {
 func (k *Kubelet) Start(ctx context.Context) error {
 	k.ctx = ctx
 	k.nodes, k.handled, k.leases = map[string]struct{}{}, map[string]bool{}, map[string]*coordinationv1.Lease{}
+	k.writers = make(chan struct{}, kubeletWriters)
+	k.written = map[types.UID]*corev1.Pod{}
 	f := informers.NewSharedInformerFactoryWithOptions(k.Client, 0, informers.WithNamespace(k.Namespace))
 	pi := f.Core().V1().Pods().Informer()
 	if _, err := pi.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -128,13 +133,20 @@ func (k *Kubelet) reportReady(node *corev1.Node) error {
 		return nil
 	}
 	now := metav1.Now()
+	// The first attempt writes over the Node as created; a conflict re-reads it.
+	first := node.DeepCopy()
 	return transient(k.ctx, func() error {
-		n, err := k.Client.CoreV1().Nodes().Get(k.ctx, node.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) || (err == nil && n.UID != node.UID) {
-			return nil
-		}
-		if err != nil {
-			return err
+		n := first
+		first = nil
+		if n == nil {
+			var err error
+			n, err = k.Client.CoreV1().Nodes().Get(k.ctx, node.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) || (err == nil && n.UID != node.UID) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
 		}
 		capacity := corev1.ResourceList{
 			corev1.ResourceCPU:    resource.MustParse("8"),
@@ -151,7 +163,7 @@ func (k *Kubelet) reportReady(node *corev1.Node) error {
 			{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse, LastHeartbeatTime: now, LastTransitionTime: now},
 		}
 		n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: KubeVersion, OperatingSystem: "linux", Architecture: "amd64"}
-		_, err = k.Client.CoreV1().Nodes().UpdateStatus(k.ctx, n, metav1.UpdateOptions{})
+		_, err := k.Client.CoreV1().Nodes().UpdateStatus(k.ctx, n, metav1.UpdateOptions{})
 		return err
 	})
 }
@@ -236,14 +248,33 @@ func (k *Kubelet) heartbeat(ctx context.Context) {
 			names = append(names, n)
 		}
 		k.mu.Unlock()
-		for _, n := range names {
-			// A missed renewal is harmless (the lease lasts 40s); the next tick tries again.
-			_ = k.renewLease(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+		// Kubelets renew independently; a few at a time keeps a round of thousands of nodes
+		// within its interval. A missed renewal is harmless (the lease lasts 40s).
+		// Their own few writers: renewals must not queue ahead of Pod writes.
+		var wg sync.WaitGroup
+		next := make(chan string)
+		for w := 0; w < 8; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for n := range next {
+					_ = k.renewLease(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+				}
+			}()
 		}
+		for _, n := range names {
+			next <- n
+		}
+		close(next)
+		wg.Wait()
 	}
 }
 
-// pod drives one Pod bound to one of our nodes, once.
+// pod drives one Pod bound to one of our nodes, once. The writes run on their own
+// goroutines (at most kubeletWriters at once): a real kubelet per node writes in parallel
+// with every other, and one slow write must not hold up the informer, or under a burst the
+// fake kubelet — not the gate — would be what the run measures. Within a Pod, its writes
+// stay in order: driveInit makes its first write before it arms any timer.
 func (k *Kubelet) pod(p *corev1.Pod) {
 	k.mu.Lock()
 	_, ours := k.nodes[p.Spec.NodeName]
@@ -252,23 +283,43 @@ func (k *Kubelet) pod(p *corev1.Pod) {
 		k.handled[string(p.UID)] = true
 	}
 	k.mu.Unlock()
-	if !ours {
-		return
+	switch {
+	case !ours:
+	case p.DeletionTimestamp != nil:
+		k.async(func() { k.finishDeletion(p) })
+	case first:
+		k.async(func() { k.drive(p) })
 	}
-	if p.DeletionTimestamp != nil {
-		// Containers are gone at once; finish the deletion like a kubelet would.
-		err := transient(k.ctx, func() error {
-			return k.Client.CoreV1().Pods(p.Namespace).Delete(k.ctx, p.Name, metav1.DeleteOptions{
-				GracePeriodSeconds: ptr.To(int64(0)), Preconditions: &metav1.Preconditions{UID: &p.UID}})
-		})
-		if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			k.fail(err)
-		}
-		return
+}
+
+// kubeletWriters bounds the fake kubelet's concurrent Pod writes.
+const kubeletWriters = 64
+
+func (k *Kubelet) async(f func()) {
+	go func() {
+		k.writers <- struct{}{}
+		defer func() { <-k.writers }()
+		f()
+	}()
+}
+
+// finishDeletion removes a terminating Pod at once: its containers are gone, as a kubelet
+// would report.
+func (k *Kubelet) finishDeletion(p *corev1.Pod) {
+	k.mu.Lock()
+	delete(k.written, p.UID)
+	k.mu.Unlock()
+	err := transient(k.ctx, func() error {
+		return k.Client.CoreV1().Pods(p.Namespace).Delete(k.ctx, p.Name, metav1.DeleteOptions{
+			GracePeriodSeconds: ptr.To(int64(0)), Preconditions: &metav1.Preconditions{UID: &p.UID}})
+	})
+	if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		k.fail(err)
 	}
-	if !first {
-		return
-	}
+}
+
+// drive plays an init Pod's timeline, or makes any other Pod Running and Ready.
+func (k *Kubelet) drive(p *corev1.Pod) {
 	for i := range k.Init {
 		in := &k.Init[i]
 		if labels.SelectorFromSet(in.Labels).Matches(labels.Set(p.Labels)) {
@@ -378,9 +429,16 @@ func (k *Kubelet) annotateReady(p *corev1.Pod) error {
 
 func (k *Kubelet) updatePod(p *corev1.Pod, mutate func(*corev1.Pod), status bool) error {
 	pods := k.Client.CoreV1().Pods(p.Namespace)
-	// The first attempt writes over the informer's copy (one request on the hot path); a
-	// conflict means it was stale, and every retry reads afresh.
-	cur := p.DeepCopy()
+	// The first attempt writes over the copy this kubelet last wrote, else the informer's
+	// (one request on the hot path); a conflict means it was stale, and every retry reads
+	// afresh.
+	k.mu.Lock()
+	cur := k.written[p.UID]
+	k.mu.Unlock()
+	if cur == nil {
+		cur = p
+	}
+	cur = cur.DeepCopy()
 	return transient(k.ctx, func() error {
 		if cur == nil {
 			fresh, err := pods.Get(k.ctx, p.Name, metav1.GetOptions{})
@@ -394,14 +452,22 @@ func (k *Kubelet) updatePod(p *corev1.Pod, mutate func(*corev1.Pod), status bool
 		}
 		defer func() { cur = nil }()
 		mutate(cur)
-		var err error
+		var (
+			out *corev1.Pod
+			err error
+		)
 		if status {
-			_, err = pods.UpdateStatus(k.ctx, cur, metav1.UpdateOptions{})
+			out, err = pods.UpdateStatus(k.ctx, cur, metav1.UpdateOptions{})
 		} else {
-			_, err = pods.Update(k.ctx, cur, metav1.UpdateOptions{})
+			out, err = pods.Update(k.ctx, cur, metav1.UpdateOptions{})
 		}
 		if apierrors.IsNotFound(err) {
 			return nil
+		}
+		if err == nil {
+			k.mu.Lock()
+			k.written[p.UID] = out
+			k.mu.Unlock()
 		}
 		return err
 	})
