@@ -255,7 +255,7 @@ func (x *run) bypassPods(ctx context.Context, b *BypassPods) error {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "bypass-", Namespace: x.ns,
 				Labels: map[string]string{"sim.startupgate.io/bypass": "true"}},
-			Spec: x.podSpec(nil, nil, "10m"),
+			Spec: x.podSpec(nil, nil, "10m", ""),
 		}
 		pod.Spec.NodeName = node
 		_, err := x.client.CoreV1().Pods(x.ns).Create(ctx, pod, metav1.CreateOptions{})

@@ -28,7 +28,8 @@ func (x *run) setup(ctx context.Context) error {
 		if *in.Tolerate {
 			tols = append(tols, taintToleration)
 		}
-		if err := x.daemonSet(ctx, in.Name, in.Labels, in.NodeSelector, tols); err != nil {
+		// As deploy/startup-daemonset.yaml: init Pods schedule ahead of pending workloads.
+		if err := x.daemonSet(ctx, in.Name, in.Labels, in.NodeSelector, tols, "system-node-critical"); err != nil {
 			return err
 		}
 	}
@@ -37,7 +38,7 @@ func (x *run) setup(ctx context.Context) error {
 		for _, t := range d.Tolerations {
 			tols = append(tols, t.core())
 		}
-		if err := x.daemonSet(ctx, d.Name, map[string]string{"sim.startupgate.io/daemonset": d.Name}, nil, tols); err != nil {
+		if err := x.daemonSet(ctx, d.Name, map[string]string{"sim.startupgate.io/daemonset": d.Name}, nil, tols, ""); err != nil {
 			return err
 		}
 	}
@@ -64,7 +65,7 @@ func (x *run) setup(ctx context.Context) error {
 	})
 }
 
-func (x *run) podSpec(nodeSelector map[string]string, tols []corev1.Toleration, cpu string) corev1.PodSpec {
+func (x *run) podSpec(nodeSelector map[string]string, tols []corev1.Toleration, cpu, priorityClass string) corev1.PodSpec {
 	sel := map[string]string{ScenarioLabel: x.sc.Name}
 	for k, v := range nodeSelector {
 		sel[k] = v
@@ -74,17 +75,17 @@ func (x *run) podSpec(nodeSelector map[string]string, tols []corev1.Toleration, 
 		c.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
 	}
 	return corev1.PodSpec{NodeSelector: sel, Tolerations: tols, Containers: []corev1.Container{c},
-		TerminationGracePeriodSeconds: ptr.To(int64(0))}
+		TerminationGracePeriodSeconds: ptr.To(int64(0)), PriorityClassName: priorityClass}
 }
 
-func (x *run) daemonSet(ctx context.Context, name string, podLabels, nodeSelector map[string]string, tols []corev1.Toleration) error {
+func (x *run) daemonSet(ctx context.Context, name string, podLabels, nodeSelector map[string]string, tols []corev1.Toleration, priorityClass string) error {
 	ds := &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: x.ns},
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: podLabels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
-				Spec:       x.podSpec(nodeSelector, tols, ""),
+				Spec:       x.podSpec(nodeSelector, tols, "", priorityClass),
 			},
 		},
 	}
@@ -105,7 +106,7 @@ func (x *run) deployment(ctx context.Context, w Workload) error {
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(w.Replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: lbl},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: lbl}, Spec: x.podSpec(nil, tols, w.CPU)},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: lbl}, Spec: x.podSpec(nil, tols, w.CPU, "")},
 		},
 	}
 	if _, err := x.client.AppsV1().Deployments(x.ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
