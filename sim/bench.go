@@ -19,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/startupgate/startupgate/gate"
 )
 
 // The benchmark. Every figure is measured in one run of one plane, next to its reference
@@ -42,6 +44,8 @@ type BenchOptions struct {
 	Reference int
 	// Pods is how many workload Pods the memory phase adds; default 100000.
 	Pods int
+	// Skip names modes not to run (gate-policy, reactive), to shorten an experiment.
+	Skip map[string]bool
 	Seed uint64
 	// Progress receives live lines (nil: quiet).
 	Progress io.Writer
@@ -51,7 +55,10 @@ type BenchOptions struct {
 
 // BenchReport is out/bench.json.
 type BenchReport struct {
-	Machine          string                 `json:"machine"`
+	Machine string `json:"machine"`
+	// Reference is the burst size the targets are judged at (and admission and the reactive
+	// peer are measured at).
+	Reference        int                    `json:"reference_nodes"`
 	ReleaseLatencyMS map[string]Percentiles `json:"release_latency_ms"`
 	FloorLatencyMS   map[string]Percentiles `json:"floor_latency_ms"`
 	// FloorRatioP99 is gate p99 / floor p99 per size.
@@ -59,6 +66,8 @@ type BenchReport struct {
 	AdmissionMS   struct {
 		Webhook Quantiles `json:"webhook"`
 		Policy  Quantiles `json:"policy"`
+		// GateHandler is the gate's own timing of its webhook handler (the webhook's share).
+		GateHandler Quantiles `json:"gate_handler"`
 	} `json:"admission_ms"`
 	// WritesPerRelease counts the gate's successful Node writes (audit log) per released
 	// node, over every webhook-mode gate run; conflicts are the 409s among its attempts.
@@ -170,7 +179,7 @@ func Bench(ctx context.Context, opts BenchOptions) (*BenchReport, error) {
 		Machine:          fmt.Sprintf("%d CPUs, %s/%s, %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version()),
 		ReleaseLatencyMS: map[string]Percentiles{}, FloorLatencyMS: map[string]Percentiles{},
 		FloorRatioP99: map[string]float64{}, SimWallS: map[string]float64{},
-		PlaneStartS: plane.StartDuration().Seconds(),
+		PlaneStartS: plane.StartDuration().Seconds(), Reference: opts.Reference,
 	}}
 	for _, n := range opts.Sizes {
 		b.largest = max(b.largest, n)
@@ -202,12 +211,14 @@ func (b *bench) size(ctx context.Context, n int) error {
 	}
 	key := strconv.Itoa(n)
 	b.rep.FloorLatencyMS[key] = floorRun.LatencyMS
-	if n == b.opts.Reference {
+	if n == b.opts.Reference && !b.opts.Skip[benchPolicy] {
 		var adm histogramDelta
 		if _, err := b.run(ctx, benchPolicy, n, &adm); err != nil {
 			return err
 		}
 		b.rep.AdmissionMS.Policy = adm.quantiles()
+	}
+	if n == b.opts.Reference && !b.opts.Skip[benchReactive] {
 		reactive, err := b.run(ctx, benchReactive, n, nil)
 		if err != nil {
 			return err
@@ -281,8 +292,16 @@ func (b *bench) run(ctx context.Context, mode string, n int, adm *histogramDelta
 	}
 	r.shipped = true
 	var cpuSeconds float64
-	if mode == benchGate && n == b.largest {
+	if mode == benchGate {
 		r.settled = func(ctx context.Context, x *run) error {
+			if n == b.opts.Reference {
+				if err := b.handlerLatency(ctx, x); err != nil {
+					return err
+				}
+			}
+			if n != b.largest {
+				return nil
+			}
 			var err error
 			cpuSeconds, err = b.memory(ctx, x)
 			return err
@@ -430,6 +449,24 @@ func (b *bench) profile(ctx context.Context, x *run, path string) {
 		return
 	}
 	b.progress("gate CPU profile: %s (go tool pprof -top bin/gate %s)", path, path)
+}
+
+// handlerLatency reads the gate's own histogram of its webhook handler — the time inside
+// the gate, where the apiserver's histogram also counts the call's way there and back.
+func (b *bench) handlerLatency(ctx context.Context, x *run) error {
+	if len(x.harness.replicas) == 0 {
+		return nil
+	}
+	raw, err := httpGet(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", x.harness.replicas[0].metricsPort))
+	if err != nil {
+		return fmt.Errorf("scraping the gate: %w", err)
+	}
+	h, err := deltaOf(nil, raw, "controller_runtime_webhook_latency_seconds", map[string]string{"webhook": gate.NodeWebhookPath})
+	if err != nil {
+		return err
+	}
+	b.rep.AdmissionMS.GateHandler = h.quantiles()
+	return nil
 }
 
 type gateMem struct {

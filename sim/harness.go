@@ -197,13 +197,15 @@ func (h *harness) runProcess(r *replica) error {
 	args := []string{"--config", cfgFile,
 		fmt.Sprintf("--webhook-port=%d", r.port), "--cert-dir", h.dir,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", r.metricsPort), "--health-probe-bind-address=0",
-		"--leader-elect=true", "--leader-election-namespace=" + h.ns,
-		// Short leases so a failover fits in a scenario; the defaults are 15s/10s/2s.
-		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"}
+		"--leader-elect=true", "--leader-election-namespace=" + h.ns}
 	if h.shipped {
+		// The gate as deployed: shipped leases and client limits, plus the profiler.
 		args = append(args, fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", r.pprofPort))
 	} else {
-		args = append(args, "--kube-api-qps=1000", "--kube-api-burst=2000")
+		// Short leases so a failover fits in a scenario (the defaults are 15s/10s/2s), and
+		// limits high enough that the client is never what a scenario measures.
+		args = append(args, "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
+			"--kube-api-qps=1000", "--kube-api-burst=2000")
 	}
 	return h.startChild(r, exec.Command(bin, args...), "KUBECONFIG="+kc)
 }

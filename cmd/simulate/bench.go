@@ -25,6 +25,7 @@ func runBench(args []string, stdout, stderr io.Writer) (int, error) {
 	ref := fs.Int("reference", 0, "size at which admission policy and the reactive peer run and the targets are judged (default: 1000 if listed, else the largest)")
 	pods := fs.Int("pods", 100000, "workload Pods added for the gate's memory figure at the largest size")
 	seed := fs.Uint64("seed", 1, "seed of every random choice")
+	skip := fs.String("skip", "", "modes not to run, comma-separated: gate-policy, reactive (for a shorter experiment)")
 	out := fs.String("out", "out", "directory for bench.json, bench.md and the plane's and gate's logs")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: simulate bench [flags]\n\nFlags:\n")
@@ -43,6 +44,16 @@ func runBench(args []string, stdout, stderr io.Writer) (int, error) {
 			return 2, fmt.Errorf("--sizes: %q is not a node count", f)
 		}
 		opts.Sizes = append(opts.Sizes, n)
+	}
+	opts.Skip = map[string]bool{}
+	for _, m := range strings.Split(*skip, ",") {
+		switch m = strings.TrimSpace(m); m {
+		case "":
+		case "gate-policy", "reactive":
+			opts.Skip[m] = true
+		default:
+			return 2, fmt.Errorf("--skip: %q is not a mode that can be skipped (gate-policy, reactive)", m)
+		}
 	}
 	if *pods < 1 {
 		return 2, fmt.Errorf("--pods must be at least 1")
