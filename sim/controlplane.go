@@ -193,7 +193,7 @@ leaderElection:
 			"--kubeconfig=" + e.kubeconfig, "--leader-elect=false", "--secure-port=0",
 			"--controllers=daemonset,nodelifecycle,replicaset,deployment,podgc,namespace",
 			"--use-service-account-credentials=false",
-			"--node-monitor-period=1s",
+			"--node-monitor-period=1s", "--node-monitor-grace-period=3m", // see leaseRenew
 			"--kube-api-qps=2000", "--kube-api-burst=4000",
 			"--concurrent-daemonset-syncs=8", "--concurrent-replicaset-syncs=8",
 		},
