@@ -196,12 +196,12 @@ func (r *Runner) Run(ctx context.Context, sc *Scenario) (*Result, error) {
 		})
 	}
 	x.play(kctx)
-	if r.settled != nil {
-		x.fail(r.settled(outer, x))
-	}
 	kcancel()
 	if err := x.recorder.Barrier(ctx, r.client, sc.Name); err != nil {
 		x.fail(fmt.Errorf("recorder barrier: %w", err))
+	}
+	if r.settled != nil {
+		x.fail(r.settled(outer, x))
 	}
 	rcancel()
 	return x.judge(), nil
