@@ -119,6 +119,8 @@ type BenchRun struct {
 	Writes    int         `json:"node_writes"`
 	Conflicts int         `json:"node_write_conflicts"`
 	Failures  []string    `json:"failures,omitempty"`
+	// Stuck names up to five nodes never released, with the checker's reason.
+	Stuck []string `json:"stuck,omitempty"`
 }
 
 // Bench modes.
@@ -293,24 +295,7 @@ func (b *bench) run(ctx context.Context, mode string, n int, adm *histogramDelta
 	r.shipped = true
 	var cpuSeconds float64
 	if mode == benchGate {
-		r.settled = func(ctx context.Context, x *run) error {
-			if n == b.opts.Reference {
-				if err := b.handlerLatency(ctx, x); err != nil {
-					return err
-				}
-			}
-			if n != b.largest {
-				return nil
-			}
-			var err error
-			cpuSeconds, err = b.memory(ctx, x)
-			return err
-		}
-	}
-	if mode == benchGate && n == b.opts.Reference && b.opts.LogDir != "" {
-		r.started = func(ctx context.Context, x *run) {
-			go b.profile(ctx, x, filepath.Join(b.opts.LogDir, "bench-gate-cpu.pprof"))
-		}
+		b.gateHooks(r, n, &cpuSeconds)
 	}
 	metric, match, err := admissionMetric(mode)
 	if err != nil {
@@ -339,8 +324,11 @@ func (b *bench) run(ctx context.Context, mode string, n int, adm *histogramDelta
 	br := &BenchRun{Name: sc.Name, Mode: mode, Nodes: res.Nodes, Released: res.Released, Passed: res.Passed,
 		LatencyMS: res.ReleaseLatencyMS, WallS: round2(wallToReleased(res).Seconds()), Failures: res.Failures}
 	for _, v := range res.Violations {
-		if v.Kind == KindEarlyPod {
+		switch {
+		case v.Kind == KindEarlyPod:
 			br.EarlyPods++
+		case v.Kind == KindStuck && len(br.Stuck) < 5:
+			br.Stuck = append(br.Stuck, v.Node+": "+v.Detail)
 		}
 	}
 	if cpuSeconds > 0 && res.Released > 0 {
@@ -350,6 +338,30 @@ func (b *bench) run(ctx context.Context, mode string, n int, adm *histogramDelta
 	b.progress("%s: released %d/%d, p99 %.1f ms, wall %.1fs, early pods %d, passed %v",
 		sc.Name, res.Released, res.Nodes, br.LatencyMS.P99, br.WallS, br.EarlyPods, res.Passed)
 	return br, nil
+}
+
+// gateHooks arranges what the benchmark looks at in a gate run: a CPU profile over the
+// reference burst, the gate's own webhook timing once it has settled, and at the largest
+// size the memory phase (cpuSeconds receives the gate's CPU time up to then).
+func (b *bench) gateHooks(r *Runner, n int, cpuSeconds *float64) {
+	if n == b.opts.Reference && b.opts.LogDir != "" {
+		r.started = func(ctx context.Context, x *run) {
+			go b.profile(ctx, x, filepath.Join(b.opts.LogDir, "bench-gate-cpu.pprof"))
+		}
+	}
+	r.settled = func(ctx context.Context, x *run) error {
+		if n == b.opts.Reference {
+			if err := b.handlerLatency(ctx, x); err != nil {
+				return err
+			}
+		}
+		if n != b.largest {
+			return nil
+		}
+		var err error
+		*cpuSeconds, err = b.memory(ctx, x)
+		return err
+	}
 }
 
 // wallToReleased is the time from the first join to the last release.
