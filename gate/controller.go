@@ -6,9 +6,12 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,7 +82,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	d := Decide(node, pods, r.Clock.Now(), r.Config)
+	expected, err := r.expectedComponents(ctx, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	d := DecideExpecting(node, pods, expected, r.Clock.Now(), r.Config)
 	switch {
 	case d.Release:
 		return reconcile.Result{}, r.release(ctx, node, d)
@@ -89,6 +96,43 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.FromContext(ctx).V(1).Info("Holding node", "node", klog.KObj(node), "reason", d.Reason, "requeueAfter", d.RequeueAfter)
 	}
 	return reconcile.Result{RequeueAfter: d.RequeueAfter}, nil
+}
+
+// expectedComponents names the required components that a DaemonSet will run on node: one
+// in the component's namespace whose Pod template matches its selector and whose required
+// node affinity and nodeSelector match the node. The DaemonSets come from the cache.
+func (r *Reconciler) expectedComponents(ctx context.Context, node *corev1.Node) (map[string]bool, error) {
+	list := &appsv1.DaemonSetList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing daemonsets for node %q: %w", node.Name, err)
+	}
+	return expectedOn(node, list.Items, r.Config), nil
+}
+
+// expectedOn is the pure part of expectedComponents.
+func expectedOn(node *corev1.Node, dss []appsv1.DaemonSet, cfg *Config) map[string]bool {
+	var out map[string]bool
+	for i := range cfg.rules().components {
+		comp := &cfg.rules().components[i]
+		for j := range dss {
+			ds := &dss[j]
+			if comp.Namespace != "" && comp.Namespace != ds.Namespace {
+				continue
+			}
+			if !comp.selector.Matches(labels.Set(ds.Spec.Template.Labels)) {
+				continue
+			}
+			ok, err := nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: ds.Spec.Template.Spec}).Match(node)
+			if err == nil && ok {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out[comp.Name] = true
+				break
+			}
+		}
+	}
+	return out
 }
 
 func (r *Reconciler) initPods(ctx context.Context, nodeName string) ([]*corev1.Pod, error) {

@@ -36,10 +36,18 @@ func (d Decision) Wait() bool { return !d.Release }
 // autoscaler reuses a node name, a Ready init Pod of the previous node can still be bound to
 // that name until pod GC runs, and it must never release the new node.
 func Decide(node *corev1.Node, pods []*corev1.Pod, now time.Time, cfg *Config) Decision {
+	return DecideExpecting(node, pods, nil, now, cfg)
+}
+
+// DecideExpecting is Decide, also told which components are expected on the node although
+// none of their Pods is there yet: a DaemonSet of theirs targets it (expected[name]). Such a
+// component holds the node like a Pod that is not ready, so that a node is never released
+// while one component's DaemonSet has yet to create or bind its Pod.
+func DecideExpecting(node *corev1.Node, pods []*corev1.Pod, expected map[string]bool, now time.Time, cfg *Config) Decision {
 	r := cfg.rules()
 	created := node.CreationTimestamp.Time
 
-	ready, readyAt, why := componentsReady(node, pods, cfg, r)
+	ready, readyAt, why := componentsReady(node, pods, expected, cfg, r)
 	if ready && r.condType != "" && !hasCondition(node, r.condType, r.condStatus) {
 		ready, why = false, fmt.Sprintf("node condition %s is not %s", r.condType, r.condStatus)
 	}
@@ -68,7 +76,7 @@ func Decide(node *corev1.Node, pods []*corev1.Pod, now time.Time, cfg *Config) D
 // componentsReady applies the component rules: at least one component has a counted Pod on
 // the node, and every component that has one has a ready one. It returns the latest ready
 // time and, when not ready, why.
-func componentsReady(node *corev1.Node, pods []*corev1.Pod, cfg *Config, r *compiled) (bool, time.Time, string) {
+func componentsReady(node *corev1.Node, pods []*corev1.Pod, expected map[string]bool, cfg *Config, r *compiled) (bool, time.Time, string) {
 	var latest time.Time
 	present := 0
 	for i := range r.components {
@@ -85,6 +93,9 @@ func componentsReady(node *corev1.Node, pods []*corev1.Pod, cfg *Config, r *comp
 			}
 		}
 		if !has {
+			if expected[comp.Name] {
+				return false, time.Time{}, fmt.Sprintf("component %q: its DaemonSet targets the node, no Pod yet", comp.Name)
+			}
 			continue
 		}
 		present++
