@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
@@ -98,12 +97,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{RequeueAfter: d.RequeueAfter}, nil
 }
 
-// expectedComponents names the required components that a DaemonSet will run on node: one
-// in the component's namespace whose Pod template matches its selector and whose required
-// node affinity and nodeSelector match the node. The DaemonSets come from the cache.
+// expectedComponents names the required components that a DaemonSet will run on node: a
+// DaemonSet of the component (componentOf, as the toleration check reads it) whose required
+// node affinity and nodeSelector match the node. The DaemonSets come from the cache, read
+// without a deep copy: this runs on every reconcile and only reads them.
 func (r *Reconciler) expectedComponents(ctx context.Context, node *corev1.Node) (map[string]bool, error) {
 	list := &appsv1.DaemonSetList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing daemonsets for node %q: %w", node.Name, err)
 	}
 	return expectedOn(node, list.Items, r.Config), nil
@@ -112,24 +112,17 @@ func (r *Reconciler) expectedComponents(ctx context.Context, node *corev1.Node) 
 // expectedOn is the pure part of expectedComponents.
 func expectedOn(node *corev1.Node, dss []appsv1.DaemonSet, cfg *Config) map[string]bool {
 	var out map[string]bool
-	for i := range cfg.rules().components {
-		comp := &cfg.rules().components[i]
-		for j := range dss {
-			ds := &dss[j]
-			if comp.Namespace != "" && comp.Namespace != ds.Namespace {
-				continue
+	for i := range dss {
+		comp := cfg.componentOf(&dss[i])
+		if comp == "" || out[comp] {
+			continue
+		}
+		ok, err := nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: dss[i].Spec.Template.Spec}).Match(node)
+		if err == nil && ok {
+			if out == nil {
+				out = map[string]bool{}
 			}
-			if !comp.selector.Matches(labels.Set(ds.Spec.Template.Labels)) {
-				continue
-			}
-			ok, err := nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: ds.Spec.Template.Spec}).Match(node)
-			if err == nil && ok {
-				if out == nil {
-					out = map[string]bool{}
-				}
-				out[comp.Name] = true
-				break
-			}
+			out[comp] = true
 		}
 	}
 	return out
