@@ -11,9 +11,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -504,49 +504,29 @@ func gateMemory(ctx context.Context, r *replica) (gateMem, error) {
 // pending and cost the plane nothing but storage and watch traffic. They carry none of the
 // gate's labels: the gate must not pay for them.
 func fillPods(ctx context.Context, cs kubernetes.Interface, ns string, n int) error {
-	const workers = 32
-	next := make(chan int)
-	errs := make(chan error, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				p := &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("filler-%d", i), Labels: map[string]string{"sim.startupgate.io/filler": "true"}},
-					Spec: corev1.PodSpec{SchedulerName: "startupgate-bench-nobody",
-						Containers: []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}}},
-				}
-				if err := transient(ctx, func() error {
-					_, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
-					return ignoreExists(err)
-				}); err != nil {
-					errs <- fmt.Errorf("creating filler pod: %w", err)
-					return
-				}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
+	for i := 0; i < n && gctx.Err() == nil; i++ {
+		g.Go(func() error {
+			p := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("filler-%d", i), Labels: map[string]string{"sim.startupgate.io/filler": "true"}},
+				Spec: corev1.PodSpec{SchedulerName: "startupgate-bench-nobody",
+					Containers: []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}}},
 			}
-		}()
+			err := transient(gctx, func() error {
+				_, err := cs.CoreV1().Pods(ns).Create(gctx, p, metav1.CreateOptions{})
+				return ignoreExists(err)
+			})
+			if err != nil {
+				return fmt.Errorf("creating filler pod: %w", err)
+			}
+			return nil
+		})
 	}
-	var err error
-feed:
-	for i := 0; i < n; i++ {
-		select {
-		case next <- i:
-		case err = <-errs:
-			break feed
-		case <-ctx.Done():
-			err = ctx.Err()
-			break feed
-		}
+	if err := g.Wait(); err != nil {
+		return err
 	}
-	close(next)
-	wg.Wait()
-	close(errs)
-	if err == nil {
-		err = <-errs
-	}
-	return err
+	return ctx.Err() // cancelled before every Pod was even started
 }
 
 // writes counts, from the audit log, every Node write by the gate and by the floor, per

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -257,22 +258,15 @@ func (k *Kubelet) heartbeat(ctx context.Context) {
 		// Kubelets renew independently; a few at a time keeps a round of thousands of nodes
 		// within its interval. A missed renewal is harmless (the lease lasts 120s).
 		// Their own few writers: renewals must not queue ahead of Pod writes.
-		var wg sync.WaitGroup
-		next := make(chan string)
-		for w := 0; w < 8; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for n := range next {
-					_ = k.renewLease(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
-				}
-			}()
-		}
+		var g errgroup.Group
+		g.SetLimit(8)
 		for _, n := range names {
-			next <- n
+			g.Go(func() error {
+				_ = k.renewLease(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+				return nil
+			})
 		}
-		close(next)
-		wg.Wait()
+		_ = g.Wait()
 	}
 }
 
