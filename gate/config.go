@@ -134,118 +134,172 @@ func LoadConfig(data []byte) (Config, error) {
 	return cfg, nil
 }
 
-// Validate checks every field and compiles the selectors. Each error names its field.
+// Validate checks every field and compiles the selectors. Each error names its field, and
+// every error is reported at once, in field order, so one failed start shows them all.
 func (c *Config) Validate() error {
-	var errs []error
-	field := func(name string, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
-	}
+	var errs fieldErrors
 	out := &compiled{}
+	c.validateTaint(&errs)
+	c.validateAnnotations(&errs)
+	c.compileNodeSelector(out, &errs)
+	c.compileComponents(out, &errs)
+	// The common-key check needs every selector compiled; after any earlier error it would
+	// only add noise to a config that is already rejected.
+	if len(errs) == 0 {
+		out.chooseCache(&errs)
+	}
+	c.compileCondition(out, &errs)
+	c.validateHolds(&errs)
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	c.compiled = out
+	return nil
+}
 
+// fieldErrors collects Validate's errors, each prefixed with the field it names, so the
+// messages read the same whichever concern found them.
+type fieldErrors []error
+
+func (e *fieldErrors) add(field, format string, args ...any) {
+	*e = append(*e, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+}
+
+// validateTaint checks the taint as the apiserver would: a qualified key, a label-value
+// value, a known effect. A taint the apiserver rejects would fail every Node CREATE.
+func (c *Config) validateTaint(errs *fieldErrors) {
 	for _, msg := range validation.IsQualifiedName(c.Taint.Key) {
-		field("taint.key", "%q: %s", c.Taint.Key, msg)
+		errs.add("taint.key", "%q: %s", c.Taint.Key, msg)
 	}
 	if c.Taint.Value != "" {
 		for _, msg := range validation.IsValidLabelValue(c.Taint.Value) {
-			field("taint.value", "%q: %s", c.Taint.Value, msg)
+			errs.add("taint.value", "%q: %s", c.Taint.Value, msg)
 		}
 	}
 	switch c.Taint.Effect {
 	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
 	default:
-		field("taint.effect", "%q: must be NoSchedule, PreferNoSchedule or NoExecute", c.Taint.Effect)
+		errs.add("taint.effect", "%q: must be NoSchedule, PreferNoSchedule or NoExecute", c.Taint.Effect)
 	}
-	for name, key := range map[string]string{"readyAnnotation": c.ReadyAnnotation, "completedAnnotation": c.CompletedAnnotation} {
-		for _, msg := range validation.IsQualifiedName(key) {
-			field(name, "%q: %s", key, msg)
+}
+
+// validateAnnotations checks that both annotation keys are qualified names: the gate reads
+// one from init Pods and writes the other on Nodes.
+func (c *Config) validateAnnotations(errs *fieldErrors) {
+	for _, a := range []struct{ field, key string }{
+		{"readyAnnotation", c.ReadyAnnotation},
+		{"completedAnnotation", c.CompletedAnnotation},
+	} {
+		for _, msg := range validation.IsQualifiedName(a.key) {
+			errs.add(a.field, "%q: %s", a.key, msg)
 		}
 	}
+}
 
+func (c *Config) compileNodeSelector(out *compiled, errs *fieldErrors) {
 	var err error
 	if out.nodes, err = labels.Parse(c.NodeSelector); err != nil {
-		field("nodeSelector", "%q: %v", c.NodeSelector, err)
+		errs.add("nodeSelector", "%q: %v", c.NodeSelector, err)
 	}
+}
 
+// compileComponents parses each component's selector and checks its namespace. A component
+// with an empty selector would match every Pod, so it is refused.
+func (c *Config) compileComponents(out *compiled, errs *fieldErrors) {
 	if len(c.Components) == 0 {
-		field("components", "at least one required component is needed")
+		errs.add("components", "at least one required component is needed")
 	}
-	keys := map[string]int{}
-	namespaces := map[string]bool{}
 	for i, comp := range c.Components {
-		name := fmt.Sprintf("components[%d].selector", i)
 		sel, err := labels.Parse(comp.Selector)
 		if err != nil || sel.Empty() {
-			field(name, "%q: must be a non-empty label selector (%v)", comp.Selector, err)
+			errs.add(fmt.Sprintf("components[%d].selector", i), "%q: must be a non-empty label selector (%v)", comp.Selector, err)
 			continue
 		}
 		if comp.Namespace != "" {
 			for _, msg := range validation.IsDNS1123Label(comp.Namespace) {
-				field(fmt.Sprintf("components[%d].namespace", i), "%q: %s", comp.Namespace, msg)
+				errs.add(fmt.Sprintf("components[%d].namespace", i), "%q: %s", comp.Namespace, msg)
 			}
 		}
 		if comp.Name == "" {
 			comp.Name = comp.Selector
 		}
-		namespaces[comp.Namespace] = true
-		reqs, _ := sel.Requirements()
-		seen := map[string]bool{}
-		for _, r := range reqs {
-			switch r.Operator() {
-			case selection.Equals, selection.DoubleEquals, selection.In, selection.Exists:
-				if !seen[r.Key()] {
-					seen[r.Key()] = true
-					keys[r.Key()]++
-				}
-			}
-		}
 		out.components = append(out.components, compiledComponent{Component: comp, selector: sel})
 	}
+}
+
+// chooseCache picks what the Pod cache selects: a label key every component requires (the
+// smallest, so the choice is stable), and the components' namespace if they share one.
+// Without such a key the gate would have to cache every Pod in the cluster.
+func (out *compiled) chooseCache(errs *fieldErrors) {
+	keys := map[string]int{}
+	namespaces := map[string]bool{}
+	for _, comp := range out.components {
+		namespaces[comp.Namespace] = true
+		for k := range requiredKeys(comp.selector) {
+			keys[k]++
+		}
+	}
 	for k, n := range keys {
-		if n == len(c.Components) && (out.cacheKey == "" || k < out.cacheKey) {
+		if n == len(out.components) && (out.cacheKey == "" || k < out.cacheKey) {
 			out.cacheKey = k
 		}
 	}
-	if len(c.Components) > 0 && out.cacheKey == "" && len(errs) == 0 {
-		field("components", "every component selector must require one common label key (it selects the Pod cache, so the gate never caches all Pods)")
+	if out.cacheKey == "" {
+		errs.add("components", "every component selector must require one common label key (it selects the Pod cache, so the gate never caches all Pods)")
 	}
 	if len(namespaces) == 1 {
 		for ns := range namespaces {
 			out.cacheNamespace = ns
 		}
 	}
+}
 
-	if c.RequiredCondition != "" {
-		t, s, ok := strings.Cut(c.RequiredCondition, "=")
-		switch {
-		case !ok || t == "":
-			field("requiredCondition", "%q: must be Type=Status", c.RequiredCondition)
-		case s != string(corev1.ConditionTrue) && s != string(corev1.ConditionFalse) && s != string(corev1.ConditionUnknown):
-			field("requiredCondition", "%q: status must be True, False or Unknown", c.RequiredCondition)
-		default:
-			out.condType, out.condStatus = corev1.NodeConditionType(t), corev1.ConditionStatus(s)
+// requiredKeys are the label keys every Pod the selector matches must carry. Negative
+// requirements (!=, notin, !key) match Pods without the key, so they do not count.
+func requiredKeys(sel labels.Selector) map[string]bool {
+	reqs, _ := sel.Requirements()
+	keys := map[string]bool{}
+	for _, r := range reqs {
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In, selection.Exists:
+			keys[r.Key()] = true
 		}
 	}
+	return keys
+}
 
+func (c *Config) compileCondition(out *compiled, errs *fieldErrors) {
+	if c.RequiredCondition == "" {
+		return
+	}
+	t, s, ok := strings.Cut(c.RequiredCondition, "=")
+	switch {
+	case !ok || t == "":
+		errs.add("requiredCondition", "%q: must be Type=Status", c.RequiredCondition)
+	case s != string(corev1.ConditionTrue) && s != string(corev1.ConditionFalse) && s != string(corev1.ConditionUnknown):
+		errs.add("requiredCondition", "%q: status must be True, False or Unknown", c.RequiredCondition)
+	default:
+		out.condType, out.condStatus = corev1.NodeConditionType(t), corev1.ConditionStatus(s)
+	}
+}
+
+// validateHolds checks the hold bounds and what happens when the maximum passes. A maximum
+// shorter than the minimum would time every node out before it could be released.
+func (c *Config) validateHolds(errs *fieldErrors) {
 	if c.MinHold.Duration < 0 {
-		field("minHold", "%s: must not be negative", c.MinHold.Duration)
+		errs.add("minHold", "%s: must not be negative", c.MinHold.Duration)
 	}
 	if c.MaxHold.Duration < 0 {
-		field("maxHold", "%s: must not be negative", c.MaxHold.Duration)
+		errs.add("maxHold", "%s: must not be negative", c.MaxHold.Duration)
 	}
 	if c.MaxHold.Duration > 0 && c.MaxHold.Duration < c.MinHold.Duration {
-		field("maxHold", "%s: must not be shorter than minHold %s", c.MaxHold.Duration, c.MinHold.Duration)
+		errs.add("maxHold", "%s: must not be shorter than minHold %s", c.MaxHold.Duration, c.MinHold.Duration)
 	}
 	switch c.TimeoutPolicy {
 	case TimeoutRelease, TimeoutKeep:
 	default:
-		field("timeoutPolicy", "%q: must be %q or %q", c.TimeoutPolicy, TimeoutRelease, TimeoutKeep)
+		errs.add("timeoutPolicy", "%q: must be %q or %q", c.TimeoutPolicy, TimeoutRelease, TimeoutKeep)
 	}
-
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	c.compiled = out
-	return nil
 }
 
 // rules returns the compiled form. Using an unvalidated Config is a programming error.

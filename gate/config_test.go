@@ -101,6 +101,58 @@ func TestValidateErrors(t *testing.T) {
 	}
 }
 
+// TestValidateErrorOrder pins how several errors are reported: all at once, one line each,
+// in field order; and the common-label-key error only when nothing before it failed.
+func TestValidateErrorOrder(t *testing.T) {
+	noCommonKey := []Component{{Selector: "a=b"}, {Selector: "c=d"}}
+	tests := []struct {
+		name string
+		mod  func(*Config)
+		want []string // the field each line names, in order
+	}{
+		{"every concern at once", func(c *Config) {
+			c.Taint.Effect = ""
+			c.NodeSelector = "bad key=x"
+			c.Components = []Component{{Selector: "x in ("}}
+			c.RequiredCondition = "Ready=Yes"
+			c.MinHold = metav1.Duration{Duration: -time.Second}
+			c.TimeoutPolicy = "drop"
+		}, []string{"taint.effect", "nodeSelector", "components[0].selector", "requiredCondition", "minHold", "timeoutPolicy"}},
+		{"both annotations", func(c *Config) {
+			c.ReadyAnnotation, c.CompletedAnnotation = "bad key", "bad key"
+		}, []string{"readyAnnotation", "completedAnnotation"}},
+		{"no common key with later errors", func(c *Config) {
+			c.Components = noCommonKey
+			c.TimeoutPolicy = "drop"
+		}, []string{"components", "timeoutPolicy"}},
+		{"no common key after a taint error", func(c *Config) {
+			c.Components = noCommonKey
+			c.Taint.Effect = "x"
+		}, []string{"taint.effect"}},
+		{"no common key after a namespace error", func(c *Config) {
+			c.Components = []Component{{Namespace: "Bad_NS", Selector: "a=b"}, {Selector: "c=d"}}
+		}, []string{"components[0].namespace"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			tc.mod(&cfg)
+			err := cfg.Validate()
+			if err == nil {
+				t.Fatalf("Validate() = nil, want errors naming %v", tc.want)
+			}
+			var got []string
+			for _, line := range strings.Split(err.Error(), "\n") {
+				field, _, _ := strings.Cut(line, ": ")
+				got = append(got, field)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Validate() fields mismatch (-want +got):\n%s\nerror: %v", diff, err)
+			}
+		})
+	}
+}
+
 func TestValidateAccepts(t *testing.T) {
 	tests := []struct {
 		name string

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/startupgate/startupgate/gate"
@@ -17,6 +17,7 @@ import (
 // settings is everything the command line says: the gate's Config and how to run it.
 type settings struct {
 	cfg            gate.Config
+	kubeconfig     string
 	printPolicy    bool
 	leaderElect    bool
 	leaderNS       string
@@ -36,37 +37,84 @@ type settings struct {
 	releaseCommand bool
 }
 
-// multi collects a repeatable flag.
-type multi []string
-
-func (m *multi) String() string     { return strings.Join(*m, ",") }
-func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
+// contractFlags hold the flags that set gate.Config fields. They are parsed here first and
+// copied onto the Config only when given, so that a flag left at its default never undoes
+// the --config file or the env.
+type contractFlags struct {
+	configFile, taint, nodeSelector, timeoutPolicy, condition string
+	minHold, maxHold                                          time.Duration
+	webhook, backfill, annotationOnly, podGuard               bool
+	require                                                   []string
+}
 
 // parse reads flags and env into settings. Precedence, lowest first: the contract's
 // defaults, the --config file, STARTUP_WEBHOOK / STARTUP_BACKFILL, explicit flags.
 func parse(args []string, getenv func(string) string, stderr io.Writer) (*settings, error) {
 	s := &settings{}
-	def := gate.DefaultConfig()
-	fs := flag.NewFlagSet("gate", flag.ContinueOnError)
+	if len(args) > 0 && args[0] == "release" {
+		s.releaseCommand, args = true, args[1:]
+	}
+	var f contractFlags
+	fs := newFlagSet(s, &f, stderr)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := s.positional(fs.Args()); err != nil {
+		return nil, err
+	}
+	cfg, err := loadConfigFile(f.configFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := overlayEnv(&cfg, getenv); err != nil {
+		return nil, err
+	}
+	if err := f.overlay(fs, &cfg); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid config: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	s.cfg = cfg
+	return s, nil
+}
+
+// newFlagSet registers every flag in the Kubernetes convention (--flag, --flag=value), with
+// --all only under release, where it means something.
+func newFlagSet(s *settings, f *contractFlags, stderr io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("gate", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var (
-		configFile, taint, nodeSelector, timeoutPolicy, condition string
-		minHold, maxHold                                          time.Duration
-		webhook, backfill, annotationOnly, podGuard               bool
-		require                                                   multi
-	)
-	fs.StringVar(&configFile, "config", "", "YAML file holding the whole gate Config; explicit flags override it")
-	fs.BoolVar(&webhook, "webhook", def.Webhook, "serve the Node mutating webhook (default from STARTUP_WEBHOOK)")
-	fs.BoolVar(&backfill, "backfill", def.Backfill, "taint idle nodes that came up without the startup taint (default from STARTUP_BACKFILL)")
-	fs.BoolVar(&podGuard, "pod-guard", def.PodGuard, "serve the Pod guard validating webhook that denies Pods bound directly to gated nodes")
-	fs.DurationVar(&minHold, "min-hold", def.MinHold.Duration, "keep every node gated at least this long after its creation")
-	fs.DurationVar(&maxHold, "max-hold", def.MaxHold.Duration, "stop waiting for readiness this long after node creation (0: never); then --timeout-policy applies")
-	fs.StringVar(&timeoutPolicy, "timeout-policy", string(def.TimeoutPolicy), "at max hold: release (remove the taint, Warning event) or keep (keep it, alert)")
-	fs.BoolVar(&annotationOnly, "annotation-only", def.AnnotationOnly, "count only the "+def.ReadyAnnotation+"=true annotation on init Pods, not Pod readiness")
-	fs.StringVar(&taint, "taint", def.Taint.ToString(), "startup taint key[=value]:Effect; use a "+gate.AutoscalerTaintPrefix+" key with the cluster autoscaler")
-	fs.StringVar(&nodeSelector, "node-selector", def.NodeSelector, "label selector of the nodes to gate")
-	fs.Var(&require, "require", "required component [NAMESPACE:]SELECTOR, repeatable (default: "+gate.DefaultInitLabel+" in all namespaces)")
-	fs.StringVar(&condition, "require-condition", "", "node condition Type=Status that must also hold before release")
+	f.register(fs, gate.DefaultConfig())
+	s.register(fs)
+	if s.releaseCommand {
+		fs.BoolVar(&s.releaseAll, "all", false, "with release: release every node holding the startup taint")
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: gate [flags]\n       gate release (--all | NODE...)\n\nThe startupgate node startup gate.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func (f *contractFlags) register(fs *pflag.FlagSet, def gate.Config) {
+	fs.StringVar(&f.configFile, "config", "", "YAML `FILE` holding the whole gate Config; explicit flags override it")
+	fs.BoolVar(&f.webhook, "webhook", def.Webhook, "serve the Node mutating webhook (default from STARTUP_WEBHOOK)")
+	fs.BoolVar(&f.backfill, "backfill", def.Backfill, "taint idle nodes that came up without the startup taint (default from STARTUP_BACKFILL)")
+	fs.BoolVar(&f.podGuard, "pod-guard", def.PodGuard, "serve the Pod guard validating webhook that denies Pods bound directly to gated nodes")
+	fs.DurationVar(&f.minHold, "min-hold", def.MinHold.Duration, "keep every node gated at least this long after its creation")
+	fs.DurationVar(&f.maxHold, "max-hold", def.MaxHold.Duration, "stop waiting for readiness this long after node creation (0: never); then --timeout-policy applies")
+	fs.StringVar(&f.timeoutPolicy, "timeout-policy", string(def.TimeoutPolicy), "at max hold: release (remove the taint, Warning event) or keep (keep it, alert)")
+	fs.BoolVar(&f.annotationOnly, "annotation-only", def.AnnotationOnly, "count only the "+def.ReadyAnnotation+"=true annotation on init Pods, not Pod readiness")
+	fs.StringVar(&f.taint, "taint", def.Taint.ToString(), "startup taint key[=value]:Effect; use a "+gate.AutoscalerTaintPrefix+" key with the cluster autoscaler")
+	fs.StringVar(&f.nodeSelector, "node-selector", def.NodeSelector, "label selector of the nodes to gate")
+	// A string array, not a slice: a selector holds commas ("app in (cni,csi)") that a
+	// slice flag would split into several components.
+	fs.StringArrayVar(&f.require, "require", nil, "required component `[NAMESPACE:]SELECTOR`, repeatable (default: "+gate.DefaultInitLabel+" in all namespaces)")
+	fs.StringVar(&f.condition, "require-condition", "", "node condition Type=Status that must also hold before release")
+}
+
+func (s *settings) register(fs *pflag.FlagSet) {
+	fs.StringVar(&s.kubeconfig, "kubeconfig", "", "path to a kubeconfig `FILE`, for running out of cluster (default: in-cluster config, then $KUBECONFIG, then ~/.kube/config)")
 	fs.BoolVar(&s.printPolicy, "print-policy", false, "print the MutatingAdmissionPolicy and binding for this config as YAML and exit")
 	fs.BoolVar(&s.leaderElect, "leader-elect", false, "use leader election so that only one replica releases nodes; the webhook serves on every replica")
 	fs.StringVar(&s.leaderNS, "leader-election-namespace", "", "namespace of the leader Lease (default: the Pod's own namespace in cluster)")
@@ -81,85 +129,105 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*settin
 	fs.IntVar(&s.workers, "workers", 16, "nodes reconciled concurrently")
 	fs.Float64Var(&s.qps, "kube-api-qps", 100, "client QPS to the apiserver")
 	fs.IntVar(&s.burst, "kube-api-burst", 200, "client burst to the apiserver")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: gate [flags]\n       gate release (--all | NODE...)\n\nThe startupgate node startup gate.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
+}
 
-	if len(args) > 0 && args[0] == "release" {
-		s.releaseCommand = true
-		args = args[1:]
-		fs.BoolVar(&s.releaseAll, "all", false, "with release: release every node holding the startup taint")
-	}
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if s.releaseCommand {
-		s.releaseNodes = fs.Args()
-		if s.releaseAll == (len(s.releaseNodes) > 0) {
-			return nil, fmt.Errorf("release: give either --all or node names")
+// positional takes the arguments left after the flags: the node names of release, and
+// nothing otherwise, so that a mistyped flag value cannot pass silently as an argument.
+func (s *settings) positional(args []string) error {
+	if !s.releaseCommand {
+		if len(args) > 0 {
+			return fmt.Errorf("unexpected arguments: %v", args)
 		}
-	} else if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+		return nil
 	}
+	s.releaseNodes = args
+	if s.releaseAll == (len(args) > 0) {
+		return fmt.Errorf("release: give either --all or node names")
+	}
+	return nil
+}
 
-	cfg := def
-	if configFile != "" {
-		data, err := os.ReadFile(configFile)
+// loadConfigFile decodes the --config file over the contract's defaults, or returns the
+// defaults when there is no file.
+func loadConfigFile(path string) (gate.Config, error) {
+	if path == "" {
+		return gate.DefaultConfig(), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return gate.Config{}, fmt.Errorf("reading --config: %w", err)
+	}
+	cfg, err := gate.LoadConfig(data)
+	if err != nil {
+		return gate.Config{}, fmt.Errorf("--config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// overlayEnv applies STARTUP_WEBHOOK and STARTUP_BACKFILL, the contract's env switches, which
+// manifests set without touching the args.
+func overlayEnv(cfg *gate.Config, getenv func(string) string) error {
+	for _, e := range []struct {
+		name string
+		dst  *bool
+	}{{"STARTUP_WEBHOOK", &cfg.Webhook}, {"STARTUP_BACKFILL", &cfg.Backfill}} {
+		v := getenv(e.name)
+		if v == "" {
+			continue
+		}
+		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return nil, fmt.Errorf("reading --config: %w", err)
+			return fmt.Errorf("%s=%q: want 1 or 0", e.name, v)
 		}
-		if cfg, err = gate.LoadConfig(data); err != nil {
-			return nil, fmt.Errorf("--config %s: %w", configFile, err)
-		}
+		*e.dst = b
 	}
-	for env, dst := range map[string]*bool{"STARTUP_WEBHOOK": &cfg.Webhook, "STARTUP_BACKFILL": &cfg.Backfill} {
-		if v := getenv(env); v != "" {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return nil, fmt.Errorf("%s=%q: want 1 or 0", env, v)
-			}
-			*dst = b
-		}
-	}
+	return nil
+}
+
+// overlay copies the contract flags given on the command line onto cfg, and only those.
+func (f *contractFlags) overlay(fs *pflag.FlagSet, cfg *gate.Config) error {
 	var err error
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "webhook":
-			cfg.Webhook = webhook
-		case "backfill":
-			cfg.Backfill = backfill
-		case "pod-guard":
-			cfg.PodGuard = podGuard
-		case "min-hold":
-			cfg.MinHold = metav1.Duration{Duration: minHold}
-		case "max-hold":
-			cfg.MaxHold = metav1.Duration{Duration: maxHold}
-		case "timeout-policy":
-			cfg.TimeoutPolicy = gate.TimeoutPolicy(timeoutPolicy)
-		case "annotation-only":
-			cfg.AnnotationOnly = annotationOnly
-		case "taint":
-			if cfg.Taint, err = gate.ParseTaint(taint); err != nil {
-				err = fmt.Errorf("--taint: %w", err)
-			}
-		case "node-selector":
-			cfg.NodeSelector = nodeSelector
-		case "require":
-			cfg.Components = nil
-			for _, r := range require {
-				cfg.Components = append(cfg.Components, gate.ParseComponent(r))
-			}
-		case "require-condition":
-			cfg.RequiredCondition = condition
+	fs.Visit(func(fl *pflag.Flag) {
+		if e := f.apply(fl.Name, cfg); e != nil && err == nil {
+			err = e
 		}
 	})
-	if err != nil {
-		return nil, err
+	return err
+}
+
+// apply sets the Config field behind the named flag; flags that are not in the contract are
+// ignored.
+func (f *contractFlags) apply(name string, cfg *gate.Config) error {
+	switch name {
+	case "webhook":
+		cfg.Webhook = f.webhook
+	case "backfill":
+		cfg.Backfill = f.backfill
+	case "pod-guard":
+		cfg.PodGuard = f.podGuard
+	case "min-hold":
+		cfg.MinHold = metav1.Duration{Duration: f.minHold}
+	case "max-hold":
+		cfg.MaxHold = metav1.Duration{Duration: f.maxHold}
+	case "timeout-policy":
+		cfg.TimeoutPolicy = gate.TimeoutPolicy(f.timeoutPolicy)
+	case "annotation-only":
+		cfg.AnnotationOnly = f.annotationOnly
+	case "taint":
+		t, err := gate.ParseTaint(f.taint)
+		if err != nil {
+			return fmt.Errorf("--taint: %w", err)
+		}
+		cfg.Taint = t
+	case "node-selector":
+		cfg.NodeSelector = f.nodeSelector
+	case "require":
+		cfg.Components = nil
+		for _, r := range f.require {
+			cfg.Components = append(cfg.Components, gate.ParseComponent(r))
+		}
+	case "require-condition":
+		cfg.RequiredCondition = f.condition
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("invalid config: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
-	}
-	s.cfg = cfg
-	return s, nil
+	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,10 +11,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/startupgate/startupgate/gate"
+	// For its -update flag only: `go test ./... -update` passes it to every test binary.
+	_ "github.com/startupgate/startupgate/internal/golden"
 )
 
 // env returns a getenv over a fixed map.
@@ -125,6 +127,20 @@ func TestParseFlags(t *testing.T) {
 			},
 		},
 		{
+			name: "require in the --flag=value form",
+			args: []string{"--require=ns:app=x"},
+			want: func(c *gate.Config) {
+				c.Components = []gate.Component{{Name: "ns:app=x", Namespace: "ns", Selector: "app=x"}}
+			},
+		},
+		{
+			name: "require keeps the commas of a set-based selector",
+			args: []string{"--require", "kube-system:app in (cni,csi)"},
+			want: func(c *gate.Config) {
+				c.Components = []gate.Component{{Name: "kube-system:app in (cni,csi)", Namespace: "kube-system", Selector: "app in (cni,csi)"}}
+			},
+		},
+		{
 			name: "require without namespace",
 			args: []string{"--require", "app=x"},
 			want: func(c *gate.Config) { c.Components = []gate.Component{{Name: "app=x", Selector: "app=x"}} },
@@ -160,6 +176,24 @@ func TestParseFlags(t *testing.T) {
 			},
 		},
 		{
+			name: "kubeconfig",
+			args: []string{"--kubeconfig", "/home/me/.kube/config"},
+			s: func(t *testing.T, s *settings) {
+				if s.kubeconfig != "/home/me/.kube/config" {
+					t.Errorf("kubeconfig = %q, want %q", s.kubeconfig, "/home/me/.kube/config")
+				}
+			},
+		},
+		{
+			name: "kubeconfig in the --flag=value form, with --print-policy",
+			args: []string{"--kubeconfig=/etc/gate/kubeconfig", "--print-policy"},
+			s: func(t *testing.T, s *settings) {
+				if s.kubeconfig != "/etc/gate/kubeconfig" || !s.printPolicy {
+					t.Errorf("kubeconfig, printPolicy = %q, %v, want %q, true", s.kubeconfig, s.printPolicy, "/etc/gate/kubeconfig")
+				}
+			},
+		},
+		{
 			name: "STARTUP_WEBHOOK=0 and STARTUP_BACKFILL=1 set the defaults",
 			env:  []string{"STARTUP_WEBHOOK", "0", "STARTUP_BACKFILL", "1"},
 			want: func(c *gate.Config) { c.Webhook, c.Backfill = false, true },
@@ -174,6 +208,19 @@ func TestParseFlags(t *testing.T) {
 			args: []string{"--webhook", "--backfill=false"},
 			env:  []string{"STARTUP_WEBHOOK", "0", "STARTUP_BACKFILL", "1"},
 			want: func(c *gate.Config) { c.Webhook, c.Backfill = true, false },
+		},
+		{
+			name: "a flag left at its default does not undo the env",
+			args: []string{"--min-hold", "5s"},
+			env:  []string{"STARTUP_WEBHOOK", "0", "STARTUP_BACKFILL", "1"},
+			want: func(c *gate.Config) {
+				c.MinHold = metav1.Duration{Duration: 5 * time.Second}
+				c.Webhook, c.Backfill = false, true
+			},
+		},
+		{
+			name: "empty env is unset",
+			env:  []string{"STARTUP_WEBHOOK", "", "STARTUP_BACKFILL", ""},
 		},
 		{
 			name: "every contract flag at once",
@@ -258,8 +305,19 @@ components:
 		{
 			name: "env overrides the file",
 			args: []string{"--config", file},
-			env:  []string{"STARTUP_WEBHOOK", "1"},
-			want: func(c *gate.Config) { c.Webhook = true },
+			env:  []string{"STARTUP_WEBHOOK", "1", "STARTUP_BACKFILL", "1"},
+			want: func(c *gate.Config) { c.Webhook, c.Backfill = true, true },
+		},
+		{
+			name: "flag overrides env, which overrides the file",
+			args: []string{"--config", file, "--webhook=false", "--backfill=false"},
+			env:  []string{"STARTUP_WEBHOOK", "1", "STARTUP_BACKFILL", "1"},
+			want: func(c *gate.Config) {},
+		},
+		{
+			name: "flags in the --flag=value form",
+			args: []string{"--config=" + file, "--min-hold=5s"},
+			want: func(c *gate.Config) { c.MinHold = metav1.Duration{Duration: 5 * time.Second} },
 		},
 	}
 	for _, tc := range tests {
@@ -303,6 +361,10 @@ func TestParseErrors(t *testing.T) {
 		{"require condition", []string{"--require-condition", "Ready"}, nil, "requiredCondition"},
 		{"bad duration", []string{"--min-hold", "soon"}, nil, "min-hold"},
 		{"unknown flag", []string{"--max-holds", "1m"}, nil, "max-holds"},
+		// pflag reads -config as the shorthands -c -o -n ...: long flags take two dashes.
+		{"single-dash long flag", []string{"-config", "x.yaml"}, nil, "-config"},
+		{"flag without its value", []string{"--config"}, nil, "config"},
+		{"bool flag with a bad value", []string{"--webhook=maybe"}, nil, "webhook"},
 		{"positional argument", []string{"extra"}, nil, "unexpected arguments"},
 		{"bad STARTUP_WEBHOOK", nil, []string{"STARTUP_WEBHOOK", "maybe"}, "STARTUP_WEBHOOK"},
 		{"bad STARTUP_BACKFILL", nil, []string{"STARTUP_BACKFILL", "yes please"}, "STARTUP_BACKFILL"},
@@ -329,15 +391,20 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestParseHelp(t *testing.T) {
-	var out strings.Builder
-	_, err := parse([]string{"--help"}, env(), &out)
-	if !errors.Is(err, flag.ErrHelp) {
-		t.Fatalf("parse(--help) = %v, want flag.ErrHelp", err)
-	}
-	for _, want := range []string{"gate release (--all | NODE...)", "-min-hold", "-taint", gate.AutoscalerTaintPrefix} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("usage does not mention %q:\n%s", want, out.String())
-		}
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"release", "--help"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var out strings.Builder
+			_, err := parse(args, env(), &out)
+			if !errors.Is(err, pflag.ErrHelp) {
+				t.Fatalf("parse(%q) = %v, want pflag.ErrHelp", args, err)
+			}
+			for _, want := range []string{"gate release (--all | NODE...)", "--min-hold duration", "--taint string",
+				"--kubeconfig FILE", "--require [NAMESPACE:]SELECTOR", gate.AutoscalerTaintPrefix} {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("usage does not mention %q:\n%s", want, out.String())
+				}
+			}
+		})
 	}
 }
 
@@ -354,6 +421,9 @@ func TestParseRelease(t *testing.T) {
 		{name: "names", args: []string{"release", "n1", "n2"}, wantNodes: []string{"n1", "n2"}},
 		{name: "flags before names", args: []string{"release", "--taint", "example.com/boot:NoSchedule", "n1"}, wantNodes: []string{"n1"}, wantTaint: "example.com/boot"},
 		{name: "all with a custom taint", args: []string{"release", "--all", "--taint=example.com/boot:NoSchedule"}, wantAll: true, wantTaint: "example.com/boot"},
+		{name: "flags after names", args: []string{"release", "n1", "--taint", "example.com/boot:NoSchedule", "n2"}, wantNodes: []string{"n1", "n2"}, wantTaint: "example.com/boot"},
+		{name: "names after --", args: []string{"release", "--", "n1"}, wantNodes: []string{"n1"}},
+		{name: "--all after a name", args: []string{"release", "n1", "--all"}, wantErr: true},
 		{name: "nothing", args: []string{"release"}, wantErr: true},
 		{name: "both --all and names", args: []string{"release", "--all", "n1"}, wantErr: true},
 		{name: "invalid config in release", args: []string{"release", "--all", "--timeout-policy", "x"}, wantErr: true},

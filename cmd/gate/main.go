@@ -5,14 +5,15 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -20,11 +21,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/policy"
 )
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
+		// --help has printed the usage; asking for it is not a failure.
+		if !errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "gate:", err)
 			os.Exit(1)
 		}
@@ -37,7 +40,7 @@ func run(args []string) error {
 		return err
 	}
 	if s.printPolicy {
-		out, err := s.cfg.PolicyYAML()
+		out, err := policy.YAML(&s.cfg)
 		if err != nil {
 			return err
 		}
@@ -45,9 +48,9 @@ func run(args []string) error {
 		return err
 	}
 	ctrl.SetLogger(zap.New(zap.UseDevMode(false), zap.Level(zapcore.InfoLevel)))
-	rc, err := ctrl.GetConfig()
+	rc, err := restConfig(s.kubeconfig)
 	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w", err)
+		return err
 	}
 	rc.QPS, rc.Burst = float32(s.qps), s.burst
 	ctx := ctrl.SetupSignalHandler()
@@ -73,6 +76,25 @@ func run(args []string) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// restConfig loads the client config from the --kubeconfig file when one is given, and
+// otherwise the way every controller-runtime binary does: in-cluster, then $KUBECONFIG, then
+// ~/.kube/config. controller-runtime's own --kubeconfig lives on the standard flag set,
+// which this binary does not parse, hence the explicit path here.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		rc, err := ctrl.GetConfig()
+		if err != nil {
+			return nil, fmt.Errorf("loading kubeconfig: %w", err)
+		}
+		return rc, nil
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
+	}
+	return rc, nil
 }
 
 func release(ctx context.Context, s *settings, rc *rest.Config) error {
