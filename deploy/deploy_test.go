@@ -52,7 +52,8 @@ import (
 
 	"github.com/startupgate/startupgate/deploy"
 	"github.com/startupgate/startupgate/gate"
-	"github.com/startupgate/startupgate/sim"
+	"github.com/startupgate/startupgate/gate/policy"
+	"github.com/startupgate/startupgate/sim/controlplane"
 )
 
 // The overlays operators install. deploy/base is not standalone (it lacks the webhook
@@ -72,7 +73,7 @@ const (
 // every test in this package. It is started in TestMain; missing binaries fail the tests
 // that need it with the error, they do not skip.
 var (
-	plane    *sim.Embedded
+	plane    *controlplane.Embedded
 	planeCfg *rest.Config
 	planeErr error
 )
@@ -92,7 +93,7 @@ func TestMain(m *testing.M) {
 	_ = fs.Set("stderrthreshold", "FATAL")
 	klog.SetOutput(logf)
 
-	plane = &sim.Embedded{}
+	plane = &controlplane.Embedded{}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	planeCfg, planeErr = plane.Start(ctx)
 	cancel()
@@ -246,7 +247,7 @@ func defaultConfig(t *testing.T) gate.Config {
 
 func TestOverlaysRender(t *testing.T) {
 	cfg := defaultConfig(t)
-	wantSelector, err := cfg.ObjectSelector()
+	wantSelector, err := policy.ObjectSelector(&cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +312,7 @@ func TestOverlaysRender(t *testing.T) {
 				t.Errorf("node webhook failurePolicy = %v, want Fail", w.FailurePolicy)
 			}
 			if diff := cmp.Diff(wantSelector, w.ObjectSelector, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("node webhook objectSelector differs from gate.DefaultConfig().ObjectSelector() (-want +got):\n%s", diff)
+				t.Errorf("node webhook objectSelector differs from policy.ObjectSelector(gate.DefaultConfig()) (-want +got):\n%s", diff)
 			}
 			if len(w.ClientConfig.CABundle) != 0 {
 				t.Errorf("the manifests must never set caBundle (re-applying would clear the injected one)")
@@ -569,7 +570,7 @@ func TestNoRBACWildcards(t *testing.T) {
 // renders, so it cannot drift from the webhook's mutation.
 func TestPolicyOverlayMatchesConfig(t *testing.T) {
 	cfg := defaultConfig(t)
-	wantPolicy, wantBinding, err := cfg.Policy()
+	wantPolicy, wantBinding, err := policy.For(&cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -596,7 +597,7 @@ func TestPolicyOverlayMatchesConfig(t *testing.T) {
 // default config does not gate.
 func TestWebhookObjectSelectorMatchesConfig(t *testing.T) {
 	cfg := defaultConfig(t)
-	want, err := cfg.ObjectSelector()
+	want, err := policy.ObjectSelector(&cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -607,7 +608,7 @@ func TestWebhookObjectSelectorMatchesConfig(t *testing.T) {
 	wh := typed[admissionregistrationv1.MutatingWebhookConfiguration](t, objs[0])
 	for _, w := range wh.Webhooks {
 		if diff := cmp.Diff(want, w.ObjectSelector, cmpopts.EquateEmpty()); diff != "" {
-			t.Errorf("webhook %s objectSelector != gate.DefaultConfig().ObjectSelector() (-want +got):\n%s", w.Name, diff)
+			t.Errorf("webhook %s objectSelector != policy.ObjectSelector(gate.DefaultConfig()) (-want +got):\n%s", w.Name, diff)
 		}
 	}
 }

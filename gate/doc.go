@@ -5,7 +5,7 @@
 // after seeing it created loses to the scheduler whenever Pods are already pending: the Node
 // becomes schedulable the moment it reports Ready, often before any controller has reacted.
 // So the gate adds its NoSchedule taint inside the Node's CREATE — by a mutating webhook
-// (webhook.go) or by the equivalent MutatingAdmissionPolicy (policy.go) — and the taint is
+// (webhook.go) or by the equivalent MutatingAdmissionPolicy (gate/policy) — and the taint is
 // part of the Node from its first stored version. A controller (controller.go) then removes
 // it once a pure decision (readiness.go) says the node's init Pods are ready, in one write
 // guarded by resourceVersion (nodewriter.go) that also records completedAt. Nodes that came

@@ -25,7 +25,7 @@ const (
 )
 
 // nodeDefaulter adds the startup taint to a Node at CREATE. It is the same mutation as the
-// MutatingAdmissionPolicy in policy.go; a test against a real apiserver holds them equal.
+// MutatingAdmissionPolicy that gate/policy renders; a test against a real apiserver holds them equal.
 type nodeDefaulter struct {
 	cfg *Config
 }

@@ -1,4 +1,4 @@
-package gate
+package policy
 
 import (
 	"bytes"
@@ -10,17 +10,19 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/startupgate/startupgate/gate"
 )
 
-// PolicyName names both the MutatingAdmissionPolicy and its binding.
-const PolicyName = "startupgate-node-taint"
+// Name names both the MutatingAdmissionPolicy and its binding.
+const Name = "startupgate-node-taint"
 
-// Policy renders the webhook's mutation as a MutatingAdmissionPolicy and binding, evaluated
+// For renders the webhook's mutation as a MutatingAdmissionPolicy and binding, evaluated
 // inside the apiserver: no TLS, no network hop, and no dependency on the gate's Pods being
 // up when a node registers. It matches Node CREATE on the same node selector, skips nodes
 // that are released or already carry the taint (key and effect, like the webhook), and adds
 // the taint. A test against a real apiserver holds it equal to the webhook.
-func (c *Config) Policy() (*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding, error) {
+func For(c *gate.Config) (*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding, error) {
 	selector, err := labelSelector(c.NodeSelector)
 	if err != nil {
 		return nil, nil, fmt.Errorf("converting nodeSelector %q: %w", c.NodeSelector, err)
@@ -38,7 +40,7 @@ func (c *Config) Policy() (*admissionregistrationv1.MutatingAdmissionPolicy, *ad
 
 	policy := &admissionregistrationv1.MutatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: PolicyName},
+		ObjectMeta: metav1.ObjectMeta{Name: Name},
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 			MatchConstraints: &admissionregistrationv1.MatchResources{
 				ObjectSelector: selector,
@@ -72,16 +74,16 @@ func (c *Config) Policy() (*admissionregistrationv1.MutatingAdmissionPolicy, *ad
 	}
 	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicyBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: PolicyName},
-		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: PolicyName},
+		ObjectMeta: metav1.ObjectMeta{Name: Name},
+		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: Name},
 	}
 	return policy, binding, nil
 }
 
-// PolicyYAML renders Policy as one multi-document YAML stream, for --print-policy and for
+// YAML renders For as one multi-document YAML stream, for --print-policy and for
 // deploy/overlays/policy.
-func (c *Config) PolicyYAML() ([]byte, error) {
-	policy, binding, err := c.Policy()
+func YAML(c *gate.Config) ([]byte, error) {
+	policy, binding, err := For(c)
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +133,6 @@ func labelSelector(s string) (*metav1.LabelSelector, error) {
 
 // ObjectSelector is the node selector in the structured form webhook and policy
 // configurations take; deploy/base/webhook.yaml carries the default one.
-func (c *Config) ObjectSelector() (*metav1.LabelSelector, error) {
+func ObjectSelector(c *gate.Config) (*metav1.LabelSelector, error) {
 	return labelSelector(c.NodeSelector)
 }
