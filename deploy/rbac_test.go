@@ -44,6 +44,8 @@ import (
 
 	"github.com/startupgate/startupgate/gate"
 	"github.com/startupgate/startupgate/sim"
+	"github.com/startupgate/startupgate/sim/gateundertest"
+	"github.com/startupgate/startupgate/sim/scenario"
 )
 
 // saIdentity is who the deployed gate is: its ServiceAccount, with the groups the
@@ -130,11 +132,11 @@ func TestGateUnderDeployedRBAC(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
 		as := saIdentity
-		r, err := sim.NewRunner(adminConfig(t), sim.Options{Gate: sim.GateInProcess, GateAs: &as})
+		r, err := sim.NewRunner(adminConfig(t), sim.Options{Gate: gateundertest.InProcess, GateAs: &as})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sc, err := sim.Load("../scenarios/basic-join.yaml")
+		sc, err := scenario.Load("../scenarios/basic-join.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/sim/gateundertest"
+	"github.com/startupgate/startupgate/sim/scenario"
 )
 
 // TestWebhookPolicyEquivalence: for the same inputs, the webhook (served in-process over
@@ -26,10 +28,10 @@ func TestWebhookPolicyEquivalence(t *testing.T) {
 	rc := sharedPlane(t)
 	cs := kubernetes.NewForConfigOrDie(rc)
 	ctx := context.Background()
-	const scenario = "equivalence"
+	const name = "equivalence"
 
 	cfg := gate.DefaultConfig()
-	cfg.NodeSelector += "," + ScenarioLabel + "=" + scenario
+	cfg.NodeSelector += "," + scenario.Label + "=" + name
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -50,15 +52,15 @@ func TestWebhookPolicyEquivalence(t *testing.T) {
 		{name: "already-released", annotations: map[string]string{gate.DefaultCompletedAnnotation: "1"}},
 	}
 
-	admit := func(mode GateMode) map[string]*corev1.Node {
-		g := newHarness(rc, cs, mode, cfg, &Scenario{Name: scenario}, "default")
-		t.Cleanup(func() { _ = g.stop(context.Background()) })
-		if err := g.start(ctx, 1); err != nil {
+	admit := func(mode gateundertest.Mode) map[string]*corev1.Node {
+		g := gateundertest.New(rc, cs, mode, cfg, &scenario.Scenario{Name: name}, "default", gateundertest.Options{})
+		t.Cleanup(func() { _ = g.Stop(context.Background()) })
+		if err := g.Start(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
 		out := map[string]*corev1.Node{}
 		for _, in := range inputs {
-			lbls := map[string]string{ScenarioLabel: scenario}
+			lbls := map[string]string{scenario.Label: name}
 			for k, v := range in.labels {
 				lbls[k] = v
 			}
@@ -75,13 +77,13 @@ func TestWebhookPolicyEquivalence(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := g.stop(ctx); err != nil {
+		if err := g.Stop(ctx); err != nil {
 			t.Fatal(err)
 		}
 		return out
 	}
-	webhook := admit(GateInProcess)
-	policy := admit(GatePolicy)
+	webhook := admit(gateundertest.InProcess)
+	policy := admit(gateundertest.Policy)
 
 	for _, in := range inputs {
 		w, p := webhook[in.name], policy[in.name]

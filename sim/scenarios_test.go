@@ -2,22 +2,29 @@ package sim
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/startupgate/startupgate/sim/check"
+	"github.com/startupgate/startupgate/sim/controlplane"
+	"github.com/startupgate/startupgate/sim/gateundertest"
+	"github.com/startupgate/startupgate/sim/report"
+	"github.com/startupgate/startupgate/sim/scenario"
 )
 
 // TestScenarios runs the whole scenario suite with the gate in-process: each must meet its
 // own expect. This is the race-condition regression suite CI runs.
 func TestScenarios(t *testing.T) {
 	rc := sharedPlane(t)
-	scs, err := LoadAll([]string{"../scenarios"})
+	scs, err := scenario.LoadAll([]string{"../scenarios"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewRunner(rc, Options{Gate: GateInProcess, Plane: plane})
+	r, err := NewRunner(rc, Options{Gate: gateundertest.InProcess, Plane: plane})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,36 +58,36 @@ func TestNegativeControls(t *testing.T) {
 	rc := sharedPlane(t)
 	tests := []struct {
 		file   string
-		gate   GateMode
-		mutate func(*Scenario)
+		gate   gateundertest.Mode
+		mutate func(*scenario.Scenario)
 		want   string // a violation kind, or a failure text
 	}{
 		// No gate: every pending Pod lands before the node is ready.
-		{file: "basic-join", gate: GateOff, want: KindEarlyPod},
-		{file: "autoscale-burst", gate: GateOff, want: KindEarlyPod},
+		{file: "basic-join", gate: gateundertest.Off, want: check.KindEarlyPod},
+		{file: "autoscale-burst", gate: gateundertest.Off, want: check.KindEarlyPod},
 		// The Pod guard off: Pods bound by spec.nodeName skip the taint.
-		{file: "nodename-bypass", mutate: func(sc *Scenario) { sc.gateConfig.PodGuard = false }, want: KindEarlyPod},
+		{file: "nodename-bypass", mutate: func(sc *scenario.Scenario) { sc.GateConfig.PodGuard = false }, want: check.KindEarlyPod},
 		// failurePolicy Ignore and an outage, without backfill: nodes stay untainted.
-		{file: "webhook-down-fail-open-backfill", mutate: func(sc *Scenario) { sc.gateConfig.Backfill = false }, want: KindEarlyPod},
+		{file: "webhook-down-fail-open-backfill", mutate: func(sc *scenario.Scenario) { sc.GateConfig.Backfill = false }, want: check.KindEarlyPod},
 		// Writers that write stale copies without the resourceVersion lose each other's taints.
-		{file: "foreign-taint-writers", mutate: func(sc *Scenario) {
+		{file: "foreign-taint-writers", mutate: func(sc *scenario.Scenario) {
 			for i := range sc.Timeline {
 				if w := sc.Timeline[i].TaintWriters; w != nil {
 					w.Unguarded = true
 				}
 			}
 			sc.Timeout = 20 * time.Second
-		}, want: KindForeignTaintLost},
+		}, want: check.KindForeignTaintLost},
 		// A release bound no gate can meet. (Each file appears once: runs of the same
 		// scenario would share node names, so they cannot run at the same time.)
-		{file: "min-hold", mutate: func(sc *Scenario) { sc.Expect.ReleasedWithin = time.Millisecond }, want: KindLateRelease},
+		{file: "min-hold", mutate: func(sc *scenario.Scenario) { sc.Expect.ReleasedWithin = time.Millisecond }, want: check.KindLateRelease},
 		// The keep policy holds nodes; expecting none stuck must fail.
-		{file: "init-never-ready-timeout-keep", mutate: func(sc *Scenario) { sc.Expect.Stuck = 0 }, want: "never released"},
+		{file: "init-never-ready-timeout-keep", mutate: func(sc *scenario.Scenario) { sc.Expect.Stuck = 0 }, want: "never released"},
 	}
 	for _, tt := range tests {
 		mode := tt.gate
 		if mode == "" {
-			mode = GateInProcess
+			mode = gateundertest.InProcess
 		}
 		t.Run(tt.file+"/"+tt.want, func(t *testing.T) {
 			t.Parallel()
@@ -100,9 +107,9 @@ func TestNegativeControls(t *testing.T) {
 				}
 			}
 			if found == 0 {
-				t.Fatalf("%s: want %s, got violations of kinds %q and failures %v", res.Name, tt.want, kindsOf(res.Violations), res.Failures)
+				t.Fatalf("%s: want %s, got violations of kinds %q and failures %v", res.Name, tt.want, check.KindsOf(res.Violations), res.Failures)
 			}
-			if mode == GateOff && !strings.Contains(res.Reproduce, "--gate off") {
+			if mode == gateundertest.Off && !strings.Contains(res.Reproduce, "--gate off") {
 				t.Errorf("reproduce line %q does not name the gate mode", res.Reproduce)
 			}
 			t.Logf("%s: caught %d × %s (%d workload pods)", res.Name, found, tt.want, res.WorkloadPods)
@@ -117,8 +124,8 @@ func TestPolicyMode(t *testing.T) {
 	rc := sharedPlane(t)
 	for _, file := range []string{"basic-join", "webhook-down-fail-open-backfill"} {
 		t.Run(file, func(t *testing.T) {
-			res := runFile(t, rc, file, Options{Gate: GatePolicy}, func(sc *Scenario) {
-				sc.gateConfig.Backfill = false
+			res := runFile(t, rc, file, Options{Gate: gateundertest.Policy}, func(sc *scenario.Scenario) {
+				sc.GateConfig.Backfill = false
 				sc.Expect.AtLeast.Backfilled = 0 // the policy taints at CREATE: nothing to backfill
 			})
 			assertPassed(t, res)
@@ -129,19 +136,19 @@ func TestPolicyMode(t *testing.T) {
 // TestKubeconfigBackend points the kubeconfig backend at the running embedded plane.
 func TestKubeconfigBackend(t *testing.T) {
 	sharedPlane(t)
-	kb := &Kubeconfig{Path: plane.Kubeconfig()}
+	kb := &controlplane.Kubeconfig{Path: plane.Kubeconfig()}
 	rc, err := kb.Start(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = kb.Stop() })
-	assertPassed(t, runFile(t, rc, "basic-join", Options{Gate: GateInProcess}, nil))
+	assertPassed(t, runFile(t, rc, "basic-join", Options{Gate: gateundertest.InProcess}, nil))
 }
 
 // runFile loads scenarios/FILE.yaml, lets mutate adjust it, and runs it.
-func runFile(t *testing.T, rc *rest.Config, file string, opts Options, mutate func(*Scenario)) *Result {
+func runFile(t *testing.T, rc *rest.Config, file string, opts Options, mutate func(*scenario.Scenario)) *report.Result {
 	t.Helper()
-	sc, err := Load("../scenarios/" + file + ".yaml")
+	sc, err := scenario.Load("../scenarios/" + file + ".yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,17 +168,17 @@ func runFile(t *testing.T, rc *rest.Config, file string, opts Options, mutate fu
 
 // TestKindBackend needs a container engine; the CI machines have none.
 func TestKindBackend(t *testing.T) {
-	if err := KindAvailable(); err != nil {
+	if err := controlplane.KindAvailable(); err != nil {
 		t.Skipf("kind backend not runnable here: %v", err)
 	}
-	k := &Kind{ClusterName: "startupgate-test"}
+	k := &controlplane.Kind{ClusterName: "startupgate-test"}
 	t.Cleanup(func() { _ = k.Stop() })
 	if _, err := k.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func assertPassed(t *testing.T, res *Result) {
+func assertPassed(t *testing.T, res *report.Result) {
 	t.Helper()
 	if !res.Passed {
 		for _, v := range res.Violations {
@@ -181,4 +188,26 @@ func assertPassed(t *testing.T, res *Result) {
 	}
 	t.Logf("%s: %d nodes released, release latency p50 %.0fms p99 %.0fms, wall %dms",
 		res.Name, res.Released, res.ReleaseLatencyMS.P50, res.ReleaseLatencyMS.P99, res.DurationMS)
+}
+
+// TestEveryStepKindRuns: the runner carries out every action type that scenario.Step can
+// hold, so a kind cannot be accepted by validation and then never run.
+func TestEveryStepKindRuns(t *testing.T) {
+	var s scenario.Step
+	v := reflect.ValueOf(&s).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		if f := v.Field(i); f.Kind() == reflect.Pointer {
+			f.Set(reflect.New(f.Type().Elem()))
+		}
+	}
+	acts := s.Actions()
+	if len(acts) == 0 {
+		t.Fatal("scenario.Step lists no actions")
+	}
+	x := &run{Runner: &Runner{}}
+	for _, a := range acts {
+		if x.action(a) == nil {
+			t.Errorf("the runner has no action for %T", a)
+		}
+	}
 }

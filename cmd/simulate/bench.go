@@ -12,7 +12,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/startupgate/startupgate/sim"
+	"github.com/startupgate/startupgate/sim/bench"
 )
 
 // runBench runs the benchmark and writes DIR/bench.json and DIR/bench.md. It exits 0 when
@@ -37,7 +37,7 @@ func runBench(args []string, stdout, stderr io.Writer) (int, error) {
 	if fs.NArg() > 0 {
 		return 2, fmt.Errorf("bench: unexpected arguments %v", fs.Args())
 	}
-	opts := sim.BenchOptions{Reference: *ref, Pods: *pods, Seed: *seed, Progress: stdout}
+	opts := bench.Options{Reference: *ref, Pods: *pods, Seed: *seed, Progress: stdout}
 	for _, f := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
@@ -67,7 +67,7 @@ func runBench(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep, err := sim.Bench(ctx, opts)
+	rep, err := bench.Run(ctx, opts)
 	if err != nil {
 		return 1, err
 	}

@@ -18,6 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/startupgate/startupgate/sim"
+	"github.com/startupgate/startupgate/sim/controlplane"
+	"github.com/startupgate/startupgate/sim/gateundertest"
+	"github.com/startupgate/startupgate/sim/report"
+	"github.com/startupgate/startupgate/sim/scenario"
 )
 
 const usage = `Usage:
@@ -35,7 +39,7 @@ Run flags:
 `
 
 func main() {
-	sim.RunFloorChild() // this binary re-executed as the benchmark's floor controller
+	gateundertest.RunFloorChild() // this binary re-executed as the benchmark's floor controller
 	code, err := run(os.Args[1:], os.Stdout, os.Stderr)
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "simulate:", err)
@@ -55,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 		if len(args) > 1 {
 			dir = args[1]
 		}
-		scs, err := sim.LoadAll([]string{dir})
+		scs, err := scenario.LoadAll([]string{dir})
 		if err != nil {
 			return 1, err
 		}
@@ -105,7 +109,7 @@ func runScenarios(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := fs.Parse(args); err != nil {
 		return 2, err
 	}
-	mode, err := sim.ParseGateMode(opts.gate)
+	mode, err := gateundertest.ParseMode(opts.gate)
 	if err != nil {
 		return 2, err
 	}
@@ -115,23 +119,16 @@ func runScenarios(args []string, stdout, stderr io.Writer) (int, error) {
 	if opts.repeat < 1 {
 		return 2, fmt.Errorf("--repeat must be at least 1")
 	}
-	scs, err := sim.LoadAll(fs.Args())
+	scs, err := scenario.LoadAll(fs.Args())
 	if err != nil {
 		return 2, err
 	}
 	if err := setGateLogger(opts.gateLog); err != nil {
 		return 2, err
 	}
-	var backend sim.Backend
-	switch opts.backend {
-	case "embedded":
-		backend = &sim.Embedded{}
-	case "kubeconfig":
-		backend = &sim.Kubeconfig{Path: opts.kubeconfig}
-	case "kind":
-		backend = &sim.Kind{}
-	default:
-		return 2, fmt.Errorf("--backend %q: want embedded, kubeconfig or kind", opts.backend)
+	backend, err := newBackend(opts.backend, opts.kubeconfig)
+	if err != nil {
+		return 2, err
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -142,16 +139,16 @@ func runScenarios(args []string, stdout, stderr io.Writer) (int, error) {
 		return 1, err
 	}
 	defer func() { _ = backend.Stop() }()
-	if e, ok := backend.(*sim.Embedded); ok {
+	if e, ok := backend.(*controlplane.Embedded); ok {
 		fmt.Fprintf(stdout, "control plane up in %.1fs\n", e.StartDuration().Seconds())
 	}
 
-	plane, _ := backend.(*sim.Embedded)
+	plane, _ := backend.(*controlplane.Embedded)
 	runner, err := sim.NewRunner(rc, sim.Options{Gate: mode, Progress: stdout, Plane: plane})
 	if err != nil {
 		return 1, err
 	}
-	report := &sim.Report{Backend: backend.Name(), Gate: string(mode), Seed: opts.seed}
+	rep := &report.Report{Backend: backend.Name(), Gate: string(mode), Seed: opts.seed}
 	for i := 0; i < opts.repeat; i++ {
 		runner.Opts.Seed = opts.seed + uint64(i)
 		fmt.Fprintf(stdout, "%d scenario(s), seed %d, gate %s, %d at a time\n", len(scs), runner.Opts.Seed, mode, opts.parallel)
@@ -159,24 +156,45 @@ func runScenarios(args []string, stdout, stderr io.Writer) (int, error) {
 		if err != nil {
 			return 1, err
 		}
-		report.Scenarios = append(report.Scenarios, results...)
+		rep.Scenarios = append(rep.Scenarios, results...)
 	}
-	report.WriteText(stdout)
+	rep.WriteText(stdout)
 	if opts.repeat > 1 {
-		report.WriteSummary(stdout)
+		rep.WriteSummary(stdout)
 	}
-	for path, write := range map[string]func(string) error{opts.jsonOut: report.WriteJSON, opts.junitOut: report.WriteJUnit, opts.htmlOut: report.WriteHTML} {
+	if err := writeReports(rep); err != nil {
+		return 1, err
+	}
+	if !rep.Passed() {
+		return 1, nil
+	}
+	return 0, nil
+}
+
+// newBackend is the control plane --backend names.
+func newBackend(name, kubeconfig string) (controlplane.Backend, error) {
+	switch name {
+	case "embedded":
+		return &controlplane.Embedded{}, nil
+	case "kubeconfig":
+		return &controlplane.Kubeconfig{Path: kubeconfig}, nil
+	case "kind":
+		return &controlplane.Kind{}, nil
+	}
+	return nil, fmt.Errorf("--backend %q: want embedded, kubeconfig or kind", name)
+}
+
+// writeReports writes the report files the flags ask for.
+func writeReports(rep *report.Report) error {
+	for path, write := range map[string]func(string) error{opts.jsonOut: rep.WriteJSON, opts.junitOut: rep.WriteJUnit, opts.htmlOut: rep.WriteHTML} {
 		if path == "" {
 			continue
 		}
 		if err := write(path); err != nil {
-			return 1, fmt.Errorf("writing %s: %w", path, err)
+			return fmt.Errorf("writing %s: %w", path, err)
 		}
 	}
-	if !report.Passed() {
-		return 1, nil
-	}
-	return 0, nil
+	return nil
 }
 
 func setGateLogger(path string) error {

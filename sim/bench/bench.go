@@ -1,4 +1,4 @@
-package sim
+package bench
 
 import (
 	"bufio"
@@ -14,13 +14,21 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/sim"
+	"github.com/startupgate/startupgate/sim/check"
+	"github.com/startupgate/startupgate/sim/controlplane"
+	"github.com/startupgate/startupgate/sim/gateundertest"
+	"github.com/startupgate/startupgate/sim/kubelet"
+	"github.com/startupgate/startupgate/sim/report"
+	"github.com/startupgate/startupgate/sim/scenario"
 )
 
 // The benchmark. Every figure is measured in one run of one plane, next to its reference
@@ -35,8 +43,8 @@ import (
 //
 // The gate runs as the built cmd/gate with its shipped client limits and workers.
 
-// BenchOptions shape a benchmark run.
-type BenchOptions struct {
+// Options shape a benchmark run.
+type Options struct {
 	// Sizes are the burst sizes (nodes joining at once); default 100, 1000, 5000.
 	Sizes []int
 	// Reference is the size at which admission policy and the reactive peer are measured and
@@ -58,9 +66,9 @@ type BenchReport struct {
 	Machine string `json:"machine"`
 	// Reference is the burst size the targets are judged at (and admission and the reactive
 	// peer are measured at).
-	Reference        int                    `json:"reference_nodes"`
-	ReleaseLatencyMS map[string]Percentiles `json:"release_latency_ms"`
-	FloorLatencyMS   map[string]Percentiles `json:"floor_latency_ms"`
+	Reference        int                          `json:"reference_nodes"`
+	ReleaseLatencyMS map[string]check.Percentiles `json:"release_latency_ms"`
+	FloorLatencyMS   map[string]check.Percentiles `json:"floor_latency_ms"`
 	// FloorRatioP99 is gate p99 / floor p99 per size.
 	FloorRatioP99 map[string]float64 `json:"floor_ratio_p99"`
 	AdmissionMS   struct {
@@ -108,17 +116,17 @@ type Quantiles struct {
 
 // BenchRun is one scenario run of the benchmark.
 type BenchRun struct {
-	Name      string      `json:"name"`
-	Mode      string      `json:"mode"`
-	Nodes     int         `json:"nodes"`
-	Released  int         `json:"released"`
-	EarlyPods int         `json:"early_pods"`
-	Passed    bool        `json:"passed"`
-	WallS     float64     `json:"wall_s"`
-	LatencyMS Percentiles `json:"release_latency_ms"`
-	Writes    int         `json:"node_writes"`
-	Conflicts int         `json:"node_write_conflicts"`
-	Failures  []string    `json:"failures,omitempty"`
+	Name      string            `json:"name"`
+	Mode      string            `json:"mode"`
+	Nodes     int               `json:"nodes"`
+	Released  int               `json:"released"`
+	EarlyPods int               `json:"early_pods"`
+	Passed    bool              `json:"passed"`
+	WallS     float64           `json:"wall_s"`
+	LatencyMS check.Percentiles `json:"release_latency_ms"`
+	Writes    int               `json:"node_writes"`
+	Conflicts int               `json:"node_write_conflicts"`
+	Failures  []string          `json:"failures,omitempty"`
 	// Stuck names up to five nodes never released, with the checker's reason.
 	Stuck []string `json:"stuck,omitempty"`
 }
@@ -132,7 +140,7 @@ const (
 )
 
 type bench struct {
-	opts    BenchOptions
+	opts    Options
 	rc      *rest.Config
 	cs      kubernetes.Interface
 	audit   string
@@ -140,8 +148,8 @@ type bench struct {
 	largest int
 }
 
-// Bench starts an embedded plane and runs the benchmark on it.
-func Bench(ctx context.Context, opts BenchOptions) (*BenchReport, error) {
+// Run starts an embedded plane and runs the benchmark on it.
+func Run(ctx context.Context, opts Options) (*BenchReport, error) {
 	if len(opts.Sizes) == 0 {
 		opts.Sizes = []int{100, 1000, 5000}
 	}
@@ -165,7 +173,7 @@ func Bench(ctx context.Context, opts BenchOptions) (*BenchReport, error) {
 	if err := os.WriteFile(filepath.Join(dir, "audit-policy.yaml"), []byte(auditPolicy), 0o600); err != nil {
 		return nil, err
 	}
-	plane := &Embedded{LogDir: opts.LogDir, APIServerArgs: map[string]string{
+	plane := &controlplane.Embedded{LogDir: opts.LogDir, APIServerArgs: map[string]string{
 		"audit-policy-file": filepath.Join(dir, "audit-policy.yaml"), "audit-log-path": audit,
 	}}
 	defer func() { _ = plane.Stop() }()
@@ -179,7 +187,7 @@ func Bench(ctx context.Context, opts BenchOptions) (*BenchReport, error) {
 	}
 	b := &bench{opts: opts, rc: rc, cs: cs, audit: audit, rep: &BenchReport{
 		Machine:          fmt.Sprintf("%d CPUs, %s/%s, %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version()),
-		ReleaseLatencyMS: map[string]Percentiles{}, FloorLatencyMS: map[string]Percentiles{},
+		ReleaseLatencyMS: map[string]check.Percentiles{}, FloorLatencyMS: map[string]check.Percentiles{},
 		FloorRatioP99: map[string]float64{}, SimWallS: map[string]float64{},
 		PlaneStartS: plane.StartDuration().Seconds(), Reference: opts.Reference,
 	}}
@@ -246,7 +254,7 @@ func (b *bench) size(ctx context.Context, n int) error {
 
 // benchScenario is a burst of n nodes with n pending workload Pods and one init DaemonSet
 // whose Pods are ready 2s ± 1s after they are bound.
-func benchScenario(mode string, n int) (*Scenario, error) {
+func benchScenario(mode string, n int) (*scenario.Scenario, error) {
 	extra := "gateProcess: {replicas: 1}\n"
 	switch mode {
 	case benchPolicy:
@@ -256,7 +264,7 @@ func benchScenario(mode string, n int) (*Scenario, error) {
 	case benchFloor:
 		extra = ""
 	}
-	return Parse([]byte(fmt.Sprintf(`name: bench-%s-%d
+	return scenario.Parse([]byte(fmt.Sprintf(`name: bench-%s-%d
 description: benchmark burst of %[2]d nodes (%[1]s)
 %[3]sworkloads:
   - {name: batch, replicas: %[2]d, cpu: 10m}
@@ -284,18 +292,18 @@ func (b *bench) run(ctx context.Context, mode string, n int, adm *histogramDelta
 	if err != nil {
 		return nil, err
 	}
-	gm := GateInProcess
+	gm := gateundertest.InProcess
 	if mode == benchFloor {
-		gm = GateFloor
+		gm = gateundertest.Floor
 	}
-	r, err := NewRunner(b.rc, Options{Gate: gm, Seed: b.opts.Seed, Progress: b.opts.Progress})
-	if err != nil {
-		return nil, err
-	}
-	r.shipped = true
+	hooks := &sim.Hooks{Shipped: true}
 	var cpuSeconds float64
 	if mode == benchGate {
-		b.gateHooks(r, n, &cpuSeconds)
+		b.gateHooks(hooks, n, &cpuSeconds)
+	}
+	r, err := sim.NewRunner(b.rc, sim.Options{Gate: gm, Seed: b.opts.Seed, Progress: b.opts.Progress, Hooks: hooks})
+	if err != nil {
+		return nil, err
 	}
 	metric, match, err := admissionMetric(mode)
 	if err != nil {
@@ -325,9 +333,9 @@ func (b *bench) run(ctx context.Context, mode string, n int, adm *histogramDelta
 		LatencyMS: res.ReleaseLatencyMS, WallS: round2(wallToReleased(res).Seconds()), Failures: res.Failures}
 	for _, v := range res.Violations {
 		switch {
-		case v.Kind == KindEarlyPod:
+		case v.Kind == check.KindEarlyPod:
 			br.EarlyPods++
-		case v.Kind == KindStuck && len(br.Stuck) < 5:
+		case v.Kind == check.KindStuck && len(br.Stuck) < 5:
 			br.Stuck = append(br.Stuck, v.Node+": "+v.Detail)
 		}
 	}
@@ -343,13 +351,13 @@ func (b *bench) run(ctx context.Context, mode string, n int, adm *histogramDelta
 // gateHooks arranges what the benchmark looks at in a gate run: a CPU profile over the
 // reference burst, the gate's own webhook timing once it has settled, and at the largest
 // size the memory phase (cpuSeconds receives the gate's CPU time up to then).
-func (b *bench) gateHooks(r *Runner, n int, cpuSeconds *float64) {
+func (b *bench) gateHooks(h *sim.Hooks, n int, cpuSeconds *float64) {
 	if n == b.opts.Reference && b.opts.LogDir != "" {
-		r.started = func(ctx context.Context, x *run) {
+		h.Started = func(ctx context.Context, x sim.Live) {
 			go b.profile(ctx, x, filepath.Join(b.opts.LogDir, "bench-gate-cpu.pprof"))
 		}
 	}
-	r.settled = func(ctx context.Context, x *run) error {
+	h.Settled = func(ctx context.Context, x sim.Live) error {
 		if n == b.opts.Reference {
 			if err := b.handlerLatency(ctx, x); err != nil {
 				return err
@@ -365,9 +373,9 @@ func (b *bench) gateHooks(r *Runner, n int, cpuSeconds *float64) {
 }
 
 // wallToReleased is the time from the first join to the last release.
-func wallToReleased(res *Result) time.Duration {
+func wallToReleased(res *report.Result) time.Duration {
 	var last time.Time
-	for _, rec := range res.records {
+	for _, rec := range res.Records {
 		if rec.Released.Time.After(last) {
 			last = rec.Released.Time
 		}
@@ -375,7 +383,7 @@ func wallToReleased(res *Result) time.Duration {
 	if last.IsZero() {
 		return 0
 	}
-	return last.Sub(res.start)
+	return last.Sub(res.Start)
 }
 
 // admissionMetric is the apiserver histogram that times the mode's admission, and the
@@ -388,12 +396,12 @@ func admissionMetric(mode string) (string, map[string]string, error) {
 		return "apiserver_admission_controller_admission_duration_seconds",
 			map[string]string{"name": "MutatingAdmissionPolicy", "type": "admit", "operation": "CREATE"}, nil
 	}
-	wh := &admissionregistrationv1.MutatingWebhookConfiguration{}
-	if err := loadManifest("base/webhook.yaml", wh); err != nil || len(wh.Webhooks) == 0 {
-		return "", nil, fmt.Errorf("finding the shipped webhook's name: %v", err)
+	name, err := gateundertest.ShippedWebhookName()
+	if err != nil {
+		return "", nil, fmt.Errorf("finding the shipped webhook's name: %w", err)
 	}
 	return "apiserver_admission_webhook_admission_duration_seconds",
-		map[string]string{"name": wh.Webhooks[0].Name, "type": "admit", "operation": "CREATE"}, nil
+		map[string]string{"name": name, "type": "admit", "operation": "CREATE"}, nil
 }
 
 func (b *bench) scrapeAPIServer(ctx context.Context) ([]byte, error) {
@@ -414,20 +422,20 @@ func (b *bench) progress(format string, args ...any) {
 // forced GC, then again once the filler Pods are stored. (The gate's label-selected watch
 // is never sent them, so there is nothing of theirs to wait for on its side.) It returns the CPU seconds the gate
 // had used by the time every node was released.
-func (b *bench) memory(ctx context.Context, x *run) (float64, error) {
-	if len(x.harness.replicas) == 0 {
+func (b *bench) memory(ctx context.Context, x sim.Live) (float64, error) {
+	if len(x.Gate().Replicas()) == 0 {
 		return 0, fmt.Errorf("memory phase: no gate replica")
 	}
-	r := x.harness.replicas[0]
+	r := x.Gate().Replicas()[0]
 	m0, err := gateMemory(ctx, r)
 	if err != nil {
 		return 0, err
 	}
-	b.rep.MemoryNodes = len(x.joinedNodes())
+	b.rep.MemoryNodes = len(x.Nodes())
 	b.rep.GateHeapBytes.Pods0, b.rep.GateRSSBytes.Pods0 = m0.heap, m0.rss
 	b.progress("memory: gate heap %d MiB, rss %d MiB at %d nodes; adding %d workload Pods",
 		m0.heap>>20, m0.rss>>20, b.rep.MemoryNodes, b.opts.Pods)
-	if err := fillPods(ctx, x.client, x.ns, b.opts.Pods); err != nil {
+	if err := fillPods(ctx, x.Client(), x.Namespace(), b.opts.Pods); err != nil {
 		return 0, err
 	}
 	b.rep.FillerPods = b.opts.Pods
@@ -445,11 +453,11 @@ func (b *bench) memory(ctx context.Context, x *run) (float64, error) {
 
 // profile takes a CPU profile of the gate over the first 20s of the reference burst, for
 // the question "what limits it" — answered by a profile, not a guess.
-func (b *bench) profile(ctx context.Context, x *run, path string) {
-	if len(x.harness.replicas) == 0 {
+func (b *bench) profile(ctx context.Context, x sim.Live, path string) {
+	if len(x.Gate().Replicas()) == 0 {
 		return
 	}
-	raw, err := httpGet(ctx, fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=20", x.harness.replicas[0].pprofPort))
+	raw, err := httpGet(ctx, x.Gate().Replicas()[0].PprofURL()+"/profile?seconds=20")
 	if err == nil {
 		err = os.WriteFile(path, raw, 0o644)
 	}
@@ -462,11 +470,11 @@ func (b *bench) profile(ctx context.Context, x *run, path string) {
 
 // handlerLatency reads the gate's own histogram of its webhook handler — the time inside
 // the gate, where the apiserver's histogram also counts the call's way there and back.
-func (b *bench) handlerLatency(ctx context.Context, x *run) error {
-	if len(x.harness.replicas) == 0 {
+func (b *bench) handlerLatency(ctx context.Context, x sim.Live) error {
+	if len(x.Gate().Replicas()) == 0 {
 		return nil
 	}
-	raw, err := httpGet(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", x.harness.replicas[0].metricsPort))
+	raw, err := httpGet(ctx, x.Gate().Replicas()[0].MetricsURL())
 	if err != nil {
 		return fmt.Errorf("scraping the gate: %w", err)
 	}
@@ -485,11 +493,11 @@ type gateMem struct {
 
 // gateMemory forces a GC in the gate (pprof's heap endpoint with gc=1) so that heap in use
 // is the live heap, not wherever the collector happened to be, then reads its metrics.
-func gateMemory(ctx context.Context, r *replica) (gateMem, error) {
-	if _, err := httpGet(ctx, fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1", r.pprofPort)); err != nil {
+func gateMemory(ctx context.Context, r *gateundertest.Replica) (gateMem, error) {
+	if _, err := httpGet(ctx, r.PprofURL()+"/heap?gc=1"); err != nil {
 		return gateMem{}, fmt.Errorf("forcing a GC in the gate: %w", err)
 	}
-	raw, err := httpGet(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", r.metricsPort))
+	raw, err := httpGet(ctx, r.MetricsURL())
 	if err != nil {
 		return gateMem{}, fmt.Errorf("scraping the gate: %w", err)
 	}
@@ -513,9 +521,9 @@ func fillPods(ctx context.Context, cs kubernetes.Interface, ns string, n int) er
 				Spec: corev1.PodSpec{SchedulerName: "startupgate-bench-nobody",
 					Containers: []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}}},
 			}
-			err := transient(gctx, func() error {
+			err := kubelet.Retry(gctx, func() error {
 				_, err := cs.CoreV1().Pods(ns).Create(gctx, p, metav1.CreateOptions{})
-				return ignoreExists(err)
+				return client.IgnoreAlreadyExists(err)
 			})
 			if err != nil {
 				return fmt.Errorf("creating filler pod: %w", err)

@@ -1,4 +1,4 @@
-package sim
+package bench
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 //     the gate's heap was read twice.
 func TestBenchSmall(t *testing.T) {
 	const nodes = 10
-	rep, err := Bench(context.Background(), BenchOptions{Sizes: []int{nodes}, Pods: 300, Seed: 1})
+	rep, err := Run(context.Background(), Options{Sizes: []int{nodes}, Pods: 300, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package sim
+package bench
 
 import (
 	"encoding/json"
@@ -7,6 +7,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/startupgate/startupgate/sim/check"
+	"github.com/startupgate/startupgate/sim/report"
 )
 
 // WriteJSON writes out/bench.json.
@@ -15,7 +18,7 @@ func (r *BenchReport) WriteJSON(path string) error {
 	if err != nil {
 		return err
 	}
-	return writeFile(path, append(data, '\n'))
+	return report.WriteFile(path, append(data, '\n'))
 }
 
 // WriteMarkdown writes the short table of out/bench.md: the figures per burst size, then
@@ -40,7 +43,7 @@ func (r *BenchReport) WriteMarkdown(w io.Writer) {
 		}
 		fmt.Fprintln(w, line)
 	}
-	pct := func(p Percentiles) string {
+	pct := func(p check.Percentiles) string {
 		return fmt.Sprintf("%.0f / %.0f / %.0f / %.0f", p.P50, p.P90, p.P99, p.Max)
 	}
 	row("gate release latency p50 / p90 / p99 / max (ms)", func(k string) string { return pct(r.ReleaseLatencyMS[k]) })

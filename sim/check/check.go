@@ -1,9 +1,11 @@
-package sim
+package check
 
 import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/startupgate/startupgate/sim/record"
 )
 
 // Violation kinds.
@@ -74,9 +76,9 @@ type Verdict struct {
 
 // Check evaluates the invariants over the recorded nodes. It is pure and knows nothing of
 // the gate's code: it reads only what the API showed.
-func Check(records []NodeRecord, start time.Time, b Bounds) Verdict {
+func Check(records []record.NodeRecord, start time.Time, b Bounds) Verdict {
 	var v Verdict
-	ms := func(m Mark) int64 {
+	ms := func(m record.Mark) int64 {
 		if m.IsZero() {
 			return 0
 		}
@@ -85,7 +87,7 @@ func Check(records []NodeRecord, start time.Time, b Bounds) Verdict {
 	for i := range records {
 		rec := &records[i]
 		for _, b := range rec.Bindings {
-			if !b.Tolerates && !b.Init {
+			if b.Workload() {
 				v.WorkloadPods++
 			}
 		}
@@ -113,7 +115,7 @@ func Check(records []NodeRecord, start time.Time, b Bounds) Verdict {
 			v.Released++
 			hold := rec.Released.Time.Sub(rec.Created.Time)
 			v.Hold = append(v.Hold, hold)
-			if ready := rec.readyMoment(); !ready.IsZero() && !ready.After(rec.Released.Time) {
+			if ready := rec.ReadyMoment(); !ready.IsZero() && !ready.After(rec.Released.Time) {
 				v.ReleaseLatency = append(v.ReleaseLatency, rec.Released.Time.Sub(ready))
 			}
 			v.Violations = append(v.Violations, releaseViolations(rec, hold, b, ms)...)
@@ -137,7 +139,7 @@ func Check(records []NodeRecord, start time.Time, b Bounds) Verdict {
 
 // releaseViolations judges one release: in time, not before the min hold, and not before
 // the init Pods were ready (unless the max hold ran out under the release policy).
-func releaseViolations(rec *NodeRecord, hold time.Duration, b Bounds, ms func(Mark) int64) []Violation {
+func releaseViolations(rec *record.NodeRecord, hold time.Duration, b Bounds, ms func(record.Mark) int64) []Violation {
 	var out []Violation
 	add := func(kind, detail string) {
 		out = append(out, Violation{Kind: kind, Node: rec.Name, Detail: detail, AtMS: ms(rec.Released), RV: rec.Released.RV})
@@ -166,7 +168,7 @@ func releaseViolations(rec *NodeRecord, hold time.Duration, b Bounds, ms func(Ma
 		from := rec.Created.Time
 		switch {
 		case readyFirst:
-			from = rec.readyMoment()
+			from = rec.ReadyMoment()
 		case timedOut:
 			from = rec.CreatedAt.Add(b.TimeoutRelease)
 		}
@@ -180,28 +182,28 @@ func releaseViolations(rec *NodeRecord, hold time.Duration, b Bounds, ms func(Ma
 
 // busyBeforeTaint names a workload Pod bound to a node that came up untainted, before the
 // taint was added (backfill must leave busy nodes alone), or "".
-func busyBeforeTaint(rec *NodeRecord) string {
+func busyBeforeTaint(rec *record.NodeRecord) string {
 	if rec.TaintedAtCreate || rec.Tainted.IsZero() {
 		return ""
 	}
 	for _, b := range rec.Bindings {
-		if !b.Tolerates && !b.Init && b.Mark.RV < rec.Tainted.RV {
+		if b.Workload() && b.Mark.RV < rec.Tainted.RV {
 			return b.Pod
 		}
 	}
 	return ""
 }
 
-func busyBeforeRelease(rec *NodeRecord) bool {
+func busyBeforeRelease(rec *record.NodeRecord) bool {
 	for _, b := range rec.Bindings {
-		if !b.Tolerates && !b.Init && b.Mark.RV < rec.Released.RV {
+		if b.Workload() && b.Mark.RV < rec.Released.RV {
 			return true
 		}
 	}
 	return false
 }
 
-func earlyDetail(released bool, b Binding, rec *NodeRecord) string {
+func earlyDetail(released bool, b record.Binding, rec *record.NodeRecord) string {
 	if !released {
 		return fmt.Sprintf("bound at rv %d; node never released", b.Mark.RV)
 	}
@@ -216,8 +218,8 @@ type Percentiles struct {
 	Max float64 `json:"max"`
 }
 
-// percentiles uses nearest-rank on a sorted copy.
-func percentiles(ds []time.Duration) Percentiles {
+// PercentilesOf gives the percentiles of ds by nearest rank, on a sorted copy.
+func PercentilesOf(ds []time.Duration) Percentiles {
 	if len(ds) == 0 {
 		return Percentiles{}
 	}
@@ -234,13 +236,4 @@ func percentiles(ds []time.Duration) Percentiles {
 		return float64(s[i].Microseconds()) / 1000
 	}
 	return Percentiles{P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: at(1)}
-}
-
-func sortRecords(recs []NodeRecord) {
-	sort.Slice(recs, func(i, j int) bool {
-		if recs[i].Created.RV != recs[j].Created.RV {
-			return recs[i].Created.RV < recs[j].Created.RV
-		}
-		return recs[i].Name < recs[j].Name
-	})
 }

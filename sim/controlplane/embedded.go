@@ -1,4 +1,4 @@
-package sim
+package controlplane
 
 import (
 	"context"
@@ -14,8 +14,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -193,7 +196,7 @@ leaderElection:
 			"--kubeconfig=" + e.kubeconfig, "--leader-elect=false", "--secure-port=0",
 			"--controllers=daemonset,nodelifecycle,replicaset,deployment,podgc,namespace",
 			"--use-service-account-credentials=false",
-			"--node-monitor-period=1s", "--node-monitor-grace-period=3m", // see leaseRenew
+			"--node-monitor-period=1s", "--node-monitor-grace-period=3m", // see the fake kubelet's leaseRenew
 			"--kube-api-qps=2000", "--kube-api-burst=4000",
 			"--concurrent-daemonset-syncs=8", "--concurrent-replicaset-syncs=8",
 		},
@@ -243,7 +246,7 @@ func waitForNamespace(ctx context.Context, cfg *rest.Config, ns string) error {
 	if err != nil {
 		return err
 	}
-	return poll(ctx, time.Minute, func() (bool, error) {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return err == nil, nil
 	})
@@ -286,7 +289,7 @@ func (e *Embedded) RestartAPIServer(ctx context.Context, down time.Duration) err
 }
 
 func pollReady(ctx context.Context, cs kubernetes.Interface) error {
-	return poll(ctx, time.Minute, func() (bool, error) {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err == nil && string(body) == "ok", nil
 	})
@@ -322,4 +325,19 @@ func childProcess(name string) (int, []string, error) {
 		return pid, strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00"), nil
 	}
 	return 0, nil, fmt.Errorf("no %s child process found", name)
+}
+
+// WriteKubeconfig writes rc as a kubeconfig file, for a child process (the gate as a
+// process, the floor) that must reach the same plane with the same identity.
+func WriteKubeconfig(rc *rest.Config, path string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["sim"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData,
+		CertificateAuthority: rc.CAFile, InsecureSkipTLSVerify: rc.Insecure, TLSServerName: rc.ServerName}
+	cfg.AuthInfos["sim"] = &clientcmdapi.AuthInfo{ClientCertificateData: rc.CertData, ClientKeyData: rc.KeyData,
+		ClientCertificate: rc.CertFile, ClientKey: rc.KeyFile, Token: rc.BearerToken, TokenFile: rc.BearerTokenFile,
+		Username: rc.Username, Password: rc.Password,
+		Impersonate: rc.Impersonate.UserName, ImpersonateGroups: rc.Impersonate.Groups}
+	cfg.Contexts["sim"] = &clientcmdapi.Context{Cluster: "sim", AuthInfo: "sim"}
+	cfg.CurrentContext = "sim"
+	return clientcmd.WriteToFile(*cfg, path)
 }

@@ -1,4 +1,4 @@
-package sim
+package controlplane
 
 import (
 	"context"
@@ -10,14 +10,14 @@ import (
 	"time"
 )
 
-// proxy is a TCP relay between the apiserver and the gate's webhook server(s). It carries
+// Relay is a TCP relay between the apiserver and the gate's webhook server(s). It carries
 // TLS untouched (the apiserver still verifies the gate's certificate) and is where webhook
 // faults are injected: refuse connections, hang them, or delay them. With several backends
 // (gate replicas) it spreads connections across the ones that accept, like a Service does.
-type proxy struct {
+type Relay struct {
 	ln       net.Listener
 	backends atomic.Pointer[[]string]
-	mode     atomic.Value // proxyMode
+	mode     atomic.Value // RelayMode
 	latency  atomic.Int64 // nanoseconds added before relaying
 	next     atomic.Uint64
 	wg       sync.WaitGroup
@@ -25,44 +25,49 @@ type proxy struct {
 	conns    map[net.Conn]struct{}
 }
 
-type proxyMode string
+// RelayMode is what a Relay does with connections.
+type RelayMode string
 
 const (
-	proxyPass   proxyMode = "pass"
-	proxyRefuse proxyMode = "refuse" // close at once: a connection refused / reset
-	proxyHang   proxyMode = "hang"   // accept and never answer: the apiserver times out
+	RelayPass   RelayMode = "pass"   // relay untouched
+	RelayRefuse RelayMode = "refuse" // close at once: a connection refused / reset
+	RelayHang   RelayMode = "hang"   // accept and never answer: the apiserver times out
 )
 
-func newProxy(backends ...string) (*proxy, error) {
+// NewRelay listens on a free loopback port and relays to backends.
+func NewRelay(backends ...string) (*Relay, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{ln: ln, conns: map[net.Conn]struct{}{}}
-	p.setBackends(backends...)
-	p.mode.Store(proxyPass)
+	p := &Relay{ln: ln, conns: map[net.Conn]struct{}{}}
+	p.SetBackends(backends...)
+	p.mode.Store(RelayPass)
 	p.wg.Add(1)
 	go p.serve()
 	return p, nil
 }
 
-func (p *proxy) addr() string { return p.ln.Addr().String() }
+// Addr is the relay's host:port.
+func (p *Relay) Addr() string { return p.ln.Addr().String() }
 
-func (p *proxy) setBackends(b ...string) { p.backends.Store(&b) }
+// SetBackends replaces the addresses connections are relayed to.
+func (p *Relay) SetBackends(b ...string) { p.backends.Store(&b) }
 
-// setMode switches the fault. Entering an outage also cuts the open connections: the
+// SetMode switches the fault. Entering an outage also cuts the open connections: the
 // apiserver keeps its connections to a webhook alive, and an outage that spared them would
 // be no outage.
-func (p *proxy) setMode(m proxyMode) {
+func (p *Relay) SetMode(m RelayMode) {
 	p.mode.Store(m)
-	if m != proxyPass {
-		p.cutAll()
+	if m != RelayPass {
+		p.CutAll()
 	}
 }
 
-func (p *proxy) setLatency(d time.Duration) { p.latency.Store(int64(d)) }
+// SetLatency delays every new connection by d before it is relayed.
+func (p *Relay) SetLatency(d time.Duration) { p.latency.Store(int64(d)) }
 
-func (p *proxy) serve() {
+func (p *Relay) serve() {
 	defer p.wg.Done()
 	for {
 		c, err := p.ln.Accept()
@@ -79,7 +84,7 @@ func (p *proxy) serve() {
 	}
 }
 
-func (p *proxy) track(c net.Conn, add bool) {
+func (p *Relay) track(c net.Conn, add bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if add {
@@ -90,11 +95,11 @@ func (p *proxy) track(c net.Conn, add bool) {
 	}
 }
 
-func (p *proxy) handle(c net.Conn) {
-	switch p.mode.Load().(proxyMode) {
-	case proxyRefuse:
+func (p *Relay) handle(c net.Conn) {
+	switch p.mode.Load().(RelayMode) {
+	case RelayRefuse:
 		return
-	case proxyHang:
+	case RelayHang:
 		_, _ = io.Copy(io.Discard, c) // until the client gives up or we close
 		return
 	}
@@ -113,7 +118,7 @@ func (p *proxy) handle(c net.Conn) {
 }
 
 // dial tries the backends round-robin, skipping ones that refuse (a killed replica).
-func (p *proxy) dial() (net.Conn, error) {
+func (p *Relay) dial() (net.Conn, error) {
 	bs := *p.backends.Load()
 	start := p.next.Add(1)
 	var last error = errors.New("no backends")
@@ -128,9 +133,9 @@ func (p *proxy) dial() (net.Conn, error) {
 	return nil, last
 }
 
-// cutAll closes every open connection, as a network blip or an apiserver ending its
+// CutAll closes every open connection, as a network blip or an apiserver ending its
 // watches would. It returns how many it cut.
-func (p *proxy) cutAll() int {
+func (p *Relay) CutAll() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for c := range p.conns {
@@ -139,7 +144,8 @@ func (p *proxy) cutAll() int {
 	return len(p.conns)
 }
 
-func (p *proxy) close(ctx context.Context) {
+// Close stops listening and cuts every connection, waiting for its goroutines until ctx ends.
+func (p *Relay) Close(ctx context.Context) {
 	p.ln.Close()
 	p.mu.Lock()
 	for c := range p.conns {

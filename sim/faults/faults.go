@@ -1,4 +1,4 @@
-package sim
+package faults
 
 import (
 	"context"
@@ -6,14 +6,52 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/startupgate/startupgate/sim/controlplane"
+	"github.com/startupgate/startupgate/sim/gateundertest"
+	"github.com/startupgate/startupgate/sim/record"
+	"github.com/startupgate/startupgate/sim/scenario"
 )
+
+// Env is everything a fault may touch: the plane, the gate under test, the scenario's
+// namespace, and the run's nodes, notes and errors. The runner fills it; a fault reaches
+// nothing else.
+type Env struct {
+	// Client is the simulator's admin client; Writers is the foreign taint writers' own,
+	// under a field manager of their own.
+	Client, Writers kubernetes.Interface
+	Namespace       string
+	Scenario        *scenario.Scenario
+	Seed            uint64
+	Gate            *gateundertest.Harness
+	// Plane is the embedded plane, or nil on another backend.
+	Plane *controlplane.Embedded
+	// Ledger hears of every foreign taint removal the simulator intends.
+	Ledger *record.Ledger
+	// Nodes lists the nodes joined so far; Records is the recorder's current view.
+	Nodes   func() []string
+	Records func() []record.NodeRecord
+	// Note adds a line to the run's report; Fail makes the run fail (nil is ignored).
+	Note func(format string, args ...any)
+	Fail func(error)
+	// Tally counts what faults did, for the report and the scenario's expect.
+	Tally *Tally
+}
+
+// Tally counts what the faults did during a run.
+type Tally struct {
+	BypassDenied, BypassCreated, WatchCuts atomic.Int64
+}
 
 // Fault steps. Each runs in its own goroutine at its offset; those with a duration undo
 // themselves when it ends.
@@ -27,77 +65,70 @@ func after(ctx context.Context, d time.Duration, f func()) {
 	}
 }
 
-func (x *run) webhookOutage(ctx context.Context, o *WebhookOutage) error {
-	p := x.harness.whProxy
+// WebhookOutage makes the webhook refuse or hang for the outage's duration.
+func WebhookOutage(ctx context.Context, env *Env, o *scenario.WebhookOutage) error {
+	p := env.Gate.WebhookRelay()
 	if p == nil {
 		return nil // no webhook in this mode: nothing to take down
 	}
-	mode := proxyRefuse
+	mode := controlplane.RelayRefuse
 	if o.Mode == "hang" {
-		mode = proxyHang
+		mode = controlplane.RelayHang
 	}
-	p.setMode(mode)
-	after(ctx, o.Duration, func() { p.setMode(proxyPass) })
+	p.SetMode(mode)
+	after(ctx, o.Duration, func() { p.SetMode(controlplane.RelayPass) })
 	return nil
 }
 
-func (x *run) webhookLatency(ctx context.Context, l *WebhookLatency) error {
-	p := x.harness.whProxy
+// WebhookLatency delays every admission call for the step's duration.
+func WebhookLatency(ctx context.Context, env *Env, l *scenario.WebhookLatency) error {
+	p := env.Gate.WebhookRelay()
 	if p == nil {
 		return nil
 	}
-	p.setLatency(l.Latency)
-	after(ctx, l.Duration, func() { p.setLatency(0) })
+	p.SetLatency(l.Latency)
+	after(ctx, l.Duration, func() { p.SetLatency(0) })
 	return nil
 }
 
-// gateCrash SIGKILLs the leader (the one doing releases) and restarts it later.
-func (x *run) gateCrash(ctx context.Context, c *GateCrash) error {
-	r, err := x.waitLeader(ctx)
+// GateCrash SIGKILLs the leader (the one doing releases) and restarts it later.
+func GateCrash(ctx context.Context, env *Env, c *scenario.GateCrash) error {
+	r, err := env.Gate.WaitLeader(ctx)
 	if err != nil {
 		return err
 	}
-	x.harness.kill(r)
-	x.note("gateCrash: killed replica %d", r.id)
-	after(ctx, c.RestartAfter, func() { x.fail(x.harness.run(ctx, r)) })
+	env.Gate.Kill(r)
+	env.Note("gateCrash: killed replica %d", r.ID())
+	after(ctx, c.RestartAfter, func() { env.Fail(env.Gate.Run(ctx, r)) })
 	return nil
 }
 
-// leaderFailover kills the leader and waits for another replica to take over.
-func (x *run) leaderFailover(ctx context.Context, f *LeaderFailover) error {
-	r, err := x.waitLeader(ctx)
+// LeaderFailover kills the leader and waits for another replica to take over.
+func LeaderFailover(ctx context.Context, env *Env, f *scenario.LeaderFailover) error {
+	r, err := env.Gate.WaitLeader(ctx)
 	if err != nil {
 		return err
 	}
-	x.harness.kill(r)
-	x.note("leaderFailover: killed leader replica %d", r.id)
-	next, err := x.waitLeader(ctx)
+	env.Gate.Kill(r)
+	env.Note("leaderFailover: killed leader replica %d", r.ID())
+	next, err := env.Gate.WaitLeader(ctx)
 	if err != nil {
 		return err
 	}
-	x.note("leaderFailover: replica %d took over", next.id)
+	env.Note("leaderFailover: replica %d took over", next.ID())
 	if f.RestartAfter > 0 {
-		after(ctx, f.RestartAfter, func() { x.fail(x.harness.run(ctx, r)) })
+		after(ctx, f.RestartAfter, func() { env.Fail(env.Gate.Run(ctx, r)) })
 	}
 	return nil
 }
 
-func (x *run) waitLeader(ctx context.Context) (*replica, error) {
-	var r *replica
-	err := poll(ctx, 20*time.Second, func() (bool, error) { r = x.harness.leader(ctx); return r != nil, nil })
-	if err != nil {
-		return nil, fmt.Errorf("no gate replica is leader: %w", err)
-	}
-	return r, nil
-}
-
-// taintWriters runs foreign controllers that add and remove their own taints on the
+// TaintWriters runs foreign controllers that add and remove their own taints on the
 // scenario's nodes with plain read-modify-write updates (resourceVersion-guarded, as
 // client-go's Update is). Their taints are PreferNoSchedule: what matters is that they share
 // the atomic spec.taints list with the gate, not that they block scheduling (a NoSchedule
 // one left behind would keep the init Pod off the node and stall the scenario). Every removal they make is recorded in the ledger first, so the
 // checker can tell their removals from a taint the gate lost.
-func (x *run) taintWriters(ctx context.Context, w *TaintWriters) error {
+func TaintWriters(ctx context.Context, env *Env, w *scenario.TaintWriters) error {
 	ctx, cancel := context.WithTimeout(ctx, w.Duration)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -107,7 +138,7 @@ func (x *run) taintWriters(ctx context.Context, w *TaintWriters) error {
 			defer wg.Done()
 			h := fnv.New64a()
 			fmt.Fprintf(h, "writer-%d", i)
-			rng := rand.New(rand.NewPCG(x.Opts.Seed, h.Sum64()))
+			rng := rand.New(rand.NewPCG(env.Seed, h.Sum64()))
 			key := fmt.Sprintf("sim.startupgate.io/writer-%d", i)
 			t := time.NewTicker(w.Interval)
 			defer t.Stop()
@@ -117,15 +148,15 @@ func (x *run) taintWriters(ctx context.Context, w *TaintWriters) error {
 					return
 				case <-t.C:
 				}
-				nodes := x.joinedNodes()
+				nodes := env.Nodes()
 				if len(nodes) == 0 {
 					continue
 				}
-				err := x.flipTaint(ctx, nodes[rng.IntN(len(nodes))], key, w.Unguarded)
+				err := flipTaint(ctx, env, nodes[rng.IntN(len(nodes))], key, w.Unguarded)
 				// Losing the race five times in a row is what a busy writer does; it simply
 				// tries another node on its next tick.
 				if err != nil && !apierrors.IsConflict(err) && ctx.Err() == nil {
-					x.fail(fmt.Errorf("taint writer %d: %w", i, err))
+					env.Fail(fmt.Errorf("taint writer %d: %w", i, err))
 				}
 			}
 		}()
@@ -134,8 +165,8 @@ func (x *run) taintWriters(ctx context.Context, w *TaintWriters) error {
 	return nil
 }
 
-func (x *run) flipTaint(ctx context.Context, node, key string, unguarded bool) error {
-	nodes := x.writers.CoreV1().Nodes()
+func flipTaint(ctx context.Context, env *Env, node, key string, unguarded bool) error {
+	nodes := env.Writers.CoreV1().Nodes()
 	// A flip, once started, finishes even if the writers' time is up: a write cancelled in
 	// flight may still have been applied, and the ledger must not be left guessing.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -161,28 +192,30 @@ func (x *run) flipTaint(ctx context.Context, node, key string, unguarded bool) e
 		}
 		removing := len(kept) < len(n.Spec.Taints)
 		if removing {
-			x.recorder.ledger.Intend(node, key)
+			env.Ledger.Intend(node, key)
 		} else {
 			kept = append(kept, corev1.Taint{Key: key, Value: "x", Effect: corev1.TaintEffectPreferNoSchedule})
 		}
 		n.Spec.Taints = kept
 		_, err = nodes.Update(ctx, n, metav1.UpdateOptions{})
 		if removing && (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) {
-			x.recorder.ledger.Removed(node, key) // rejected: not removed after all
+			env.Ledger.Removed(node, key) // rejected: not removed after all
 		}
 		return err
 	})
 }
 
-func (x *run) apiserverRestart(ctx context.Context, r *APIServerRestart) error {
-	if x.Opts.Plane == nil {
+// APIServerRestart kills the embedded plane's apiserver and starts it again.
+func APIServerRestart(ctx context.Context, env *Env, r *scenario.APIServerRestart) error {
+	if env.Plane == nil {
 		return fmt.Errorf("apiserverRestart needs the embedded backend")
 	}
-	return x.Opts.Plane.RestartAPIServer(ctx, r.Down)
+	return env.Plane.RestartAPIServer(ctx, r.Down)
 }
 
-func (x *run) watchDrops(ctx context.Context, w *WatchDrops) error {
-	p := x.harness.apiProxy
+// WatchDrops cuts every connection between the gate and the apiserver, every so often.
+func WatchDrops(ctx context.Context, env *Env, w *scenario.WatchDrops) error {
+	p := env.Gate.APIRelay()
 	if p == nil {
 		return nil
 	}
@@ -195,54 +228,34 @@ func (x *run) watchDrops(ctx context.Context, w *WatchDrops) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			x.mu.Lock()
-			x.counters.watchCuts += p.cutAll()
-			x.mu.Unlock()
+			env.Tally.WatchCuts.Add(int64(p.CutAll()))
 		}
 	}
 }
 
-func (x *run) deleteInitDaemonSet(ctx context.Context, d *DeleteDaemonSet) error {
-	if err := x.client.AppsV1().DaemonSets(x.ns).Delete(ctx, d.Name, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
+// DeleteInitDaemonSet deletes an init DaemonSet and its Pods.
+func DeleteInitDaemonSet(ctx context.Context, env *Env, d *scenario.DeleteDaemonSet) error {
+	if err := env.Client.AppsV1().DaemonSets(env.Namespace).Delete(ctx, d.Name, metav1.DeleteOptions{}); client.IgnoreNotFound(err) != nil {
 		return err
 	}
 	// No garbage collector runs in the embedded plane; remove the Pods as it would.
-	for _, in := range x.sc.Init {
+	for _, in := range env.Scenario.Init {
 		if in.Name != d.Name {
 			continue
 		}
 		sel := metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: in.Labels})
-		return x.client.CoreV1().Pods(x.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))},
+		return env.Client.CoreV1().Pods(env.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))},
 			metav1.ListOptions{LabelSelector: sel})
 	}
 	return nil
 }
 
-func (x *run) nodeDelete(ctx context.Context, d *NodeDelete) error {
-	x.kubelet.Deregister(d.Node)
-	if err := x.client.CoreV1().Nodes().Delete(ctx, d.Node, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
-		return err
-	}
-	return x.deletePodsOn(ctx, d.Node)
-}
-
-func (x *run) scale(ctx context.Context, s *Scale) error {
-	_, err := x.client.AppsV1().Deployments(x.ns).Patch(ctx, s.Workload, "application/merge-patch+json",
-		[]byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, s.Replicas)), metav1.PatchOptions{})
-	if err == nil {
-		x.mu.Lock()
-		x.replicas[s.Workload] = s.Replicas
-		x.mu.Unlock()
-	}
-	return err
-}
-
-// bypassPods creates Pods bound straight to nodes that still hold the startup taint, the
+// BypassPods creates Pods bound straight to nodes that still hold the startup taint, the
 // way a controller that sets spec.nodeName would. The Pod guard must deny them; without it,
 // the checker must catch them as early Pods.
-func (x *run) bypassPods(ctx context.Context, b *BypassPods) error {
+func BypassPods(ctx context.Context, env *Env, b *scenario.BypassPods) error {
 	var held []string
-	for _, rec := range x.recorder.Snapshot() {
+	for _, rec := range env.Records() {
 		if rec.Gated && !rec.Tainted.IsZero() && rec.Released.IsZero() && rec.Deleted.IsZero() {
 			held = append(held, rec.Name)
 		}
@@ -253,26 +266,24 @@ func (x *run) bypassPods(ctx context.Context, b *BypassPods) error {
 	for i := 0; i < b.Count; i++ {
 		node := held[i%len(held)]
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: "bypass-", Namespace: x.ns,
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "bypass-", Namespace: env.Namespace,
 				Labels: map[string]string{"sim.startupgate.io/bypass": "true"}},
-			Spec: x.podSpec(nil, nil, "10m", ""),
+			Spec: env.Scenario.PodSpec(nil, nil, "10m", ""),
 		}
 		pod.Spec.NodeName = node
-		_, err := x.client.CoreV1().Pods(x.ns).Create(ctx, pod, metav1.CreateOptions{})
+		_, err := env.Client.CoreV1().Pods(env.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 		denied := apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
 		if err != nil && !denied {
 			return err
 		}
 		if denied {
-			x.note("bypass pod denied: %v", err)
+			env.Note("bypass pod denied: %v", err)
 		}
-		x.mu.Lock()
 		if denied {
-			x.counters.BypassDenied++
+			env.Tally.BypassDenied.Add(1)
 		} else {
-			x.counters.BypassCreated++
+			env.Tally.BypassCreated.Add(1)
 		}
-		x.mu.Unlock()
 	}
 	return nil
 }

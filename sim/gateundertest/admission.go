@@ -1,4 +1,4 @@
-package sim
+package gateundertest
 
 import (
 	"context"
@@ -25,28 +25,30 @@ import (
 
 	"github.com/startupgate/startupgate/deploy"
 	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/policy"
+	"github.com/startupgate/startupgate/sim/scenario"
 )
 
-// GateMode is how the gate under test runs.
-type GateMode string
+// Mode is how the gate under test runs.
+type Mode string
 
 const (
-	// GateInProcess runs gate.NewManager — the same wiring as cmd/gate — in this process,
+	// InProcess runs gate.NewManager — the same wiring as cmd/gate — in this process,
 	// with its webhook on a real TLS port registered from deploy/base/webhook.yaml.
-	GateInProcess GateMode = "in-process"
-	// GatePolicy installs the MutatingAdmissionPolicy form and runs the controller in-process.
-	GatePolicy GateMode = "policy"
-	// GateOff runs no gate at all: the negative control.
-	GateOff GateMode = "off"
-	// GateFloor taints by the admission policy and releases with the trivial floor
+	InProcess Mode = "in-process"
+	// Policy installs the MutatingAdmissionPolicy form and runs the controller in-process.
+	Policy Mode = "policy"
+	// Off runs no gate at all: the negative control.
+	Off Mode = "off"
+	// Floor taints by the admission policy and releases with the trivial floor
 	// controller instead of the gate: the plane's own floor, the benchmark's reference.
-	GateFloor GateMode = "floor"
+	Floor Mode = "floor"
 )
 
-// ParseGateMode validates a --gate value.
-func ParseGateMode(s string) (GateMode, error) {
-	switch m := GateMode(s); m {
-	case GateInProcess, GatePolicy, GateOff, GateFloor:
+// ParseMode validates a --gate value.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case InProcess, Policy, Off, Floor:
 		return m, nil
 	}
 	return "", fmt.Errorf("--gate %q: want in-process, policy, off or floor", s)
@@ -56,7 +58,7 @@ func ParseGateMode(s string) (GateMode, error) {
 // in-process server. Only what differs in a test plane changes: the name (one per
 // scenario), the client config (a URL instead of a Service), and the objectSelector, which
 // takes the scenario's node selector so that concurrent scenarios never cross.
-func webhookConfig(cfg *gate.Config, scenario, url string, ca []byte) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
+func webhookConfig(cfg *gate.Config, name, url string, ca []byte) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
 	wh := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	if err := loadManifest("base/webhook.yaml", wh); err != nil {
 		return nil, err
@@ -64,15 +66,28 @@ func webhookConfig(cfg *gate.Config, scenario, url string, ca []byte) (*admissio
 	if len(wh.Webhooks) != 1 {
 		return nil, fmt.Errorf("deploy/base/webhook.yaml: want one webhook, found %d", len(wh.Webhooks))
 	}
-	sel, err := cfg.ObjectSelector()
+	sel, err := policy.ObjectSelector(cfg)
 	if err != nil {
 		return nil, err
 	}
-	wh.Name = "startupgate-" + scenario
+	wh.Name = "startupgate-" + name
 	w := &wh.Webhooks[0]
 	w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca}
 	w.ObjectSelector = sel
 	return wh, nil
+}
+
+// ShippedWebhookName is the name of the webhook in deploy/base/webhook.yaml: the
+// apiserver's admission metrics label the gate's calls with it.
+func ShippedWebhookName() (string, error) {
+	wh := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	if err := loadManifest("base/webhook.yaml", wh); err != nil {
+		return "", err
+	}
+	if len(wh.Webhooks) == 0 {
+		return "", fmt.Errorf("deploy/base/webhook.yaml holds no webhook")
+	}
+	return wh.Webhooks[0].Name, nil
 }
 
 // loadManifest strictly decodes one shipped manifest from deploy/.
@@ -88,10 +103,10 @@ func loadManifest(path string, obj any) error {
 }
 
 // waitAdmission dry-run creates a probe node until admission adds the taint.
-func waitAdmission(ctx context.Context, cs kubernetes.Interface, cfg *gate.Config, scenario string) error {
+func waitAdmission(ctx context.Context, cs kubernetes.Interface, cfg *gate.Config, name string) error {
 	probe := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-		Name:   scenario + "-admission-probe",
-		Labels: map[string]string{ScenarioLabel: scenario, corev1.LabelHostname: scenario + "-admission-probe"},
+		Name:   name + "-admission-probe",
+		Labels: map[string]string{scenario.Label: name, corev1.LabelHostname: name + "-admission-probe"},
 	}}
 	deadline := time.Now().Add(30 * time.Second)
 	var last error

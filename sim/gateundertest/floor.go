@@ -1,4 +1,4 @@
-package sim
+package gateundertest
 
 import (
 	"context"
@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/sim/record"
+	"github.com/startupgate/startupgate/sim/scenario"
 )
 
 // floor is the plane's floor: the least any release can cost on this plane. It is a
@@ -49,7 +51,8 @@ const floorChildEnv = "STARTUPGATE_SIM_FLOOR"
 
 // RunFloorChild runs the floor controller and exits, if this process is the floor's child
 // process (the harness re-executes the running binary to get one). Otherwise it returns at
-// once. cmd/simulate's main and this package's TestMain call it first thing.
+// once. cmd/simulate's main and the TestMain of every test package that runs the floor call
+// it first thing.
 func RunFloorChild() {
 	arg, ok := os.LookupEnv(floorChildEnv)
 	if !ok {
@@ -90,7 +93,7 @@ func floorChild(arg string) error {
 
 // runFloor runs the floor controller until ctx ends. The scenario's init Pods are in ns and
 // its nodes carry the scenario label.
-func runFloor(ctx context.Context, rc *rest.Config, cfg *gate.Config, scenario, ns string) error {
+func runFloor(ctx context.Context, rc *rest.Config, cfg *gate.Config, name, ns string) error {
 	rc = rest.CopyConfig(rc)
 	rc.UserAgent = "startupgate-floor"
 	cs, err := kubernetes.NewForConfig(rc)
@@ -98,7 +101,7 @@ func runFloor(ctx context.Context, rc *rest.Config, cfg *gate.Config, scenario, 
 		return err
 	}
 	nf := informers.NewSharedInformerFactoryWithOptions(cs, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ScenarioLabel + "=" + scenario }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = scenario.Label + "=" + name }))
 	pf := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.CacheSelector().String() }))
 	f := &floor{cs: cs, cfg: cfg, nodes: nf.Core().V1().Nodes().Lister(), done: map[types.UID]bool{}}
@@ -121,7 +124,7 @@ func runFloor(ctx context.Context, rc *rest.Config, cfg *gate.Config, scenario, 
 // pod releases the Pod's node, once, if the Pod is Ready and the node still has the taint.
 // The write runs on its own goroutine: a write must never hold up the next event.
 func (f *floor) pod(ctx context.Context, p *corev1.Pod) {
-	if p.Spec.NodeName == "" || !podIsReady(p, f.cfg) {
+	if p.Spec.NodeName == "" || !record.PodIsReady(p, f.cfg) {
 		return
 	}
 	n, err := f.nodes.Get(p.Spec.NodeName)

@@ -1,4 +1,4 @@
-package sim
+package gateundertest
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package sim
+package gateundertest
 
 import (
 	"bufio"
@@ -13,13 +13,13 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -27,16 +27,19 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/policy"
+	"github.com/startupgate/startupgate/sim/controlplane"
+	"github.com/startupgate/startupgate/sim/scenario"
 )
 
-// harness runs the gate under test for one scenario and is where gate-side faults act.
+// Harness runs the gate under test for one scenario and is where gate-side faults act.
 //
-//	apiserver --webhook--> whProxy --> replica webhook servers (in-process or cmd/gate)
-//	replicas  --API------> apiProxy --> apiserver
+//	apiserver --webhook--> whRelay --> replica webhook servers (in-process or cmd/gate)
+//	replicas  --API------> apiRelay --> apiserver
 //
-// Both proxies pass traffic untouched until a fault step tells them otherwise: whProxy can
-// refuse, hang or delay admission calls; apiProxy can cut every connection (watch drops).
-type harness struct {
+// Both relays pass traffic untouched until a fault step tells them otherwise: whRelay can
+// refuse, hang or delay admission calls; apiRelay can cut every connection (watch drops).
+type Harness struct {
 	off      bool // no gate at all
 	policy   bool // admission by MutatingAdmissionPolicy instead of the webhook
 	process  bool // replicas are cmd/gate child processes
@@ -48,21 +51,30 @@ type harness struct {
 	rc       *rest.Config // admin, direct
 	as       *rest.ImpersonationConfig
 	cs       kubernetes.Interface
-	webhook  WebhookSettings
-	// shipped runs process replicas with the shipped client limits (the benchmark measures
-	// the gate as deployed) and with the profiler on; the suite raises the limits instead.
-	shipped bool
+	webhook  scenario.WebhookSettings
+	shipped  bool
 
-	whProxy  *proxy
-	apiProxy *proxy
+	whRelay  *controlplane.Relay
+	apiRelay *controlplane.Relay
 	dir      string // certs, kubeconfig, config, logs
 	ca       []byte
-	replicas []*replica
+	replicas []*Replica
 	cleanups []func(context.Context) error
 }
 
-// replica is one gate instance.
-type replica struct {
+// Options adjust how the gate under test runs.
+type Options struct {
+	// As, if set, is the identity the gate's client impersonates (e.g. the deployed
+	// ServiceAccount, to prove that its RBAC is enough).
+	As *rest.ImpersonationConfig
+	// Shipped runs process replicas as deployed: the shipped client limits and leases,
+	// connected directly (no relay hop charged to the gate), with the profiler on. The
+	// benchmark measures that gate; the suite raises the limits and shortens the leases.
+	Shipped bool
+}
+
+// Replica is one gate instance.
+type Replica struct {
 	id          int
 	port        int
 	metricsPort int
@@ -74,17 +86,48 @@ type replica struct {
 	cmd *exec.Cmd
 }
 
-func newHarness(rc *rest.Config, cs kubernetes.Interface, mode GateMode, cfg gate.Config, sc *Scenario, ns string) *harness {
-	return &harness{
-		off: mode == GateOff, floor: mode == GateFloor, process: sc.GateProcess != nil && mode != GateFloor,
-		policy: mode == GatePolicy || mode == GateFloor || sc.Admission == "policy", reactive: sc.Admission == "none",
-		cfg: cfg, scenario: sc.Name, ns: ns, rc: rc, cs: cs, webhook: sc.Webhook,
+// New prepares the gate under test for scenario sc, whose objects live in namespace ns,
+// with gate Config cfg; rc and cs are the plane's admin config and client.
+func New(rc *rest.Config, cs kubernetes.Interface, mode Mode, cfg gate.Config, sc *scenario.Scenario, ns string, opts Options) *Harness {
+	return &Harness{
+		off: mode == Off, floor: mode == Floor, process: sc.GateProcess != nil && mode != Floor,
+		policy: mode == Policy || mode == Floor || sc.Admission == "policy", reactive: sc.Admission == "none",
+		cfg: cfg, scenario: sc.Name, ns: ns, rc: rc, cs: cs, webhook: sc.Webhook, as: opts.As, shipped: opts.Shipped,
 	}
 }
 
-// start installs admission (webhook or policy), starts the replicas and returns once a
+// Off reports whether no gate runs at all (the negative control).
+func (h *Harness) Off() bool { return h.off }
+
+// Process reports whether the replicas are cmd/gate child processes.
+func (h *Harness) Process() bool { return h.process }
+
+// WebhookRelay is the relay in front of the webhook servers, or nil when nothing is
+// served (policy mode without the Pod guard).
+func (h *Harness) WebhookRelay() *controlplane.Relay { return h.whRelay }
+
+// APIRelay is the relay between the replicas and the apiserver.
+func (h *Harness) APIRelay() *controlplane.Relay { return h.apiRelay }
+
+// Replicas are the gate instances, in start order.
+func (h *Harness) Replicas() []*Replica { return h.replicas }
+
+// ID numbers the replica within its harness.
+func (r *Replica) ID() int { return r.id }
+
+// MetricsURL is the replica's Prometheus endpoint.
+func (r *Replica) MetricsURL() string {
+	return fmt.Sprintf("http://127.0.0.1:%d/metrics", r.metricsPort)
+}
+
+// PprofURL is the replica's profiler (process replicas run as shipped only).
+func (r *Replica) PprofURL() string {
+	return fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", r.pprofPort)
+}
+
+// Start installs admission (webhook or policy), starts the replicas and returns once a
 // dry-run CREATE shows admission tainting a probe node.
-func (h *harness) start(ctx context.Context, replicas int) error {
+func (h *Harness) Start(ctx context.Context, replicas int) error {
 	if h.off {
 		return nil
 	}
@@ -96,7 +139,7 @@ func (h *harness) start(ctx context.Context, replicas int) error {
 	if err != nil || u.Host == "" {
 		return fmt.Errorf("apiserver address %q: %v", h.rc.Host, err)
 	}
-	if h.apiProxy, err = newProxy(u.Host); err != nil {
+	if h.apiRelay, err = controlplane.NewRelay(u.Host); err != nil {
 		return err
 	}
 	h.cfg.Webhook = !h.policy && !h.reactive
@@ -104,7 +147,7 @@ func (h *harness) start(ctx context.Context, replicas int) error {
 		if h.ca, err = writeServingCert(h.dir); err != nil {
 			return err
 		}
-		if h.whProxy, err = newProxy(); err != nil {
+		if h.whRelay, err = controlplane.NewRelay(); err != nil {
 			return err
 		}
 	}
@@ -113,7 +156,7 @@ func (h *harness) start(ctx context.Context, replicas int) error {
 	}
 	var backends []string
 	for i := 0; i < replicas; i++ {
-		r := &replica{id: i}
+		r := &Replica{id: i}
 		if r.port, err = freePort(); err != nil {
 			return err
 		}
@@ -126,11 +169,11 @@ func (h *harness) start(ctx context.Context, replicas int) error {
 		h.replicas = append(h.replicas, r)
 		backends = append(backends, fmt.Sprintf("127.0.0.1:%d", r.port))
 	}
-	if h.whProxy != nil {
-		h.whProxy.setBackends(backends...)
+	if h.whRelay != nil {
+		h.whRelay.SetBackends(backends...)
 	}
 	for _, r := range h.replicas {
-		if err := h.run(ctx, r); err != nil {
+		if err := h.Run(ctx, r); err != nil {
 			return err
 		}
 	}
@@ -143,14 +186,14 @@ func (h *harness) start(ctx context.Context, replicas int) error {
 	return waitAdmission(ctx, h.cs, &h.cfg, h.scenario)
 }
 
-// gateRC is the replicas' client config: through apiProxy, with high limits so that the
+// gateRC is the replicas' client config: through apiRelay, with high limits so that the
 // client is never the bottleneck. The benchmark (shipped) connects directly: it injects no
 // faults, and a relay hop would be charged to the gate.
-func (h *harness) gateRC() *rest.Config {
+func (h *Harness) gateRC() *rest.Config {
 	rc := rest.CopyConfig(h.rc)
 	if !h.shipped {
 		u, _ := url.Parse(rc.Host)
-		u.Host = h.apiProxy.addr()
+		u.Host = h.apiRelay.Addr()
 		rc.Host = u.String()
 	}
 	rc.QPS, rc.Burst = 1000, 2000
@@ -161,8 +204,9 @@ func (h *harness) gateRC() *rest.Config {
 	return rc
 }
 
-// run starts one replica: in-process through gate.NewManager, or as the built cmd/gate.
-func (h *harness) run(ctx context.Context, r *replica) error {
+// Run starts replica r: in-process through gate.NewManager, or as the built cmd/gate. A
+// fault restarts a killed replica with it.
+func (h *Harness) Run(ctx context.Context, r *Replica) error {
 	if h.floor {
 		return h.runFloorProcess(r)
 	}
@@ -185,7 +229,7 @@ func (h *harness) run(ctx context.Context, r *replica) error {
 	return nil
 }
 
-func (h *harness) runProcess(r *replica) error {
+func (h *Harness) runProcess(r *Replica) error {
 	bin, err := GateBinary()
 	if err != nil {
 		return err
@@ -213,7 +257,7 @@ func (h *harness) runProcess(r *replica) error {
 // runFloorProcess starts the floor controller as a child process: this very binary,
 // re-executed with floorChildEnv set (RunFloorChild takes over there). The floor then has a
 // process of its own, as the gate has, and does not compete with the simulator's own work.
-func (h *harness) runFloorProcess(r *replica) error {
+func (h *Harness) runFloorProcess(r *Replica) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -226,9 +270,9 @@ func (h *harness) runFloorProcess(r *replica) error {
 }
 
 // writeGateFiles writes the replicas' kubeconfig and gate Config into the harness dir.
-func (h *harness) writeGateFiles() (kubeconfig, config string, err error) {
+func (h *Harness) writeGateFiles() (kubeconfig, config string, err error) {
 	kubeconfig, config = filepath.Join(h.dir, "kubeconfig"), filepath.Join(h.dir, "config.yaml")
-	if err := writeKubeconfig(h.gateRC(), kubeconfig); err != nil {
+	if err := controlplane.WriteKubeconfig(h.gateRC(), kubeconfig); err != nil {
 		return "", "", err
 	}
 	raw, err := yaml.Marshal(h.cfg)
@@ -239,7 +283,7 @@ func (h *harness) writeGateFiles() (kubeconfig, config string, err error) {
 }
 
 // startChild starts cmd as replica r, logging to the harness dir; it dies with us.
-func (h *harness) startChild(r *replica, cmd *exec.Cmd, env ...string) error {
+func (h *Harness) startChild(r *Replica, cmd *exec.Cmd, env ...string) error {
 	logf, err := os.OpenFile(filepath.Join(h.dir, fmt.Sprintf("gate-%d.log", r.id)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
@@ -257,9 +301,9 @@ func (h *harness) startChild(r *replica, cmd *exec.Cmd, env ...string) error {
 	return nil
 }
 
-// kill stops a replica abruptly: SIGKILL for a process (no lease release, no cleanup — the
+// Kill stops a replica abruptly: SIGKILL for a process (no lease release, no cleanup — the
 // crash the gate must survive), context cancel for in-process.
-func (h *harness) kill(r *replica) {
+func (h *Harness) Kill(r *Replica) {
 	switch {
 	case r.cmd != nil:
 		_ = r.cmd.Process.Kill()
@@ -272,8 +316,21 @@ func (h *harness) kill(r *replica) {
 	}
 }
 
+// WaitLeader waits up to 20s for a process replica to hold the lease, and returns it.
+func (h *Harness) WaitLeader(ctx context.Context) (*Replica, error) {
+	var r *Replica
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		r = h.leader(ctx)
+		return r != nil, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("no gate replica is leader: %w", err)
+	}
+	return r, nil
+}
+
 // leader is the replica whose metrics say it holds the lease, or nil.
-func (h *harness) leader(ctx context.Context) *replica {
+func (h *Harness) leader(ctx context.Context) *Replica {
 	for _, r := range h.replicas {
 		if r.cmd == nil {
 			continue
@@ -302,13 +359,13 @@ func isLeader(ctx context.Context, port int) bool {
 	return false
 }
 
-// installAdmission registers the shipped webhook configuration(s), pointed at whProxy, or
+// installAdmission registers the shipped webhook configuration(s), pointed at whRelay, or
 // the admission policy.
-func (h *harness) installAdmission(ctx context.Context) error {
+func (h *Harness) installAdmission(ctx context.Context) error {
 	api := h.cs.AdmissionregistrationV1()
 	name := "startupgate-" + h.scenario
 	if h.cfg.Webhook {
-		addr := h.whProxy.addr()
+		addr := h.whRelay.Addr()
 		if h.shipped {
 			addr = fmt.Sprintf("127.0.0.1:%d", h.replicas[0].port) // no relay hop in admission latency
 		}
@@ -330,14 +387,14 @@ func (h *harness) installAdmission(ctx context.Context) error {
 			return ignoreNotFound(api.MutatingWebhookConfigurations().Delete(ctx, name, metav1.DeleteOptions{}))
 		})
 	} else if !h.reactive {
-		policy, binding, err := h.cfg.Policy()
+		pol, binding, err := policy.For(&h.cfg)
 		if err != nil {
 			return err
 		}
-		policy.Name, binding.Name, binding.Spec.PolicyName = name, name, name
+		pol.Name, binding.Name, binding.Spec.PolicyName = name, name, name
 		_ = api.MutatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})
 		_ = api.MutatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{})
-		if _, err := api.MutatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		if _, err := api.MutatingAdmissionPolicies().Create(ctx, pol, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("installing admission policy: %w", err)
 		}
 		if _, err := api.MutatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
@@ -350,7 +407,7 @@ func (h *harness) installAdmission(ctx context.Context) error {
 		})
 	}
 	if h.cfg.PodGuard {
-		vw, err := podGuardConfig(h.scenario, "https://"+h.whProxy.addr()+gate.PodGuardPath, h.ca)
+		vw, err := podGuardConfig(h.scenario, "https://"+h.whRelay.Addr()+gate.PodGuardPath, h.ca)
 		if err != nil {
 			return err
 		}
@@ -365,9 +422,9 @@ func (h *harness) installAdmission(ctx context.Context) error {
 	return nil
 }
 
-// stop removes admission first (so the apiserver stops calling the gate), then stops the
-// replicas and the proxies, then removes the files.
-func (h *harness) stop(ctx context.Context) error {
+// Stop removes admission first (so the apiserver stops calling the gate), then stops the
+// replicas and the relays, then removes the files.
+func (h *Harness) Stop(ctx context.Context) error {
 	var errs []error
 	for i := len(h.cleanups) - 1; i >= 0; i-- {
 		errs = append(errs, h.cleanups[i](ctx))
@@ -382,12 +439,12 @@ func (h *harness) stop(ctx context.Context) error {
 			r.cancel = nil
 		}
 		if r.cmd != nil {
-			h.kill(r)
+			h.Kill(r)
 		}
 	}
-	for _, p := range []*proxy{h.whProxy, h.apiProxy} {
+	for _, p := range []*controlplane.Relay{h.whRelay, h.apiRelay} {
 		if p != nil {
-			p.close(ctx)
+			p.Close(ctx)
 		}
 	}
 	if h.dir != "" {
@@ -398,7 +455,7 @@ func (h *harness) stop(ctx context.Context) error {
 
 // podGuardConfig loads the shipped pod guard ValidatingWebhookConfiguration and scopes it to
 // the scenario's namespace.
-func podGuardConfig(scenario, url string, ca []byte) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+func podGuardConfig(name, url string, ca []byte) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	vw := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	if err := loadManifest("overlays/pod-guard/pod-guard.yaml", vw); err != nil {
 		return nil, err
@@ -406,25 +463,11 @@ func podGuardConfig(scenario, url string, ca []byte) (*admissionregistrationv1.V
 	if len(vw.Webhooks) != 1 {
 		return nil, fmt.Errorf("pod-guard.yaml: want one webhook, found %d", len(vw.Webhooks))
 	}
-	vw.Name = "startupgate-pod-guard-" + scenario
+	vw.Name = "startupgate-pod-guard-" + name
 	w := &vw.Webhooks[0]
 	w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca}
-	w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{ScenarioLabel: scenario}}
+	w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{scenario.Label: name}}
 	return vw, nil
-}
-
-// writeKubeconfig writes rc as a kubeconfig file for a child process.
-func writeKubeconfig(rc *rest.Config, path string) error {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["sim"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData,
-		CertificateAuthority: rc.CAFile, InsecureSkipTLSVerify: rc.Insecure, TLSServerName: rc.ServerName}
-	cfg.AuthInfos["sim"] = &clientcmdapi.AuthInfo{ClientCertificateData: rc.CertData, ClientKeyData: rc.KeyData,
-		ClientCertificate: rc.CertFile, ClientKey: rc.KeyFile, Token: rc.BearerToken, TokenFile: rc.BearerTokenFile,
-		Username: rc.Username, Password: rc.Password,
-		Impersonate: rc.Impersonate.UserName, ImpersonateGroups: rc.Impersonate.Groups}
-	cfg.Contexts["sim"] = &clientcmdapi.Context{Cluster: "sim", AuthInfo: "sim"}
-	cfg.CurrentContext = "sim"
-	return clientcmd.WriteToFile(*cfg, path)
 }
 
 var (

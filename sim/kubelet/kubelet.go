@@ -1,4 +1,4 @@
-package sim
+package kubelet
 
 import (
 	"context"
@@ -25,13 +25,13 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+
+	"github.com/startupgate/startupgate/sim/scenario"
 )
 
 const (
-	// ScenarioLabel marks every node and object of a scenario, so scenarios sharing a plane
-	// never see each other's nodes.
-	ScenarioLabel  = "sim.startupgate.io/scenario"
-	leaseNamespace = "kube-node-lease"
+	// LeaseNamespace holds the nodes' heartbeat Leases.
+	LeaseNamespace = "kube-node-lease"
 	// A real kubelet renews every 10s a Lease of 40s. Five thousand of them are 500 writes a
 	// second, which alone saturate the 2-core embedded apiserver: renewals then fall behind,
 	// the node-lifecycle controller marks nodes unreachable, and its writes make it worse
@@ -55,7 +55,9 @@ type Kubelet struct {
 	Namespace string
 	Scenario  string
 	Seed      uint64
-	Init      []InitDaemonSet
+	Init      []scenario.InitDaemonSet
+	// Version is the kubelet version the nodes report: the plane's, as real nodes would.
+	Version string
 	// Errors receives failures of asynchronous work (status writes); the runner reports them.
 	Errors func(error)
 	// ReadyAccepted, if set, hears when a write making an init Pod ready was accepted.
@@ -102,7 +104,7 @@ func (k *Kubelet) fail(err error) {
 // it Ready. It returns the CREATE's error: with a webhook that fails closed and is down,
 // registration fails, as it would for a real kubelet.
 func (k *Kubelet) Register(ctx context.Context, name string, extraLabels map[string]string, taints []corev1.Taint, readyAfter time.Duration) error {
-	lbls := map[string]string{ScenarioLabel: k.Scenario, corev1.LabelHostname: name, corev1.LabelOSStable: "linux"}
+	lbls := map[string]string{scenario.Label: k.Scenario, corev1.LabelHostname: name, corev1.LabelOSStable: "linux"}
 	for key, v := range extraLabels {
 		lbls[key] = v
 	}
@@ -142,7 +144,7 @@ func (k *Kubelet) reportReady(node *corev1.Node) error {
 	now := metav1.Now()
 	// The first attempt writes over the Node as created; a conflict re-reads it.
 	first := node.DeepCopy()
-	return transient(k.ctx, func() error {
+	return Retry(k.ctx, func() error {
 		n := first
 		first = nil
 		if n == nil {
@@ -169,7 +171,7 @@ func (k *Kubelet) reportReady(node *corev1.Node) error {
 			{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, LastHeartbeatTime: now, LastTransitionTime: now},
 			{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse, LastHeartbeatTime: now, LastTransitionTime: now},
 		}
-		n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: KubeVersion, OperatingSystem: "linux", Architecture: "amd64"}
+		n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: k.Version, OperatingSystem: "linux", Architecture: "amd64"}
 		_, err := k.Client.CoreV1().Nodes().UpdateStatus(k.ctx, n, metav1.UpdateOptions{})
 		return err
 	})
@@ -180,13 +182,13 @@ func (k *Kubelet) reportReady(node *corev1.Node) error {
 // or a failed write — it creates the Lease, and reads it only if it already exists.
 func (k *Kubelet) renewLease(ctx context.Context, node *corev1.Node) error {
 	now := metav1.NewMicroTime(time.Now())
-	leases := k.Client.CoordinationV1().Leases(leaseNamespace)
+	leases := k.Client.CoordinationV1().Leases(LeaseNamespace)
 	k.mu.Lock()
 	l := k.leases[node.Name]
 	k.mu.Unlock()
 	if l == nil {
 		created, err := leases.Create(ctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: node.Name, Labels: map[string]string{ScenarioLabel: k.Scenario}},
+			ObjectMeta: metav1.ObjectMeta{Name: node.Name, Labels: map[string]string{scenario.Label: k.Scenario}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(node.Name),
 				LeaseDurationSeconds: ptr.To(int32(leaseDuration.Seconds())), RenewTime: &now},
 		}, metav1.CreateOptions{})
@@ -216,9 +218,9 @@ func (k *Kubelet) remember(name string, l *coordinationv1.Lease, err error) {
 	k.leases[name] = l
 }
 
-// transient retries f like a kubelet keeps retrying its API calls: on conflicts and on
+// Retry retries f like a kubelet keeps retrying its API calls: on conflicts and on
 // transport errors (an apiserver restarting), for up to a minute or until ctx ends.
-func transient(ctx context.Context, f func() error) error {
+func Retry(ctx context.Context, f func() error) error {
 	backoff := wait.Backoff{Duration: 50 * time.Millisecond, Factor: 1.5, Jitter: 0.1, Steps: 40, Cap: 2 * time.Second}
 	return retry.OnError(backoff, func(err error) bool {
 		if ctx.Err() != nil {
@@ -309,7 +311,7 @@ func (k *Kubelet) finishDeletion(p *corev1.Pod) {
 	k.mu.Lock()
 	delete(k.written, p.UID)
 	k.mu.Unlock()
-	err := transient(k.ctx, func() error {
+	err := Retry(k.ctx, func() error {
 		return k.Client.CoreV1().Pods(p.Namespace).Delete(k.ctx, p.Name, metav1.DeleteOptions{
 			GracePeriodSeconds: ptr.To(int64(0)), Preconditions: &metav1.Preconditions{UID: &p.UID}})
 	})
@@ -331,19 +333,19 @@ func (k *Kubelet) drive(p *corev1.Pod) {
 }
 
 // driveInit plays the init Pod's timeline.
-func (k *Kubelet) driveInit(p *corev1.Pod, in *InitDaemonSet) {
+func (k *Kubelet) driveInit(p *corev1.Pod, in *scenario.InitDaemonSet) {
 	tl := in.Ready
 	delay := k.delay(p.Spec.NodeName, in.Name, tl)
 	k.fail(k.setStatus(p, false, 0))
 	switch tl.Mode {
-	case ModeReady:
+	case scenario.ModeReady:
 		k.after(delay, func() error { return k.ready(p, k.setStatus(p, true, 0)) })
-	case ModeNever:
-	case ModeCrashLoop:
+	case scenario.ModeNever:
+	case scenario.ModeCrashLoop:
 		k.after(delay, func() error { return k.setStatus(p, false, 3) })
-	case ModeAnnotate:
+	case scenario.ModeAnnotate:
 		k.after(delay, func() error { return k.ready(p, k.annotateReady(p)) })
-	case ModeFlap:
+	case scenario.ModeFlap:
 		flaps := tl.Flaps
 		if flaps <= 0 {
 			flaps = 1
@@ -370,7 +372,7 @@ func (k *Kubelet) ready(p *corev1.Pod, err error) error {
 }
 
 // delay is After ± Jitter, drawn from a source seeded by (seed, node, DaemonSet).
-func (k *Kubelet) delay(node, ds string, tl PodTimeline) time.Duration {
+func (k *Kubelet) delay(node, ds string, tl scenario.PodTimeline) time.Duration {
 	if tl.Jitter <= 0 {
 		return tl.After
 	}
@@ -439,7 +441,7 @@ func (k *Kubelet) updatePod(p *corev1.Pod, mutate func(*corev1.Pod), status bool
 		cur = p
 	}
 	cur = cur.DeepCopy()
-	return transient(k.ctx, func() error {
+	return Retry(k.ctx, func() error {
 		if cur == nil {
 			fresh, err := pods.Get(k.ctx, p.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) || (err == nil && (fresh.UID != p.UID || fresh.DeletionTimestamp != nil)) {

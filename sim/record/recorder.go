@@ -1,8 +1,9 @@
-package sim
+package record
 
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,11 +15,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/sim/scenario"
 )
 
 // The recorder watches Nodes and Pods and keeps, per node incarnation, what happened when.
@@ -40,14 +43,13 @@ type Recorder struct {
 	namespace string
 	// init are the scenario's init DaemonSets: the simulator's ground truth of which
 	// components each node must run, independent of what the gate believes.
-	init []InitDaemonSet
+	init []scenario.InitDaemonSet
 
 	mu    sync.Mutex
 	nodes map[string]*NodeRecord // by UID
 	// current maps a node name to the UIDs it has had, in order.
 	byName map[string][]string
 	pods   map[string]*podSeen // by pod UID
-	start  time.Time
 	// podRV and nodeRV are the newest resourceVersions each stream has delivered: the
 	// barrier compares them with a write of its own.
 	podRV, nodeRV atomic.Uint64
@@ -107,9 +109,9 @@ type podSeen struct {
 }
 
 // NewRecorder prepares a recorder for one scenario namespace.
-func NewRecorder(cfg *gate.Config, ledger *Ledger, namespace string, init []InitDaemonSet) *Recorder {
+func NewRecorder(cfg *gate.Config, ledger *Ledger, namespace string, init []scenario.InitDaemonSet) *Recorder {
 	return &Recorder{cfg: cfg, ledger: ledger, namespace: namespace, init: init,
-		nodes: map[string]*NodeRecord{}, byName: map[string][]string{}, pods: map[string]*podSeen{}, start: time.Now()}
+		nodes: map[string]*NodeRecord{}, byName: map[string][]string{}, pods: map[string]*podSeen{}}
 }
 
 // Run starts the informers (nodes with the scenario label, pods in the namespace) and
@@ -201,7 +203,7 @@ func maxStore(a *atomic.Uint64, v uint64) {
 // one of the scenario's nodes — and waits until the recorder has seen a resourceVersion at
 // least as new. Without it the checker could judge while the busy Pod stream still lags the
 // Node stream: a release would seem to precede the readiness that caused it.
-func (r *Recorder) Barrier(ctx context.Context, cs kubernetes.Interface, scenario string) error {
+func (r *Recorder) Barrier(ctx context.Context, cs kubernetes.Interface, name string) error {
 	stamp := strconv.FormatInt(time.Now().UnixNano(), 10)
 	pods := cs.CoreV1().Pods(r.namespace)
 	sentinel, err := pods.Get(ctx, "sim-barrier", metav1.GetOptions{})
@@ -224,7 +226,7 @@ func (r *Recorder) Barrier(ctx context.Context, cs kubernetes.Interface, scenari
 		seen *atomic.Uint64
 		want uint64
 	}{{&r.podRV, rv(sentinel)}}
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: ScenarioLabel + "=" + scenario, Limit: 1})
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: scenario.Label + "=" + name, Limit: 1})
 	if err != nil {
 		return err
 	}
@@ -241,7 +243,7 @@ func (r *Recorder) Barrier(ctx context.Context, cs kubernetes.Interface, scenari
 			}{&r.nodeRV, rv(n)})
 		}
 	}
-	return poll(ctx, time.Minute, func() (bool, error) {
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		for _, w := range waits {
 			if w.seen.Load() < w.want {
 				return false, nil
@@ -320,7 +322,7 @@ func (r *Recorder) pod(p *corev1.Pod) {
 	if !seen.init {
 		return
 	}
-	seen.ready = podIsReady(p, r.cfg)
+	seen.ready = PodIsReady(p, r.cfg)
 	rec := seen.node
 	if rec.InitReady.IsZero() && allReady(rec) {
 		rec.InitReady = m
@@ -373,9 +375,9 @@ func (r *Recorder) ReadyAccepted(node string, at time.Time) {
 	}
 }
 
-// readyMoment is when the node became ready for release purposes: the last accepted ready
+// ReadyMoment is when the node became ready for release purposes: the last accepted ready
 // write at or before the release, else the watch-observed InitReady.
-func (rec *NodeRecord) readyMoment() time.Time {
+func (rec *NodeRecord) ReadyMoment() time.Time {
 	var best time.Time
 	for _, t := range rec.ReadyAccepted {
 		if !t.After(rec.Released.Time) && t.After(best) {
@@ -400,9 +402,9 @@ func (r *Recorder) incarnation(name string, at uint64) *NodeRecord {
 	return nil
 }
 
-// podIsReady is the simulator's own reading of readiness (Ready condition or the early
+// PodIsReady is the simulator's own reading of readiness (Ready condition or the early
 // annotation) — deliberately not the gate's code, so that a gate bug cannot hide itself.
-func podIsReady(p *corev1.Pod, cfg *gate.Config) bool {
+func PodIsReady(p *corev1.Pod, cfg *gate.Config) bool {
 	if p.Annotations[cfg.ReadyAnnotation] == "true" {
 		return true
 	}
@@ -432,7 +434,7 @@ func (r *Recorder) Snapshot() []NodeRecord {
 		c.inits = nil
 		out = append(out, c)
 	}
-	sortRecords(out)
+	Sort(out)
 	return out
 }
 
@@ -487,3 +489,27 @@ func writers(old, cur *corev1.Node) string {
 	}
 	return strings.Join(out, ",")
 }
+
+// Sort orders records by creation (etcd revision), then name.
+func Sort(recs []NodeRecord) {
+	sort.Slice(recs, func(i, j int) bool {
+		if recs[i].Created.RV != recs[j].Created.RV {
+			return recs[i].Created.RV < recs[j].Created.RV
+		}
+		return recs[i].Name < recs[j].Name
+	})
+}
+
+// HasWorkload reports whether a Pod that does not tolerate the startup taint was ever
+// bound to the node.
+func (rec *NodeRecord) HasWorkload() bool {
+	for _, b := range rec.Bindings {
+		if b.Workload() {
+			return true
+		}
+	}
+	return false
+}
+
+// Workload: neither an init Pod nor a Pod tolerating the startup taint.
+func (b Binding) Workload() bool { return !b.Tolerates && !b.Init }

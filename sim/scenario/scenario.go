@@ -1,4 +1,4 @@
-package sim
+package scenario
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 
 	"github.com/startupgate/startupgate/gate"
 )
@@ -48,9 +50,14 @@ type Scenario struct {
 	// is judged as it stands.
 	Timeout time.Duration `yaml:"timeout"`
 
-	// File and gateConfig are filled by Load.
+	// File is filled by Load; GateConfig by Parse: the gate's defaults with the gate
+	// section applied, validated. A test may adjust it (a negative control turns a
+	// protection off) before the scenario runs.
 	File       string      `yaml:"-"`
-	gateConfig gate.Config `yaml:"-"`
+	GateConfig gate.Config `yaml:"-"`
+
+	// doc is the file's node tree, kept to name the line of a validation error.
+	doc *yaml.Node
 }
 
 // GateProcess is the process-mode gate.
@@ -147,6 +154,37 @@ type Step struct {
 	WatchDrops          *WatchDrops       `yaml:"watchDrops"`
 	DeleteInitDaemonSet *DeleteDaemonSet  `yaml:"deleteInitDaemonSet"`
 	BypassPods          *BypassPods       `yaml:"bypassPods"`
+}
+
+// Actions lists the actions a step holds; validation requires exactly one. It is the one
+// list of step kinds: a kind added to Step and not here is never valid, so it cannot be
+// accepted and then silently not run (and the runner's dispatch is tested against it).
+func (s *Step) Actions() []any {
+	var acts []any
+	for _, a := range []any{s.Join, s.Reregister, s.Scale, s.NodeDelete, s.WebhookOutage, s.WebhookLatency,
+		s.GateCrash, s.LeaderFailover, s.TaintWriters, s.APIServerRestart, s.WatchDrops, s.DeleteInitDaemonSet, s.BypassPods} {
+		if !reflect.ValueOf(a).IsNil() {
+			acts = append(acts, a)
+		}
+	}
+	return acts
+}
+
+// Action is the step's one action (a pointer to one of the action types), or nil.
+func (s *Step) Action() any {
+	if acts := s.Actions(); len(acts) == 1 {
+		return acts[0]
+	}
+	return nil
+}
+
+// Taints are the join's registered taints in Kubernetes form.
+func (j *Join) CoreTaints() []corev1.Taint {
+	out := make([]corev1.Taint, 0, len(j.Taints))
+	for _, t := range j.Taints {
+		out = append(out, t.Core())
+	}
+	return out
 }
 
 // Scale sets a workload's replica count.
@@ -284,8 +322,11 @@ func Load(path string) (*Scenario, error) {
 func Parse(data []byte) (*Scenario, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	sc := &Scenario{}
+	sc := &Scenario{doc: &yaml.Node{}}
 	if err := dec.Decode(sc); err != nil {
+		return nil, lineError(err)
+	}
+	if err := yaml.Unmarshal(data, sc.doc); err != nil { // for the lines of validation errors
 		return nil, lineError(err)
 	}
 	if err := sc.defaultAndValidate(); err != nil {
@@ -308,16 +349,77 @@ func lineError(err error) error {
 	return errors.New("1: " + msg)
 }
 
-func (sc *Scenario) defaultAndValidate() error {
-	at := func(line int, format string, args ...any) error {
-		return fmt.Errorf("%d: %s", line, fmt.Sprintf(format, args...))
+// line is the line of the field at path (map keys and sequence indexes) in the scenario
+// file, or of the deepest part of it the file has: a missing field is reported at its
+// parent. A scenario built in Go has no file; its errors are at line 1.
+func (sc *Scenario) line(path ...any) int {
+	if sc.doc == nil || len(sc.doc.Content) == 0 {
+		return 1
 	}
+	n := sc.doc.Content[0]
+	for _, p := range path {
+		next := child(n, p)
+		if next == nil {
+			break
+		}
+		n = next
+	}
+	return n.Line
+}
+
+// child is the value under key p of a mapping node, or the p-th item of a sequence node.
+func child(n *yaml.Node, p any) *yaml.Node {
+	switch p := p.(type) {
+	case string:
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == p {
+					return n.Content[i+1]
+				}
+			}
+		}
+	case int:
+		if n.Kind == yaml.SequenceNode && p < len(n.Content) {
+			return n.Content[p]
+		}
+	}
+	return nil
+}
+
+// at is a validation error at a line of the scenario file.
+func at(line int, format string, args ...any) error {
+	return fmt.Errorf("%d: %s", line, fmt.Sprintf(format, args...))
+}
+
+// defaultAndValidate fills the defaults and rejects what cannot run, one concern at a time.
+// Errors start with the line they concern (1 where the field has no line of its own).
+func (sc *Scenario) defaultAndValidate() error {
+	for _, step := range []func() error{
+		sc.validateIdentity, sc.decodeGate, sc.defaultInit, sc.defaultWorkloads, sc.validateTimeline, sc.validateChoices,
+	} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	if sc.Timeout == 0 {
+		sc.Timeout = 2 * time.Minute
+	}
+	return nil
+}
+
+func (sc *Scenario) validateIdentity() error {
 	if errs := validation.IsDNS1123Label(sc.Name); len(errs) > 0 || len(sc.Name) > 40 {
-		return at(1, "name %q must be a DNS label of at most 40 characters", sc.Name)
+		return at(sc.line("name"), "name %q must be a DNS label of at most 40 characters", sc.Name)
 	}
 	if sc.Description == "" {
-		return at(1, "description is required: say which hazard the scenario guards against")
+		return at(sc.line("description"), "description is required: say which hazard the scenario guards against")
 	}
+	return nil
+}
+
+// decodeGate applies the gate section to the contract's defaults, with the gate's own
+// strict decoding and validation: a scenario cannot run a gate cmd/gate would refuse.
+func (sc *Scenario) decodeGate() error {
 	cfg := gate.DefaultConfig()
 	if sc.Gate.Kind != 0 {
 		raw, err := yaml.Marshal(&sc.Gate)
@@ -331,17 +433,20 @@ func (sc *Scenario) defaultAndValidate() error {
 	if err := cfg.Validate(); err != nil {
 		return at(sc.Gate.Line, "gate: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
-	sc.gateConfig = cfg
-	if sc.Timeout == 0 {
-		sc.Timeout = 2 * time.Minute
-	}
+	sc.GateConfig = cfg
+	return nil
+}
+
+// defaultInit gives a scenario without init DaemonSets the contract's one, and each init
+// DaemonSet its labels, toleration and timeline defaults.
+func (sc *Scenario) defaultInit() error {
 	if len(sc.Init) == 0 {
 		sc.Init = []InitDaemonSet{{Name: "init", Ready: PodTimeline{After: time.Second}}}
 	}
 	for i := range sc.Init {
 		in := &sc.Init[i]
 		if in.Name == "" {
-			return at(1, "init[%d]: name is required", i)
+			return at(sc.line("init", i), "init[%d]: name is required", i)
 		}
 		if len(in.Labels) == 0 {
 			value := in.Name
@@ -351,69 +456,87 @@ func (sc *Scenario) defaultAndValidate() error {
 			in.Labels = map[string]string{"startup.k8s.io/component": value}
 		}
 		if in.Tolerate == nil {
-			t := true
-			in.Tolerate = &t
+			in.Tolerate = ptr.To(true)
 		}
 		switch in.Ready.Mode {
 		case "":
 			in.Ready.Mode = ModeReady
 		case ModeReady, ModeNever, ModeCrashLoop, ModeAnnotate, ModeFlap:
 		default:
-			return at(1, "init[%d].ready.mode %q: want ready, never, crashloop, annotate or flap", i, in.Ready.Mode)
+			return at(sc.line("init", i, "ready", "mode"), "init[%d].ready.mode %q: want ready, never, crashloop, annotate or flap", i, in.Ready.Mode)
 		}
 		if in.Ready.Jitter > in.Ready.After {
-			return at(1, "init[%d].ready.jitter %s must not exceed after %s", i, in.Ready.Jitter, in.Ready.After)
+			return at(sc.line("init", i, "ready", "jitter"), "init[%d].ready.jitter %s must not exceed after %s", i, in.Ready.Jitter, in.Ready.After)
 		}
 	}
+	return nil
+}
+
+func (sc *Scenario) defaultWorkloads() error {
 	for i := range sc.Workloads {
 		w := &sc.Workloads[i]
 		if w.Name == "" || w.Replicas < 0 {
-			return at(1, "workloads[%d]: name and a non-negative replicas are required", i)
+			return at(sc.line("workloads", i), "workloads[%d]: name and a non-negative replicas are required", i)
 		}
 		if w.CPU == "" {
 			w.CPU = "100m"
 		}
 	}
+	return nil
+}
+
+// validateTimeline checks each step against the nodes joined before it, then orders the
+// steps by time.
+func (sc *Scenario) validateTimeline() error {
 	names := map[string]bool{}
 	for i := range sc.Timeline {
 		s := &sc.Timeline[i]
-		if s.Join != nil {
-			if s.Join.Count <= 0 {
-				return at(1, "timeline[%d].join.count must be positive", i)
-			}
-			if s.Join.ReadyAfter == 0 {
-				s.Join.ReadyAfter = 200 * time.Millisecond
-			}
-			for j := 0; j < s.Join.Count; j++ {
-				name := sc.NodeName(s.Join.Prefix, j)
-				if names[name] {
-					return at(1, "timeline[%d].join: node %s joins twice; use reregister", i, name)
-				}
-				names[name] = true
-			}
+		if len(s.Actions()) != 1 {
+			return at(sc.line("timeline", i), "timeline[%d]: exactly one action per step", i)
 		}
-		if s.Reregister != nil {
-			if !names[s.Reregister.Node] {
-				return at(1, "timeline[%d].reregister: node %q has not joined before", i, s.Reregister.Node)
-			}
+		if err := sc.validateNodes(s, names); err != nil {
+			return at(sc.line("timeline", i), "timeline[%d].%v", i, err)
 		}
-		if s.NodeDelete != nil {
-			if !names[s.NodeDelete.Node] {
-				return at(1, "timeline[%d].nodeDelete: node %q has not joined before", i, s.NodeDelete.Node)
-			}
-		}
-		if len(s.present()) != 1 {
-			return at(1, "timeline[%d]: exactly one action per step", i)
-		}
-		if err := sc.validateFault(i, s); err != nil {
-			return at(1, "timeline[%d]: %v", i, err)
+		if err := sc.validateFault(s); err != nil {
+			return at(sc.line("timeline", i), "timeline[%d]: %v", i, err)
 		}
 	}
 	sort.SliceStable(sc.Timeline, func(a, b int) bool { return sc.Timeline[a].At < sc.Timeline[b].At })
+	return nil
+}
+
+// validateNodes checks a step's node names against joined, the names joined so far, and
+// adds a join's names to it.
+func (sc *Scenario) validateNodes(s *Step, joined map[string]bool) error {
+	switch {
+	case s.Join != nil:
+		if s.Join.Count <= 0 {
+			return fmt.Errorf("join.count must be positive")
+		}
+		if s.Join.ReadyAfter == 0 {
+			s.Join.ReadyAfter = 200 * time.Millisecond
+		}
+		for j := 0; j < s.Join.Count; j++ {
+			name := sc.NodeName(s.Join.Prefix, j)
+			if joined[name] {
+				return fmt.Errorf("join: node %s joins twice; use reregister", name)
+			}
+			joined[name] = true
+		}
+	case s.Reregister != nil && !joined[s.Reregister.Node]:
+		return fmt.Errorf("reregister: node %q has not joined before", s.Reregister.Node)
+	case s.NodeDelete != nil && !joined[s.NodeDelete.Node]:
+		return fmt.Errorf("nodeDelete: node %q has not joined before", s.NodeDelete.Node)
+	}
+	return nil
+}
+
+// validateChoices checks the fields that take one of a few words.
+func (sc *Scenario) validateChoices() error {
 	switch sc.Admission {
 	case "", "webhook", "policy", "none":
 	default:
-		return at(1, "admission %q: want webhook, policy or none", sc.Admission)
+		return at(sc.line("admission"), "admission %q: want webhook, policy or none", sc.Admission)
 	}
 	if sc.GateProcess != nil && sc.GateProcess.Replicas == 0 {
 		sc.GateProcess.Replicas = 1
@@ -421,19 +544,19 @@ func (sc *Scenario) defaultAndValidate() error {
 	switch sc.Webhook.FailurePolicy {
 	case "", "Fail", "Ignore":
 	default:
-		return at(1, "webhook.failurePolicy %q: want Fail or Ignore", sc.Webhook.FailurePolicy)
+		return at(sc.line("webhook", "failurePolicy"), "webhook.failurePolicy %q: want Fail or Ignore", sc.Webhook.FailurePolicy)
 	}
 	switch sc.Expect.Violations {
 	case "":
 		sc.Expect.Violations = "none"
 	case "none", "some":
 	default:
-		return at(1, "expect.violations %q: want none or some", sc.Expect.Violations)
+		return at(sc.line("expect", "violations"), "expect.violations %q: want none or some", sc.Expect.Violations)
 	}
 	return nil
 }
 
-func (sc *Scenario) validateFault(i int, s *Step) error {
+func (sc *Scenario) validateFault(s *Step) error {
 	switch {
 	case (s.GateCrash != nil || s.LeaderFailover != nil) && sc.GateProcess == nil:
 		return fmt.Errorf("gateCrash and leaderFailover need gateProcess (the gate must run as a process to be killed)")
@@ -478,9 +601,6 @@ func (sc *Scenario) NodeName(prefix string, i int) string {
 	return fmt.Sprintf("%s-%s%d", sc.Name, prefix, i)
 }
 
-// GateConfig is the scenario's gate Config (defaults plus overrides), validated.
-func (sc *Scenario) GateConfig() gate.Config { return sc.gateConfig }
-
 // LoadAll loads FILE or DIR arguments (a DIR contributes its *.yaml files, sorted).
 func LoadAll(args []string) ([]*Scenario, error) {
 	var out []*Scenario
@@ -504,11 +624,13 @@ func LoadAll(args []string) ([]*Scenario, error) {
 	return out, nil
 }
 
-func (t Toleration) core() corev1.Toleration {
+// Core is the Kubernetes form.
+func (t Toleration) Core() corev1.Toleration {
 	return corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator), Value: t.Value, Effect: corev1.TaintEffect(t.Effect)}
 }
 
-func (t Taint) core() corev1.Taint {
+// Core is the Kubernetes form.
+func (t Taint) Core() corev1.Taint {
 	return corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)}
 }
 

@@ -1,0 +1,115 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/startupgate/startupgate/sim/record"
+	"github.com/startupgate/startupgate/sim/scenario"
+)
+
+// Observed is what the runner saw of a run beyond the records: its counters, how many
+// Events of each expected reason were recorded, and the simulator's own errors.
+type Observed struct {
+	Counters scenario.Counters
+	// Events counts Events by reason, for the reasons the scenario expects.
+	Events map[string]int
+	// EventsErr is why the Events could not be counted, if they could not.
+	EventsErr error
+	Errors    []string
+}
+
+// Expectations compares a run with the scenario's expect and says, one line each, what it
+// failed. An empty list is a pass. It is the judge's whole decision: pure, over the
+// verdict and what was observed.
+func Expectations(v Verdict, exp scenario.Expect, obs Observed) []string {
+	fails := violationFailures(v, exp)
+	if v.Stuck != exp.Stuck {
+		fails = append(fails, fmt.Sprintf("%d gated nodes never released, expected %d", v.Stuck, exp.Stuck))
+	}
+	fails = append(fails, counterFailures(obs.Counters, exp.AtLeast)...)
+	for _, reason := range exp.Events {
+		if obs.Events[reason] == 0 {
+			fails = append(fails, fmt.Sprintf("expected a %s event, found none (%v)", reason, obs.EventsErr))
+		}
+	}
+	if len(obs.Errors) > 0 {
+		fails = append(fails, fmt.Sprintf("%d simulator errors, first: %s", len(obs.Errors), obs.Errors[0]))
+	}
+	return fails
+}
+
+// violationFailures: none expected and some found, or some expected (a negative control)
+// and none — or not exactly the kinds named — found.
+func violationFailures(v Verdict, exp scenario.Expect) []string {
+	have := KindsOf(v.Violations)
+	switch {
+	case exp.Violations == "none" && len(v.Violations) > 0:
+		return []string{fmt.Sprintf("expected no violations, found %d (%s)", len(v.Violations), have)}
+	case exp.Violations == "some" && len(v.Violations) == 0:
+		return []string{"expected violations (negative control), found none: the checker must catch this"}
+	case exp.Violations == "some" && len(exp.Kinds) > 0:
+		want := append([]string(nil), exp.Kinds...)
+		sort.Strings(want)
+		if strings.Join(want, ",") != have {
+			return []string{fmt.Sprintf("expected exactly the violation kinds %v, found %q", want, have)}
+		}
+	}
+	return nil
+}
+
+func counterFailures(c, atLeast scenario.Counters) []string {
+	var fails []string
+	for _, b := range []struct {
+		name      string
+		got, want int
+	}{
+		{"early tolerating pods", c.EarlyToleratingPods, atLeast.EarlyToleratingPods},
+		{"refused registrations", c.RegistrationsRefused, atLeast.RegistrationsRefused},
+		{"denied bypass pods", c.BypassDenied, atLeast.BypassDenied},
+		{"created bypass pods", c.BypassCreated, atLeast.BypassCreated},
+		{"backfilled nodes", c.Backfilled, atLeast.Backfilled},
+	} {
+		if b.got < b.want {
+			fails = append(fails, fmt.Sprintf("%s: %d, expected at least %d", b.name, b.got, b.want))
+		}
+	}
+	return fails
+}
+
+// Backfilled counts nodes that came up untainted and were tainted afterwards.
+func Backfilled(recs []record.NodeRecord) int {
+	n := 0
+	for _, r := range recs {
+		if !r.TaintedAtCreate && !r.Tainted.IsZero() {
+			n++
+		}
+	}
+	return n
+}
+
+// KindsOf lists the distinct kinds among vs, sorted and comma-separated.
+func KindsOf(vs []Violation) string {
+	seen := map[string]bool{}
+	for _, v := range vs {
+		seen[v.Kind] = true
+	}
+	kinds := make([]string, 0, len(seen))
+	for k := range seen {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	return strings.Join(kinds, ",")
+}
+
+// Count is how many of vs are of kind.
+func Count(vs []Violation, kind string) int {
+	n := 0
+	for _, v := range vs {
+		if v.Kind == kind {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,82 @@
+package scenario
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseScenario(t *testing.T) {
+	base := "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 2, prefix: n}\n"
+	tests := []struct {
+		name, yaml, wantErr string
+	}{
+		{name: "valid", yaml: base},
+		{name: "unknown field names its line", yaml: base + "bogus: 1\n", wantErr: "6: field bogus not found"},
+		{name: "unknown nested field", yaml: "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 2, prefx: n}\n", wantErr: "5: field prefx not found"},
+		{name: "unknown gate field", yaml: base + "gate:\n  minHodl: 1s\n", wantErr: "7: gate:"},
+		{name: "bad gate value", yaml: base + "gate:\n  timeoutPolicy: maybe\n", wantErr: "timeoutPolicy"},
+		{name: "missing description", yaml: "name: s\n", wantErr: "description is required"},
+		{name: "two actions in a step", yaml: "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 1}\n    reregister: {node: s-0}\n", wantErr: "exactly one action"},
+		{name: "no action in a step", yaml: base + "  - at: 1s\n", wantErr: "exactly one action"},
+		{name: "a fault with a join", yaml: "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 1}\n    watchDrops: {duration: 1s}\n", wantErr: "exactly one action"},
+		{name: "unknown admission", yaml: base + "admission: later\n", wantErr: "admission"},
+		{name: "reregister unknown node", yaml: base + "  - at: 1s\n    reregister: {node: nope}\n", wantErr: "has not joined"},
+		{name: "bad mode", yaml: base + "init:\n  - name: i\n    ready: {mode: sometimes}\n", wantErr: "ready.mode"},
+		{name: "bad expect", yaml: base + "expect: {violations: maybe}\n", wantErr: "expect.violations"},
+		{name: "duration typo", yaml: base + "timeout: 5 minutes\n", wantErr: "6:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc, err := Parse([]byte(tt.yaml))
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				if sc.Timeout != 2*time.Minute || len(sc.Init) != 1 || sc.Expect.Violations != "none" {
+					t.Errorf("defaults not applied: %+v", sc)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error %v, want it to contain %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestEveryStepKindRuns: each action field of Step is in the one list that validation counts
+// and the runner dispatches on, so a kind cannot be accepted and then never run.
+func TestEveryStepKindRuns(t *testing.T) {
+	s := Step{}
+	v := reflect.ValueOf(&s).Elem()
+	kinds := 0
+	for i := 0; i < v.NumField(); i++ {
+		if f := v.Field(i); f.Kind() == reflect.Pointer {
+			f.Set(reflect.New(f.Type().Elem()))
+			kinds++
+		}
+	}
+	if got := len(s.Actions()); got != kinds {
+		t.Fatalf("Step has %d action fields, Actions() knows %d", kinds, got)
+	}
+}
+
+// TestScenarioFiles: every shipped scenario decodes strictly and says what it guards against.
+func TestScenarioFiles(t *testing.T) {
+	scs, err := LoadAll([]string{"../../scenarios"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, sc := range scs {
+		if prev, dup := seen[sc.Name]; dup {
+			t.Errorf("scenario name %s used by %s and %s", sc.Name, prev, sc.File)
+		}
+		seen[sc.Name] = sc.File
+		if !strings.Contains(sc.File, sc.Name+".yaml") {
+			t.Errorf("%s: file name does not match scenario name %s", sc.File, sc.Name)
+		}
+	}
+}

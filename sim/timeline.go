@@ -1,0 +1,311 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/startupgate/startupgate/sim/check"
+	"github.com/startupgate/startupgate/sim/faults"
+	"github.com/startupgate/startupgate/sim/scenario"
+)
+
+// play runs the timeline, each step in its own goroutine at its offset (and the gate, if
+// the scenario installs it late, on gateCtx), and waits until the run settles or times out.
+func (x *run) play(ctx, gateCtx context.Context) {
+	if d := x.sc.GateStartsAt; d > 0 {
+		go func() {
+			select {
+			case <-gateCtx.Done():
+			case <-time.After(d):
+				if err := x.harness.Start(gateCtx, x.replicaCount()); err != nil {
+					x.fail(fmt.Errorf("starting gate late: %w", err))
+				}
+			}
+		}()
+	}
+	var wg sync.WaitGroup
+	for i := range x.sc.Timeline {
+		step := &x.sc.Timeline[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Until(x.start.Add(step.At))):
+			}
+			x.step(ctx, step)
+			x.mu.Lock()
+			x.steps++
+			x.mu.Unlock()
+		}()
+	}
+	x.waitSettled(ctx)
+	stepsDone := make(chan struct{})
+	go func() { wg.Wait(); close(stepsDone) }()
+	select {
+	case <-stepsDone:
+	case <-time.After(time.Second):
+		// Steps still running (a join retrying against a closed webhook) end with ctx.
+	}
+}
+
+// waitSettled returns once the run has settled, its timeout has passed, or ctx ends,
+// printing progress once a second if asked to.
+func (x *run) waitSettled(ctx context.Context) {
+	deadline := x.start.Add(x.sc.Timeout)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	var lastProgress time.Time
+	for {
+		settled := x.settled()
+		if x.Opts.Progress != nil && (time.Since(lastProgress) >= time.Second || settled) {
+			lastProgress = time.Now()
+			x.progress()
+		}
+		if settled || time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (x *run) step(ctx context.Context, s *scenario.Step) {
+	act := x.action(s.Action())
+	if act == nil {
+		x.fail(fmt.Errorf("step at %s: no action the runner knows (%T)", s.At, s.Action()))
+		return
+	}
+	if err := act(ctx); err != nil && ctx.Err() == nil {
+		x.fail(fmt.Errorf("step at %s: %w", s.At, err))
+	}
+}
+
+// action is how the run carries out one step action (one of scenario.Step's action
+// types), or nil for a type it does not know. TestEveryStepKindRuns holds it to the list
+// in scenario.Step.Actions.
+func (x *run) action(a any) func(context.Context) error {
+	env := x.faultEnv()
+	switch a := a.(type) {
+	case *scenario.Join:
+		return func(ctx context.Context) error { x.join(ctx, a); return nil }
+	case *scenario.Reregister:
+		return func(ctx context.Context) error { return x.reregister(ctx, a) }
+	case *scenario.Scale:
+		return func(ctx context.Context) error { return x.scale(ctx, a) }
+	case *scenario.NodeDelete:
+		return func(ctx context.Context) error { return x.nodeDelete(ctx, a) }
+	case *scenario.WebhookOutage:
+		return func(ctx context.Context) error { return faults.WebhookOutage(ctx, env, a) }
+	case *scenario.WebhookLatency:
+		return func(ctx context.Context) error { return faults.WebhookLatency(ctx, env, a) }
+	case *scenario.GateCrash:
+		return func(ctx context.Context) error { return faults.GateCrash(ctx, env, a) }
+	case *scenario.LeaderFailover:
+		return func(ctx context.Context) error { return faults.LeaderFailover(ctx, env, a) }
+	case *scenario.TaintWriters:
+		return func(ctx context.Context) error { return faults.TaintWriters(ctx, env, a) }
+	case *scenario.APIServerRestart:
+		return func(ctx context.Context) error { return faults.APIServerRestart(ctx, env, a) }
+	case *scenario.WatchDrops:
+		return func(ctx context.Context) error { return faults.WatchDrops(ctx, env, a) }
+	case *scenario.DeleteDaemonSet:
+		return func(ctx context.Context) error { return faults.DeleteInitDaemonSet(ctx, env, a) }
+	case *scenario.BypassPods:
+		return func(ctx context.Context) error { return faults.BypassPods(ctx, env, a) }
+	}
+	return nil
+}
+
+// joinedNodes lists the names of the nodes registered so far.
+func (x *run) joinedNodes() []string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	out := make([]string, 0, len(x.joins))
+	for n := range x.joins {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// join registers the nodes of a join step: all at once (bounded concurrency) or one per
+// interval. A failed registration is retried every 500ms, as a kubelet would.
+func (x *run) join(ctx context.Context, j *scenario.Join) {
+	sem := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	for i := 0; i < j.Count; i++ {
+		name := x.sc.NodeName(j.Prefix, i)
+		x.mu.Lock()
+		x.joins[name] = j
+		x.mu.Unlock()
+		if j.Interval > 0 && i > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(j.Interval):
+			}
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			x.register(ctx, name, j)
+		}()
+	}
+	wg.Wait()
+}
+
+func (x *run) register(ctx context.Context, name string, j *scenario.Join) {
+	for {
+		err := x.kubelet.Register(ctx, name, j.Labels, j.CoreTaints(), j.ReadyAfter)
+		if err == nil {
+			x.mu.Lock()
+			x.joined++
+			x.mu.Unlock()
+			return
+		}
+		if apierrors.IsAlreadyExists(err) {
+			x.fail(err)
+			return
+		}
+		x.mu.Lock()
+		x.refused++
+		x.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// reregister deletes a node and registers it again under the same name, as an autoscaler
+// that reuses names does. With KeepOldInitPod the old node's init Pods stay bound and Ready,
+// as they do while pod GC lags; otherwise they are deleted with the node.
+func (x *run) reregister(ctx context.Context, rr *scenario.Reregister) error {
+	x.mu.Lock()
+	j := x.joins[rr.Node]
+	x.mu.Unlock()
+	if j == nil {
+		return fmt.Errorf("reregister: node %s never joined", rr.Node)
+	}
+	x.kubelet.Deregister(rr.Node)
+	if err := x.client.CoreV1().Nodes().Delete(ctx, rr.Node, metav1.DeleteOptions{}); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	if !rr.KeepOldInitPod {
+		if err := x.deletePodsOn(ctx, rr.Node); err != nil {
+			return err
+		}
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := x.client.CoreV1().Nodes().Get(ctx, rr.Node, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	}); err != nil {
+		return fmt.Errorf("waiting for node %s to be gone: %w", rr.Node, err)
+	}
+	x.mu.Lock()
+	x.joined--
+	x.mu.Unlock()
+	x.register(ctx, rr.Node, j)
+	return nil
+}
+
+// nodeDelete removes a node as a scale-down would, with the Pods bound to it.
+func (x *run) nodeDelete(ctx context.Context, d *scenario.NodeDelete) error {
+	x.kubelet.Deregister(d.Node)
+	if err := x.client.CoreV1().Nodes().Delete(ctx, d.Node, metav1.DeleteOptions{}); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	return x.deletePodsOn(ctx, d.Node)
+}
+
+func (x *run) deletePodsOn(ctx context.Context, node string) error {
+	pods, err := x.client.CoreV1().Pods(x.ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		return err
+	}
+	for _, p := range pods.Items {
+		err := x.client.CoreV1().Pods(x.ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
+		if client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scale sets a workload's replicas (workloads that arrive after the nodes).
+func (x *run) scale(ctx context.Context, s *scenario.Scale) error {
+	_, err := x.client.AppsV1().Deployments(x.ns).Patch(ctx, s.Workload, "application/merge-patch+json",
+		[]byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, s.Replicas)), metav1.PatchOptions{})
+	if err == nil {
+		x.mu.Lock()
+		x.replicas[s.Workload] = s.Replicas
+		x.mu.Unlock()
+	}
+	return err
+}
+
+// settled: every step has run, every workload Pod is bound, no more nodes are stuck than
+// expected, and every other gated node is either released or was never tainted but is
+// already serving (the gate had no chance at it). Without a gate nothing is released, so
+// there it is enough that the init Pods are ready.
+func (x *run) settled() bool {
+	x.mu.Lock()
+	steps := x.steps
+	want := 0
+	for _, n := range x.replicas {
+		want += int(n)
+	}
+	x.mu.Unlock()
+	if steps < len(x.sc.Timeline) {
+		return false
+	}
+	recs := x.recorder.Snapshot()
+	v := check.Check(recs, x.start, x.bounds())
+	if v.WorkloadPods < want || v.Stuck > x.sc.Expect.Stuck {
+		return false
+	}
+	for _, rec := range recs {
+		if !rec.Gated || !rec.Deleted.IsZero() {
+			continue
+		}
+		if x.harness.Off() {
+			if rec.InitReady.IsZero() {
+				return false
+			}
+			continue
+		}
+		if rec.Released.IsZero() && rec.Tainted.IsZero() && !rec.HasWorkload() {
+			return false
+		}
+	}
+	return true
+}
+
+func (x *run) progress() {
+	v := check.Check(x.recorder.Snapshot(), x.start, x.bounds())
+	x.mu.Lock()
+	joined, refused := x.joined, x.refused
+	x.mu.Unlock()
+	line := fmt.Sprintf("  %-36s %6.1fs  joined %4d  released %4d/%-4d  early pods %d",
+		x.sc.Name, time.Since(x.start).Seconds(), joined, v.Released, v.Gated, check.Count(v.Violations, check.KindEarlyPod))
+	if refused > 0 {
+		line += fmt.Sprintf("  registrations refused %d", refused)
+	}
+	fmt.Fprintln(x.Opts.Progress, line)
+}
