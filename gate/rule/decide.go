@@ -1,0 +1,237 @@
+package rule
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Readiness is how every rule reads an init Pod.
+type Readiness struct {
+	// Annotation on an init Pod, with value "true", marks it ready early.
+	Annotation string
+	// AnnotationOnly counts only the annotation, not Pod readiness.
+	AnnotationOnly bool
+}
+
+// Input is what a decision reads about one node.
+type Input struct {
+	Node *corev1.Node
+	// Pods may hold any Pods; only those of a component of the rule, on this node, not
+	// terminating and created at or after the node count.
+	Pods []*corev1.Pod
+	// Expected names the rule's components whose DaemonSet targets the node although none
+	// of their Pods is there yet.
+	Expected map[string]bool
+	Now      time.Time
+	// UnmetSince (continuous rules, after the first release) is when the caller first saw
+	// the requirements fail, or zero.
+	UnmetSince time.Time
+}
+
+// Decision is the outcome of Decide for one node and one rule.
+type Decision struct {
+	// Release: remove the rule's taint now (the first time, also record completion).
+	Release bool
+	// Taint (continuous rules): put the taint back now; the requirements have failed for
+	// the settle time.
+	Taint bool
+	// TimedOut: MaxHold passed before the node was ready. With TimeoutRelease, Release is
+	// also true; with TimeoutKeep the taint stays.
+	TimedOut bool
+	// Met reports whether the requirements hold now.
+	Met bool
+	// Reason says why, in words fit for an event, a log line or `gate status`.
+	Reason string
+	// RequeueAfter > 0: nothing will change before this much time passes (min or max hold,
+	// settle time), so decide again then. Zero: wait for the next watch event.
+	RequeueAfter time.Duration
+	// ReadyAt is when the node became ready (the latest Ready transition of the Pods that
+	// made it so), for the ready-to-release latency metric. Zero if not known.
+	ReadyAt time.Time
+}
+
+// Wait reports whether the node keeps (or gets) the taint.
+func (d Decision) Wait() bool { return !d.Release }
+
+// Decide says what rule r does about a node it applies to. It is pure: the answer depends
+// only on its arguments.
+//
+// Before the rule first releases the node: release once the requirements hold and the
+// minimum hold has passed; at the maximum hold, apply the timeout policy. After it: a
+// startup rule does nothing, ever; a continuous rule takes its taint off while the
+// requirements hold and puts it back once they have failed for the settle time.
+//
+// The Pod creation rule matters: when an autoscaler reuses a node name, a Ready init Pod of
+// the previous node can still be bound to that name until pod GC runs, and it must never
+// release the new node.
+func Decide(r *Rule, rd Readiness, in Input) Decision {
+	met, readyAt, why := r.requirements(rd, in)
+	if r.Completed(in.Node) {
+		return r.afterRelease(in, met, why)
+	}
+	created := in.Node.CreationTimestamp.Time
+	if met {
+		if minEnd := created.Add(r.MinHold.Duration); in.Now.Before(minEnd) {
+			return Decision{Met: true, Reason: "minimum hold not reached", RequeueAfter: minEnd.Sub(in.Now), ReadyAt: readyAt}
+		}
+		return Decision{Release: true, Met: true, Reason: r.readyReason(), ReadyAt: readyAt}
+	}
+	if r.MaxHold.Duration <= 0 {
+		return Decision{Reason: why}
+	}
+	if deadline := created.Add(r.MaxHold.Duration); in.Now.Before(deadline) {
+		return Decision{Reason: why, RequeueAfter: deadline.Sub(in.Now)}
+	}
+	reason := fmt.Sprintf("maximum hold %s reached: %s", r.MaxHold.Duration, why)
+	if r.TimeoutPolicy == TimeoutRelease {
+		return Decision{Release: true, TimedOut: true, Reason: reason}
+	}
+	return Decision{TimedOut: true, Reason: reason}
+}
+
+// readyReason says what held, for the release event.
+func (r *Rule) readyReason() string {
+	if len(r.compiled().components) == 0 {
+		return "all required node conditions hold"
+	}
+	return "all required components ready"
+}
+
+// afterRelease is the decision once the rule has released the node.
+func (r *Rule) afterRelease(in Input, met bool, why string) Decision {
+	switch {
+	case r.Mode != Continuous:
+		return Decision{Met: met, Reason: "released"}
+	case met && r.HasTaint(in.Node):
+		return Decision{Release: true, Met: true, Reason: "requirements hold again"}
+	case met:
+		return Decision{Met: true, Reason: "requirements hold"}
+	case r.HasTaint(in.Node):
+		return Decision{Reason: why}
+	case in.UnmetSince.IsZero():
+		return Decision{Reason: why, RequeueAfter: r.SettleTime.Duration}
+	}
+	if wait := in.UnmetSince.Add(r.SettleTime.Duration).Sub(in.Now); wait > 0 {
+		return Decision{Reason: why, RequeueAfter: wait}
+	}
+	return Decision{Taint: true, Reason: fmt.Sprintf("%s for %s", why, in.Now.Sub(in.UnmetSince).Round(time.Millisecond))}
+}
+
+// requirements reports whether the rule's components are ready and its conditions hold,
+// with the latest ready time and, when not, why.
+func (r *Rule) requirements(rd Readiness, in Input) (bool, time.Time, string) {
+	c := r.compiled()
+	var readyAt time.Time
+	if len(c.components) > 0 {
+		ok, at, why := componentsReady(in, c.components, rd)
+		if !ok {
+			return false, time.Time{}, why
+		}
+		readyAt = at
+	}
+	for _, cond := range c.conditions {
+		if !hasCondition(in.Node, cond) {
+			return false, time.Time{}, fmt.Sprintf("node condition %s is not %s", cond.Type, cond.Status)
+		}
+	}
+	return true, readyAt, ""
+}
+
+// componentsReady applies the component rules: at least one component has a counted Pod on
+// the node, and every component that has one (or a DaemonSet targeting the node) has a
+// ready one. It returns the latest ready time and, when not ready, why.
+func componentsReady(in Input, comps []compiledComponent, rd Readiness) (bool, time.Time, string) {
+	var latest time.Time
+	present := 0
+	for i := range comps {
+		comp := &comps[i]
+		has, readyPod := false, (*corev1.Pod)(nil)
+		for _, p := range in.Pods {
+			if !counts(p, in.Node, comp) {
+				continue
+			}
+			has = true
+			if podReady(p, rd) {
+				readyPod = p
+				break
+			}
+		}
+		if !has {
+			if in.Expected[comp.Name] {
+				return false, time.Time{}, fmt.Sprintf("component %q: its DaemonSet targets the node, no Pod yet", comp.Name)
+			}
+			continue
+		}
+		present++
+		if readyPod == nil {
+			return false, time.Time{}, fmt.Sprintf("component %q not ready", comp.Name)
+		}
+		if t := readySince(readyPod); t.After(latest) {
+			latest = t
+		}
+	}
+	if present == 0 {
+		return false, time.Time{}, "no init pod on the node yet"
+	}
+	return true, latest, ""
+}
+
+// counts applies the per-Pod rules: this component, this node, not terminating, and not
+// older than the node.
+func counts(p *corev1.Pod, node *corev1.Node, comp *compiledComponent) bool {
+	return p.Spec.NodeName == node.Name &&
+		p.DeletionTimestamp == nil &&
+		!p.CreationTimestamp.Before(&node.CreationTimestamp) &&
+		(comp.Namespace == "" || comp.Namespace == p.Namespace) &&
+		comp.selector.Matches(labels.Set(p.Labels))
+}
+
+// podReady: the early-ready annotation, or (unless annotation-only) the Ready condition
+// and every container ready.
+func podReady(p *corev1.Pod, rd Readiness) bool {
+	if p.Annotations[rd.Annotation] == "true" {
+		return true
+	}
+	if rd.AnnotationOnly || !hasPodReady(p) {
+		return false
+	}
+	if len(p.Status.ContainerStatuses) < len(p.Spec.Containers) {
+		return false
+	}
+	for i := range p.Status.ContainerStatuses {
+		if !p.Status.ContainerStatuses[i].Ready {
+			return false
+		}
+	}
+	return true
+}
+
+func hasPodReady(p *corev1.Pod) bool {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == corev1.PodReady {
+			return p.Status.Conditions[i].Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func readySince(p *corev1.Pod) time.Time {
+	for i := range p.Status.Conditions {
+		if c := &p.Status.Conditions[i]; c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+func hasCondition(node *corev1.Node, c condition) bool {
+	for i := range node.Status.Conditions {
+		if node.Status.Conditions[i].Type == c.Type {
+			return node.Status.Conditions[i].Status == c.Status
+		}
+	}
+	return false
+}

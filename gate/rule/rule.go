@@ -1,0 +1,410 @@
+package rule
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/klog/v2"
+)
+
+// Mode is how a rule acts after its first release.
+type Mode string
+
+const (
+	// Startup rules are released once and never again.
+	Startup Mode = "startup"
+	// Continuous rules put their taint back while their requirements do not hold.
+	Continuous Mode = "continuous"
+)
+
+// TimeoutPolicy says what happens when MaxHold passes before the node is ready.
+type TimeoutPolicy string
+
+const (
+	// TimeoutRelease removes the taint anyway and records a Warning event.
+	TimeoutRelease TimeoutPolicy = "release"
+	// TimeoutKeep keeps the taint and alerts (event + metric); an operator decides.
+	TimeoutKeep TimeoutPolicy = "keep"
+)
+
+// DefaultSettleTime is how long a continuous rule's requirements must fail before its taint
+// goes back on: a Pod restarting in place, or a condition that flaps, must not turn into a
+// storm of Node writes.
+const DefaultSettleTime = 5 * time.Second
+
+// Component is one required initialization workload: the Pods selected by Selector in
+// Namespace (empty means all namespaces). A node is ready when every component that has a
+// Pod on it (or a DaemonSet targeting it) is ready, and at least one component has.
+type Component struct {
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Selector  string `json:"selector"`
+}
+
+// Rule is one taint and what must hold before it comes off. Compile it before use.
+type Rule struct {
+	// Name identifies the rule in events, metrics, logs and `gate status`.
+	Name string `json:"name"`
+	// Mode is startup (the default) or continuous.
+	Mode Mode `json:"mode,omitempty"`
+	// NodeSelector (label selector syntax) chooses the nodes the rule applies to.
+	NodeSelector string `json:"nodeSelector,omitempty"`
+	// Taint is added at creation and removed at release. Key and effect identify it.
+	Taint corev1.Taint `json:"taint"`
+	// Components are the init workloads that must be Ready on the node.
+	Components []Component `json:"components,omitempty"`
+	// Conditions are node conditions, "Type=Status", that must all hold.
+	Conditions []string `json:"conditions,omitempty"`
+	// MinHold is the shortest time a node stays held, counted from its creation.
+	MinHold metav1.Duration `json:"minHold,omitempty"`
+	// MaxHold bounds the first wait (0: unbounded); then TimeoutPolicy applies.
+	MaxHold       metav1.Duration `json:"maxHold,omitempty"`
+	TimeoutPolicy TimeoutPolicy   `json:"timeoutPolicy,omitempty"`
+	// DryRun decides and reports, and writes nothing: no taint at creation, no release.
+	DryRun bool `json:"dryRun,omitempty"`
+	// SettleTime (continuous rules) is how long requirements must fail before the taint
+	// goes back on; default DefaultSettleTime.
+	SettleTime metav1.Duration `json:"settleTime,omitempty"`
+	// CompletedAnnotation is written on the Node when the rule first releases it. The gate
+	// defaults it: the contract's startup.k8s.io/completedAt for the rule named "default",
+	// startup.k8s.io/completedAt.<name> for every other.
+	CompletedAnnotation string `json:"completedAnnotation,omitempty"`
+
+	c *compiled
+}
+
+type compiled struct {
+	nodes      labels.Selector
+	components []compiledComponent
+	conditions []condition
+}
+
+type compiledComponent struct {
+	Component
+	selector labels.Selector
+}
+
+type condition struct {
+	Type   corev1.NodeConditionType
+	Status corev1.ConditionStatus
+}
+
+// Errors collects validation errors, each prefixed with the field it names.
+type Errors []error
+
+// Add records an error about field.
+func (e *Errors) Add(field, format string, args ...any) {
+	*e = append(*e, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+}
+
+// Compile fills the rule's defaults, checks every field and compiles its selectors. Each
+// error is added to errs prefixed with at, the rule's place in the config (e.g.
+// `rules[1] "gpu"`), then the field. It is CompileSelectors then CompileLimits; a caller
+// with checks across rules runs the two itself, with its checks between.
+func (r *Rule) Compile(at string, errs *Errors) {
+	r.CompileSelectors(at, errs)
+	r.CompileLimits(at, errs)
+}
+
+// CompileSelectors fills the defaults and checks what identifies the rule and what it
+// selects: name, mode, taint, completion annotation, node selector, components.
+func (r *Rule) CompileSelectors(at string, errs *Errors) {
+	field := fieldIn(at)
+	if r.Mode == "" {
+		r.Mode = Startup
+	}
+	if r.TimeoutPolicy == "" {
+		r.TimeoutPolicy = TimeoutRelease
+	}
+	if r.SettleTime.Duration == 0 {
+		r.SettleTime.Duration = DefaultSettleTime
+	}
+	out := &compiled{}
+	r.validateName(field, errs)
+	r.validateTaint(field, errs)
+	for _, msg := range validation.IsQualifiedName(r.CompletedAnnotation) {
+		errs.Add(field("completedAnnotation"), "%q: %s", r.CompletedAnnotation, msg)
+	}
+	var err error
+	if out.nodes, err = labels.Parse(r.NodeSelector); err != nil {
+		errs.Add(field("nodeSelector"), "%q: %v", r.NodeSelector, err)
+	}
+	out.components = r.compileComponents(field, errs)
+	r.c = out
+}
+
+// CompileLimits checks the conditions, the holds and the timeout policy. It needs
+// CompileSelectors first.
+func (r *Rule) CompileLimits(at string, errs *Errors) {
+	field := fieldIn(at)
+	c := r.compiled()
+	c.conditions = r.compileConditions(field, errs)
+	if len(r.Components) == 0 && len(r.Conditions) == 0 {
+		errs.Add(field("components"), "a rule needs at least one component or condition")
+	}
+	r.validateHolds(field, errs)
+}
+
+// Selected reports whether every component selector compiled: only then can the caller
+// judge what the selectors have in common.
+func (r *Rule) Selected() bool { return r.c != nil && len(r.c.components) == len(r.Components) }
+
+func fieldIn(at string) func(string) string {
+	return func(f string) string { return strings.TrimPrefix(at+"."+f, ".") }
+}
+
+// CheckCondition reports whether s reads as a condition, "Type=Status".
+func CheckCondition(s string) error {
+	_, err := parseCondition(s)
+	return err
+}
+
+func (r *Rule) validateName(field func(string) string, errs *Errors) {
+	for _, msg := range validation.IsDNS1123Label(r.Name) {
+		errs.Add(field("name"), "%q: %s", r.Name, msg)
+	}
+	switch r.Mode {
+	case Startup:
+	case Continuous:
+		if r.Taint.Effect != corev1.TaintEffectNoSchedule {
+			errs.Add(field("taint.effect"), "%q: a continuous rule uses NoSchedule only; it never evicts", r.Taint.Effect)
+		}
+	default:
+		errs.Add(field("mode"), "%q: must be %q or %q", r.Mode, Startup, Continuous)
+	}
+}
+
+// validateTaint checks the taint as the apiserver would: a qualified key, a label-value
+// value, a known effect. A taint the apiserver rejects would fail every Node CREATE.
+func (r *Rule) validateTaint(field func(string) string, errs *Errors) {
+	for _, msg := range validation.IsQualifiedName(r.Taint.Key) {
+		errs.Add(field("taint.key"), "%q: %s", r.Taint.Key, msg)
+	}
+	if r.Taint.Value != "" {
+		for _, msg := range validation.IsValidLabelValue(r.Taint.Value) {
+			errs.Add(field("taint.value"), "%q: %s", r.Taint.Value, msg)
+		}
+	}
+	switch r.Taint.Effect {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		errs.Add(field("taint.effect"), "%q: must be NoSchedule, PreferNoSchedule or NoExecute", r.Taint.Effect)
+	}
+}
+
+// compileComponents parses each component's selector and checks its namespace. A component
+// with an empty selector would match every Pod, so it is refused.
+func (r *Rule) compileComponents(field func(string) string, errs *Errors) []compiledComponent {
+	var out []compiledComponent
+	for i, comp := range r.Components {
+		sel, err := labels.Parse(comp.Selector)
+		if err != nil || sel.Empty() {
+			errs.Add(field(fmt.Sprintf("components[%d].selector", i)), "%q: must be a non-empty label selector (%v)", comp.Selector, err)
+			continue
+		}
+		if comp.Namespace != "" {
+			for _, msg := range validation.IsDNS1123Label(comp.Namespace) {
+				errs.Add(field(fmt.Sprintf("components[%d].namespace", i)), "%q: %s", comp.Namespace, msg)
+			}
+		}
+		if comp.Name == "" {
+			comp.Name = comp.Selector
+		}
+		out = append(out, compiledComponent{Component: comp, selector: sel})
+	}
+	return out
+}
+
+func (r *Rule) compileConditions(field func(string) string, errs *Errors) []condition {
+	var out []condition
+	for i, c := range r.Conditions {
+		f := field(fmt.Sprintf("conditions[%d]", i))
+		if cond, err := parseCondition(c); err != nil {
+			errs.Add(f, "%v", err)
+		} else {
+			out = append(out, cond)
+		}
+	}
+	return out
+}
+
+// parseCondition reads "Type=Status".
+func parseCondition(s string) (condition, error) {
+	t, st, ok := strings.Cut(s, "=")
+	switch {
+	case !ok || t == "":
+		return condition{}, fmt.Errorf("%q: must be Type=Status", s)
+	case st != string(corev1.ConditionTrue) && st != string(corev1.ConditionFalse) && st != string(corev1.ConditionUnknown):
+		return condition{}, fmt.Errorf("%q: status must be True, False or Unknown", s)
+	}
+	return condition{Type: corev1.NodeConditionType(t), Status: corev1.ConditionStatus(st)}, nil
+}
+
+// validateHolds checks the hold bounds and what happens when the maximum passes. A maximum
+// shorter than the minimum would time every node out before it could be released.
+func (r *Rule) validateHolds(field func(string) string, errs *Errors) {
+	if r.MinHold.Duration < 0 {
+		errs.Add(field("minHold"), "%s: must not be negative", r.MinHold.Duration)
+	}
+	if r.MaxHold.Duration < 0 {
+		errs.Add(field("maxHold"), "%s: must not be negative", r.MaxHold.Duration)
+	}
+	if r.MaxHold.Duration > 0 && r.MaxHold.Duration < r.MinHold.Duration {
+		errs.Add(field("maxHold"), "%s: must not be shorter than minHold %s", r.MaxHold.Duration, r.MinHold.Duration)
+	}
+	switch r.TimeoutPolicy {
+	case TimeoutRelease, TimeoutKeep:
+	default:
+		errs.Add(field("timeoutPolicy"), "%q: must be %q or %q", r.TimeoutPolicy, TimeoutRelease, TimeoutKeep)
+	}
+	if r.SettleTime.Duration < 0 {
+		errs.Add(field("settleTime"), "%s: must not be negative", r.SettleTime.Duration)
+	}
+}
+
+// compiled returns the compiled form. Using an uncompiled Rule is a programming error.
+func (r *Rule) compiled() *compiled {
+	if r.c == nil {
+		panic("rule: Rule used before Compile")
+	}
+	return r.c
+}
+
+// Matches reports whether the rule's node selector chooses this node.
+func (r *Rule) Matches(node *corev1.Node) bool {
+	return r.compiled().nodes.Matches(labels.Set(node.Labels))
+}
+
+// Completed reports whether the rule has released this node once (its completion
+// annotation is set). A completed startup rule never holds the node again.
+func (r *Rule) Completed(node *corev1.Node) bool {
+	_, ok := node.Annotations[r.CompletedAnnotation]
+	return ok
+}
+
+// HasTaint reports whether the node carries the rule's taint (matched on key and effect,
+// so a value set by kubelet --register-with-taints or Karpenter still counts).
+func (r *Rule) HasTaint(node *corev1.Node) bool { return r.taintIndex(node.Spec.Taints) >= 0 }
+
+func (r *Rule) taintIndex(taints []corev1.Taint) int {
+	for i := range taints {
+		if taints[i].Key == r.Taint.Key && taints[i].Effect == r.Taint.Effect {
+			return i
+		}
+	}
+	return -1
+}
+
+// Tolerates reports whether the tolerations let a Pod schedule onto a node with the taint.
+func (r *Rule) Tolerates(tolerations []corev1.Toleration) bool {
+	for i := range tolerations {
+		if tolerations[i].ToleratesTaint(klog.Background(), &r.Taint, true) {
+			return true
+		}
+	}
+	return false
+}
+
+// AddTaint adds the rule's taint unless the node has it (or, for a startup rule, the rule
+// has already released the node). It reports whether it changed the node. It is the one
+// mutation that the webhook, backfill and a continuous re-taint share.
+func (r *Rule) AddTaint(n *corev1.Node) bool {
+	if (r.Mode == Startup && r.Completed(n)) || r.HasTaint(n) {
+		return false
+	}
+	n.Spec.Taints = append(n.Spec.Taints, r.Taint)
+	return true
+}
+
+// Release removes only the rule's taint and, the first time, records completion. A node
+// already released keeps its original completion time: it is set exactly once.
+func (r *Rule) Release(n *corev1.Node, now time.Time) {
+	r.RemoveTaint(n)
+	if r.Completed(n) {
+		return
+	}
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	n.Annotations[r.CompletedAnnotation] = strconv.FormatInt(now.Unix(), 10)
+}
+
+// RemoveTaint removes every entry that matches the rule's key and effect, and nothing else.
+func (r *Rule) RemoveTaint(n *corev1.Node) {
+	if r.taintIndex(n.Spec.Taints) < 0 {
+		return
+	}
+	out := make([]corev1.Taint, 0, len(n.Spec.Taints)-1)
+	for _, t := range n.Spec.Taints {
+		if t.Key != r.Taint.Key || t.Effect != r.Taint.Effect {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		out = nil
+	}
+	n.Spec.Taints = out
+}
+
+// ComponentOf names the component of this rule whose Pods the DaemonSet creates, or "": a
+// DaemonSet in the component's namespace whose Pod template labels match its selector.
+func (r *Rule) ComponentOf(ds *appsv1.DaemonSet) string {
+	set := labels.Set(ds.Spec.Template.Labels)
+	for _, comp := range r.compiled().components {
+		if (comp.Namespace == "" || comp.Namespace == ds.Namespace) && comp.selector.Matches(set) {
+			return comp.Name
+		}
+	}
+	return ""
+}
+
+// Selectors are the rule's component Pod selectors, with their namespaces, for choosing
+// the gate's Pod cache.
+func (r *Rule) Selectors() (sels []labels.Selector, namespaces []string) {
+	for _, comp := range r.compiled().components {
+		sels = append(sels, comp.selector)
+		namespaces = append(namespaces, comp.Namespace)
+	}
+	return sels, namespaces
+}
+
+// ConditionTypes are the node condition types the rule reads: a change of their status can
+// change its decision.
+func (r *Rule) ConditionTypes() []corev1.NodeConditionType {
+	var out []corev1.NodeConditionType
+	for _, c := range r.compiled().conditions {
+		out = append(out, c.Type)
+	}
+	return out
+}
+
+// RequiredKeys are the label keys every Pod the selector matches must carry. Negative
+// requirements (!=, notin, !key) match Pods without the key, so they do not count.
+func RequiredKeys(sel labels.Selector) map[string]bool {
+	reqs, _ := sel.Requirements()
+	keys := map[string]bool{}
+	for _, r := range reqs {
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In, selection.Exists:
+			keys[r.Key()] = true
+		}
+	}
+	return keys
+}
+
+// ComponentNames are the names of the rule's components.
+func (r *Rule) ComponentNames() []string {
+	var out []string
+	for _, comp := range r.compiled().components {
+		out = append(out, comp.Name)
+	}
+	return out
+}
