@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,19 +46,25 @@ func (b *Backfiller) Node(ctx context.Context, node *corev1.Node) error {
 		logger.V(1).Info("Not backfilling busy node", "pod", busy)
 		return nil
 	}
-	tainted, wrote, err := b.Writer.Write(ctx, node, b.Config.taintMutation())
+	var rules []*Rule
+	tainted, wrote, err := b.Writer.Write(ctx, node, func(n *corev1.Node) { _, rules = b.Config.admit(n) })
 	if err != nil || !wrote {
 		return err
 	}
 	backfillsTotal.WithLabelValues("tainted").Inc()
-	b.Recorder.Eventf(tainted, nil, corev1.EventTypeNormal, ReasonBackfilled, eventActionBackfill, "Added startup taint %s to idle node that came up without it", b.Config.Taint.Key)
+	b.Recorder.Eventf(tainted, nil, corev1.EventTypeNormal, ReasonBackfilled, eventActionBackfill, "Added startup taints of rules %s to idle node that came up without them", ruleNames(rules))
 	logger.Info("Backfilled startup taint")
 
 	busy, err = b.busyPod(ctx, node.Name)
 	if err != nil || busy == "" {
 		return err
 	}
-	undone, _, err := b.Writer.Write(ctx, tainted, b.Config.releaseMutation(b.Clock.Now()))
+	now := b.Clock.Now()
+	undone, _, err := b.Writer.Write(ctx, tainted, func(n *corev1.Node) {
+		for _, r := range rules {
+			r.Release(n, now)
+		}
+	})
 	if err != nil {
 		return fmt.Errorf("undoing backfill of node %q: %w", node.Name, err)
 	}
@@ -95,4 +102,13 @@ func makesBusy(p *corev1.Pod, cfg *Config) bool {
 		return false
 	}
 	return !cfg.Tolerates(p.Spec.Tolerations)
+}
+
+// ruleNames lists rules' names for a message.
+func ruleNames(rules []*Rule) string {
+	names := make([]string, len(rules))
+	for i, r := range rules {
+		names[i] = r.Name
+	}
+	return strings.Join(names, ", ")
 }

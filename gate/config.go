@@ -5,16 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/klog/v2"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/startupgate/startupgate/gate/rule"
 )
 
 // The contract's defaults. They are defaults, not literals: every use goes through Config.
@@ -33,27 +34,31 @@ const (
 	AutoscalerTaintPrefix = "startup-taint.cluster-autoscaler.kubernetes.io/"
 )
 
-// TimeoutPolicy says what happens when MaxHold passes before the node is ready.
-type TimeoutPolicy string
+// The rule package defines these; the aliases keep the contract's names where they were.
+type (
+	// TimeoutPolicy says what happens when MaxHold passes before the node is ready.
+	TimeoutPolicy = rule.TimeoutPolicy
+	// Component is one required initialization workload.
+	Component = rule.Component
+	// Rule is one taint and what must hold before it comes off.
+	Rule = rule.Rule
+)
 
 const (
 	// TimeoutRelease removes the taint anyway and records a Warning event.
-	TimeoutRelease TimeoutPolicy = "release"
+	TimeoutRelease = rule.TimeoutRelease
 	// TimeoutKeep keeps the taint and alerts (event + metric); an operator decides.
-	TimeoutKeep TimeoutPolicy = "keep"
+	TimeoutKeep = rule.TimeoutKeep
+	// DefaultRuleName names the rule that the top-level fields describe.
+	DefaultRuleName = "default"
 )
-
-// Component is one required initialization workload: the Pods selected by Selector in
-// Namespace (empty means all namespaces). A node is ready when every component that has a
-// Pod on it is ready, and at least one component has.
-type Component struct {
-	Name      string `json:"name,omitempty"`
-	Namespace string `json:"namespace,omitempty"`
-	Selector  string `json:"selector"`
-}
 
 // Config is the whole contract of the gate. The zero value is not usable: start from
 // DefaultConfig and call Validate before use; Validate also compiles the selectors.
+//
+// The fields from Taint to TimeoutPolicy describe one startup rule, named "default": the
+// gate as it has always been configured, by flags. Rules, when given, replace it with a
+// list of rules, each its own taint with its own nodes and requirements.
 type Config struct {
 	// Taint is the startup taint the gate adds at creation and removes at release.
 	// Only key and effect identify it; the value is informational.
@@ -80,23 +85,18 @@ type Config struct {
 	Backfill bool `json:"backfill,omitempty"`
 	// PodGuard serves the validating webhook that denies Pods bound directly to gated nodes.
 	PodGuard bool `json:"podGuard,omitempty"`
+	// Rules replace the default rule: each one taint, its nodes and its requirements.
+	Rules []Rule `json:"rules,omitempty"`
 
 	compiled *compiled
 }
 
 type compiled struct {
-	nodes      labels.Selector
-	components []compiledComponent
-	condType   corev1.NodeConditionType
-	condStatus corev1.ConditionStatus
-	// cacheKey is a label key every component requires: the Pod cache selects on it.
+	rules []*Rule
+	// cacheKey is a label key every component of every rule requires: the Pod cache
+	// selects on it.
 	cacheKey       string
 	cacheNamespace string
-}
-
-type compiledComponent struct {
-	Component
-	selector labels.Selector
 }
 
 // DefaultConfig returns the contract's defaults.
@@ -134,22 +134,36 @@ func LoadConfig(data []byte) (Config, error) {
 	return cfg, nil
 }
 
-// Validate checks every field and compiles the selectors. Each error names its field, and
-// every error is reported at once, in field order, so one failed start shows them all.
+// Validate checks every field and compiles the selectors. Each error names its field (in a
+// rule, the rule and the field), and every error is reported at once, in field order, so
+// one failed start shows them all.
 func (c *Config) Validate() error {
-	var errs fieldErrors
-	out := &compiled{}
-	c.validateTaint(&errs)
+	var errs rule.Errors
 	c.validateAnnotations(&errs)
-	c.compileNodeSelector(out, &errs)
-	c.compileComponents(out, &errs)
-	// The common-key check needs every selector compiled; after any earlier error it would
+	out := &compiled{rules: c.ruleList(&errs)}
+	at := func(i int) string {
+		if len(c.Rules) == 0 {
+			return "" // the default rule's fields are the top-level fields
+		}
+		return fmt.Sprintf("rules[%d] %q", i, out.rules[i].Name)
+	}
+	selected := true
+	for i, r := range out.rules {
+		r.CompileSelectors(at(i), &errs)
+		selected = selected && r.Selected()
+	}
+	distinct(out.rules, &errs)
+	// The common-key check needs every selector compiled; after an error in one it would
 	// only add noise to a config that is already rejected.
-	if len(errs) == 0 {
+	if len(errs) == 0 && selected {
 		out.chooseCache(&errs)
 	}
-	c.compileCondition(out, &errs)
-	c.validateHolds(&errs)
+	for i, r := range out.rules {
+		if len(c.Rules) == 0 {
+			c.defaultCondition(r, &errs)
+		}
+		r.CompileLimits(at(i), &errs)
+	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
@@ -157,95 +171,131 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// fieldErrors collects Validate's errors, each prefixed with the field it names, so the
-// messages read the same whichever concern found them.
-type fieldErrors []error
-
-func (e *fieldErrors) add(field, format string, args ...any) {
-	*e = append(*e, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+// defaultCondition gives the default rule the --require-condition flag's condition, or
+// reports it under its own field name.
+func (c *Config) defaultCondition(r *Rule, errs *rule.Errors) {
+	if c.RequiredCondition == "" {
+		return
+	}
+	if err := rule.CheckCondition(c.RequiredCondition); err != nil {
+		errs.Add("requiredCondition", "%v", err)
+		return
+	}
+	r.Conditions = []string{c.RequiredCondition}
 }
 
-// validateTaint checks the taint as the apiserver would: a qualified key, a label-value
-// value, a known effect. A taint the apiserver rejects would fail every Node CREATE.
-func (c *Config) validateTaint(errs *fieldErrors) {
-	for _, msg := range validation.IsQualifiedName(c.Taint.Key) {
-		errs.add("taint.key", "%q: %s", c.Taint.Key, msg)
-	}
-	if c.Taint.Value != "" {
-		for _, msg := range validation.IsValidLabelValue(c.Taint.Value) {
-			errs.add("taint.value", "%q: %s", c.Taint.Value, msg)
-		}
-	}
-	switch c.Taint.Effect {
-	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
-	default:
-		errs.add("taint.effect", "%q: must be NoSchedule, PreferNoSchedule or NoExecute", c.Taint.Effect)
-	}
-}
-
-// validateAnnotations checks that both annotation keys are qualified names: the gate reads
+// validateAnnotations checks that the annotation keys are qualified names: the gate reads
 // one from init Pods and writes the other on Nodes.
-func (c *Config) validateAnnotations(errs *fieldErrors) {
-	for _, a := range []struct{ field, key string }{
-		{"readyAnnotation", c.ReadyAnnotation},
-		{"completedAnnotation", c.CompletedAnnotation},
-	} {
+func (c *Config) validateAnnotations(errs *rule.Errors) {
+	annotations := []struct{ field, key string }{{"readyAnnotation", c.ReadyAnnotation}}
+	if len(c.Rules) > 0 { // else the default rule checks its own, under the same name
+		annotations = append(annotations, struct{ field, key string }{"completedAnnotation", c.CompletedAnnotation})
+	}
+	for _, a := range annotations {
 		for _, msg := range validation.IsQualifiedName(a.key) {
-			errs.add(a.field, "%q: %s", a.key, msg)
+			errs.Add(a.field, "%q: %s", a.key, msg)
 		}
 	}
 }
 
-func (c *Config) compileNodeSelector(out *compiled, errs *fieldErrors) {
-	var err error
-	if out.nodes, err = labels.Parse(c.NodeSelector); err != nil {
-		errs.add("nodeSelector", "%q: %v", c.NodeSelector, err)
+// ruleList is the rules to compile: copies of Rules, each with its completion annotation
+// defaulted, or else the default rule that the top-level fields describe. With Rules given,
+// a top-level rule field that differs from its default is an error: it would silently not
+// apply.
+func (c *Config) ruleList(errs *rule.Errors) []*Rule {
+	if len(c.Rules) == 0 {
+		return []*Rule{c.defaultRule(errs)}
 	}
-}
-
-// compileComponents parses each component's selector and checks its namespace. A component
-// with an empty selector would match every Pod, so it is refused.
-func (c *Config) compileComponents(out *compiled, errs *fieldErrors) {
-	if len(c.Components) == 0 {
-		errs.add("components", "at least one required component is needed")
-	}
-	for i, comp := range c.Components {
-		sel, err := labels.Parse(comp.Selector)
-		if err != nil || sel.Empty() {
-			errs.add(fmt.Sprintf("components[%d].selector", i), "%q: must be a non-empty label selector (%v)", comp.Selector, err)
-			continue
+	def := DefaultConfig()
+	for _, f := range []struct {
+		field string
+		same  bool
+	}{
+		{"taint", c.Taint == def.Taint},
+		{"nodeSelector", c.NodeSelector == def.NodeSelector},
+		{"components", equality.Semantic.DeepEqual(c.Components, def.Components)},
+		{"requiredCondition", c.RequiredCondition == def.RequiredCondition},
+		{"minHold", c.MinHold == def.MinHold},
+		{"maxHold", c.MaxHold == def.MaxHold},
+		{"timeoutPolicy", c.TimeoutPolicy == def.TimeoutPolicy},
+	} {
+		if !f.same {
+			errs.Add(f.field, "set it in a rule: with rules given, the default rule's top-level fields do not apply")
 		}
-		if comp.Namespace != "" {
-			for _, msg := range validation.IsDNS1123Label(comp.Namespace) {
-				errs.add(fmt.Sprintf("components[%d].namespace", i), "%q: %s", comp.Namespace, msg)
+	}
+	out := make([]*Rule, len(c.Rules))
+	for i := range c.Rules {
+		r := c.Rules[i]
+		if r.CompletedAnnotation == "" {
+			r.CompletedAnnotation = c.CompletedAnnotation
+			if r.Name != DefaultRuleName {
+				r.CompletedAnnotation += "." + r.Name
 			}
 		}
-		if comp.Name == "" {
-			comp.Name = comp.Selector
+		out[i] = &r
+	}
+	return out
+}
+
+// defaultRule is the startup rule that the top-level fields (today's flags) describe, with
+// the contract's completedAt annotation. Its errors keep the top-level field names.
+func (c *Config) defaultRule(errs *rule.Errors) *Rule {
+	r := &Rule{Name: DefaultRuleName, Mode: rule.Startup, NodeSelector: c.NodeSelector, Taint: c.Taint,
+		Components: c.Components, MinHold: c.MinHold, MaxHold: c.MaxHold, TimeoutPolicy: c.TimeoutPolicy,
+		CompletedAnnotation: c.CompletedAnnotation}
+	if len(c.Components) == 0 {
+		errs.Add("components", "at least one required component is needed")
+	}
+	if c.TimeoutPolicy == "" {
+		errs.Add("timeoutPolicy", "%q: must be %q or %q", c.TimeoutPolicy, TimeoutRelease, TimeoutKeep)
+	}
+	return r
+}
+
+// distinct: two rules with one name would share metrics and events; two with one taint key
+// would release each other's nodes.
+func distinct(rules []*Rule, errs *rule.Errors) {
+	names, keys := map[string]int{}, map[string]int{}
+	for i, r := range rules {
+		if j, dup := names[r.Name]; dup {
+			errs.Add(fmt.Sprintf("rules[%d].name", i), "%q: rules[%d] has the same name", r.Name, j)
 		}
-		out.components = append(out.components, compiledComponent{Component: comp, selector: sel})
+		if j, dup := keys[r.Taint.Key]; dup {
+			errs.Add(fmt.Sprintf("rules[%d].taint.key", i), "%q: rules[%d] has the same taint key", r.Taint.Key, j)
+		}
+		names[r.Name], keys[r.Taint.Key] = i, i
 	}
 }
 
-// chooseCache picks what the Pod cache selects: a label key every component requires (the
-// smallest, so the choice is stable), and the components' namespace if they share one.
-// Without such a key the gate would have to cache every Pod in the cluster.
-func (out *compiled) chooseCache(errs *fieldErrors) {
+// chooseCache picks what the Pod cache selects: a label key every component of every rule
+// requires (the smallest, so the choice is stable), and the components' namespace if they
+// share one. Without such a key the gate would have to cache every Pod in the cluster.
+func (out *compiled) chooseCache(errs *rule.Errors) {
 	keys := map[string]int{}
 	namespaces := map[string]bool{}
-	for _, comp := range out.components {
-		namespaces[comp.Namespace] = true
-		for k := range requiredKeys(comp.selector) {
-			keys[k]++
+	n := 0
+	for _, r := range out.rules {
+		sels, nss := r.Selectors()
+		for i, sel := range sels {
+			n++
+			namespaces[nss[i]] = true
+			for k := range rule.RequiredKeys(sel) {
+				keys[k]++
+			}
 		}
 	}
-	for k, n := range keys {
-		if n == len(out.components) && (out.cacheKey == "" || k < out.cacheKey) {
+	for k, count := range keys {
+		if count == n && (out.cacheKey == "" || k < out.cacheKey) {
 			out.cacheKey = k
 		}
 	}
-	if out.cacheKey == "" {
-		errs.add("components", "every component selector must require one common label key (it selects the Pod cache, so the gate never caches all Pods)")
+	switch {
+	case n == 0:
+		// Conditions only: no Pod is ever read. The cache still needs a selector; the
+		// contract's component label selects only init Pods.
+		out.cacheKey, _, _ = strings.Cut(DefaultInitLabel, "=")
+	case out.cacheKey == "":
+		errs.Add("components", "every component selector must require one common label key (it selects the Pod cache, so the gate never caches all Pods)")
 	}
 	if len(namespaces) == 1 {
 		for ns := range namespaces {
@@ -254,111 +304,90 @@ func (out *compiled) chooseCache(errs *fieldErrors) {
 	}
 }
 
-// requiredKeys are the label keys every Pod the selector matches must carry. Negative
-// requirements (!=, notin, !key) match Pods without the key, so they do not count.
-func requiredKeys(sel labels.Selector) map[string]bool {
-	reqs, _ := sel.Requirements()
-	keys := map[string]bool{}
-	for _, r := range reqs {
-		switch r.Operator() {
-		case selection.Equals, selection.DoubleEquals, selection.In, selection.Exists:
-			keys[r.Key()] = true
-		}
-	}
-	return keys
-}
-
-func (c *Config) compileCondition(out *compiled, errs *fieldErrors) {
-	if c.RequiredCondition == "" {
-		return
-	}
-	t, s, ok := strings.Cut(c.RequiredCondition, "=")
-	switch {
-	case !ok || t == "":
-		errs.add("requiredCondition", "%q: must be Type=Status", c.RequiredCondition)
-	case s != string(corev1.ConditionTrue) && s != string(corev1.ConditionFalse) && s != string(corev1.ConditionUnknown):
-		errs.add("requiredCondition", "%q: status must be True, False or Unknown", c.RequiredCondition)
-	default:
-		out.condType, out.condStatus = corev1.NodeConditionType(t), corev1.ConditionStatus(s)
-	}
-}
-
-// validateHolds checks the hold bounds and what happens when the maximum passes. A maximum
-// shorter than the minimum would time every node out before it could be released.
-func (c *Config) validateHolds(errs *fieldErrors) {
-	if c.MinHold.Duration < 0 {
-		errs.add("minHold", "%s: must not be negative", c.MinHold.Duration)
-	}
-	if c.MaxHold.Duration < 0 {
-		errs.add("maxHold", "%s: must not be negative", c.MaxHold.Duration)
-	}
-	if c.MaxHold.Duration > 0 && c.MaxHold.Duration < c.MinHold.Duration {
-		errs.add("maxHold", "%s: must not be shorter than minHold %s", c.MaxHold.Duration, c.MinHold.Duration)
-	}
-	switch c.TimeoutPolicy {
-	case TimeoutRelease, TimeoutKeep:
-	default:
-		errs.add("timeoutPolicy", "%q: must be %q or %q", c.TimeoutPolicy, TimeoutRelease, TimeoutKeep)
-	}
-}
-
-// rules returns the compiled form. Using an unvalidated Config is a programming error.
-func (c *Config) rules() *compiled {
+// active returns the compiled form. Using an unvalidated Config is a programming error.
+func (c *Config) active() *compiled {
 	if c.compiled == nil {
 		panic("gate: Config used before Validate")
 	}
 	return c.compiled
 }
 
-// Gated reports whether the node selector chooses this node.
-func (c *Config) Gated(node *corev1.Node) bool {
-	return c.rules().nodes.Matches(labels.Set(node.Labels))
+// EffectiveRules are the rules the gate runs, compiled: Rules, or the default rule.
+func (c *Config) EffectiveRules() []*Rule { return c.active().rules }
+
+// Readiness is how every rule reads an init Pod.
+func (c *Config) Readiness() rule.Readiness {
+	return rule.Readiness{Annotation: c.ReadyAnnotation, AnnotationOnly: c.AnnotationOnly}
 }
 
-// Released reports whether the gate has already released this node; such a node is never
-// gated again.
-func (c *Config) Released(node *corev1.Node) bool {
-	_, ok := node.Annotations[c.CompletedAnnotation]
-	return ok
-}
-
-// HasTaint reports whether the node carries the startup taint (matched on key and effect,
-// so a value set by kubelet --register-with-taints or Karpenter still counts).
-func (c *Config) HasTaint(node *corev1.Node) bool {
-	return c.taintIndex(node.Spec.Taints) >= 0
-}
-
-func (c *Config) taintIndex(taints []corev1.Taint) int {
-	for i := range taints {
-		if taints[i].Key == c.Taint.Key && taints[i].Effect == c.Taint.Effect {
-			return i
+// enforced are the rules that write: every rule but the dry-run ones.
+func (c *Config) enforced() []*Rule {
+	var out []*Rule
+	for _, r := range c.active().rules {
+		if !r.DryRun {
+			out = append(out, r)
 		}
 	}
-	return -1
+	return out
 }
 
-// Tolerates reports whether the tolerations let a Pod schedule onto a node with the taint.
-func (c *Config) Tolerates(tolerations []corev1.Toleration) bool {
-	return tolerates(tolerations, &c.Taint)
-}
-
-func tolerates(tolerations []corev1.Toleration, taint *corev1.Taint) bool {
-	for i := range tolerations {
-		if tolerations[i].ToleratesTaint(klog.Background(), taint, true) {
+// Gated reports whether a rule that writes applies to this node: it must be held.
+func (c *Config) Gated(node *corev1.Node) bool {
+	for _, r := range c.enforced() {
+		if r.Matches(node) {
 			return true
 		}
 	}
 	return false
 }
 
+// Released reports whether every rule that writes and applies to this node has released it
+// once (its completion annotation is set). The gate never holds such a node again at
+// creation; a continuous rule may still re-taint it.
+func (c *Config) Released(node *corev1.Node) bool {
+	applies := false
+	for _, r := range c.enforced() {
+		if r.Matches(node) {
+			applies = true
+			if !r.Completed(node) {
+				return false
+			}
+		}
+	}
+	return applies
+}
+
+// HasTaint reports whether the node carries the taint of a rule that writes (matched on
+// key and effect, so a value set by kubelet --register-with-taints or Karpenter still
+// counts).
+func (c *Config) HasTaint(node *corev1.Node) bool {
+	for _, r := range c.enforced() {
+		if r.HasTaint(node) {
+			return true
+		}
+	}
+	return false
+}
+
+// Tolerates reports whether the tolerations let a Pod schedule onto a node with the taint
+// of every rule that writes.
+func (c *Config) Tolerates(tolerations []corev1.Toleration) bool {
+	for _, r := range c.enforced() {
+		if !r.Tolerates(tolerations) {
+			return false
+		}
+	}
+	return true
+}
+
 // CacheSelector is the label selector of the only Pods the gate caches.
 func (c *Config) CacheSelector() labels.Selector {
-	r, _ := labels.NewRequirement(c.rules().cacheKey, selection.Exists, nil)
+	r, _ := labels.NewRequirement(c.active().cacheKey, selection.Exists, nil)
 	return labels.NewSelector().Add(*r)
 }
 
 // CacheNamespace is the one namespace all components live in, or "" for all namespaces.
-func (c *Config) CacheNamespace() string { return c.rules().cacheNamespace }
+func (c *Config) CacheNamespace() string { return c.active().cacheNamespace }
 
 // ParseComponent reads "[NAMESPACE:]SELECTOR", the form of the --require flag.
 func ParseComponent(s string) Component {
@@ -378,12 +407,4 @@ func ParseTaint(s string) (corev1.Taint, error) {
 	}
 	k, v, _ := strings.Cut(kv, "=")
 	return corev1.Taint{Key: k, Value: v, Effect: corev1.TaintEffect(effect)}, nil
-}
-
-// maxHoldDeadline is when the node's max hold ends, or zero if unbounded.
-func (c *Config) maxHoldDeadline(created time.Time) time.Time {
-	if c.MaxHold.Duration <= 0 {
-		return time.Time{}
-	}
-	return created.Add(c.MaxHold.Duration)
 }

@@ -394,8 +394,9 @@ func TestCacheSelectorAndNamespace(t *testing.T) {
 			}
 			// Every component's Pods must be inside the cache: each selector implies the
 			// cache selector.
-			for _, comp := range cfg.rules().components {
-				reqs, _ := comp.selector.Requirements()
+			sels, _ := cfg.EffectiveRules()[0].Selectors()
+			for i, sel := range sels {
+				reqs, _ := sel.Requirements()
 				lbls := map[string]string{}
 				for _, r := range reqs {
 					if v := r.Values().UnsortedList(); len(v) > 0 {
@@ -404,8 +405,8 @@ func TestCacheSelectorAndNamespace(t *testing.T) {
 						lbls[r.Key()] = ""
 					}
 				}
-				if comp.selector.Matches(labels.Set(lbls)) && !cfg.CacheSelector().Matches(labels.Set(lbls)) {
-					t.Errorf("component %q selects %v, which the cache selector %q excludes", comp.Name, lbls, cfg.CacheSelector())
+				if sel.Matches(labels.Set(lbls)) && !cfg.CacheSelector().Matches(labels.Set(lbls)) {
+					t.Errorf("component %d selects %v, which the cache selector %q excludes", i, lbls, cfg.CacheSelector())
 				}
 			}
 		})

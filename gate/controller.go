@@ -16,16 +16,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/startupgate/startupgate/gate/rule"
 )
 
-// Event reasons, one per state change of a node.
+// Event reasons, one per state change of a node and rule.
 const (
-	ReasonHeld               = "StartupGateHeld"
-	ReasonReleased           = "StartupGateReleased"
-	ReasonTimedOut           = "StartupGateTimedOut"
-	ReasonBackfilled         = "StartupGateBackfilled"
-	ReasonBackfillUndone     = "StartupGateBackfillUndone"
-	ReasonMissingToleration  = "StartupGateMissingToleration"
+	ReasonHeld              = "StartupGateHeld"
+	ReasonReleased          = "StartupGateReleased"
+	ReasonTimedOut          = "StartupGateTimedOut"
+	ReasonBackfilled        = "StartupGateBackfilled"
+	ReasonBackfillUndone    = "StartupGateBackfillUndone"
+	ReasonMissingToleration = "StartupGateMissingToleration"
+	// ReasonRetainted: a continuous rule put its taint back; its requirements stopped holding.
+	ReasonRetainted = "StartupGateRetainted"
+	// ReasonLeftSelector: the node's labels left a rule's selector; the rule's taint came off.
+	ReasonLeftSelector = "StartupGateLeftSelector"
+	// ReasonWouldHold and ReasonWouldRelease are a dry-run rule's reports of what it would do.
+	ReasonWouldHold    = "StartupGateWouldHold"
+	ReasonWouldRelease = "StartupGateWouldRelease"
+
 	podNodeNameField         = "spec.nodeName"
 	eventActionGate          = "Gate"
 	eventActionRelease       = "Release"
@@ -33,11 +43,14 @@ const (
 	eventActionCheckTolerate = "CheckToleration"
 )
 
-// Reconciler releases gated nodes: fetch, decide, act. It holds no state that matters for
-// correctness; everything lives in the Node (taint + annotation), so a restart loses
-// nothing. The small in-memory table only deduplicates events and feeds the gauge.
+// Reconciler runs every rule on a node: fetch, then for each rule decide and act. It holds
+// no state that matters for correctness; everything lives in the Node (taints and
+// completion annotations), so a restart loses nothing that matters. The small in-memory
+// table deduplicates events, feeds the gauges, and keeps what the API cannot say: since
+// when a continuous rule's requirements have failed, what a dry-run rule already reported,
+// and which node just left a rule's selector.
 type Reconciler struct {
-	Client   client.Client // cached: Nodes and the init Pods only
+	Client   client.Client // cached: Nodes, DaemonSets and the init Pods only
 	Writer   *NodeWriter
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
@@ -50,8 +63,26 @@ type Reconciler struct {
 }
 
 type nodeState struct {
-	uid      string
-	timedOut bool
+	uid   string
+	rules map[string]*ruleState
+}
+
+// ruleState is what this process remembers of one rule on one node.
+type ruleState struct {
+	held, timedOut bool
+	// unmetSince: when a continuous rule's requirements were first seen failing.
+	unmetSince time.Time
+	// wouldRelease: a dry-run rule has reported its release.
+	wouldRelease bool
+	// left: the node's labels left the rule's selector.
+	left bool
+}
+
+// facts are what the rules read about a node, gathered once per reconcile.
+type facts struct {
+	node *corev1.Node
+	pods []*corev1.Pod
+	dss  []appsv1.DaemonSet
 }
 
 // Reconcile handles one node.
@@ -61,59 +92,94 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.forget(req.Name)
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	// Excluded and released nodes are never touched: not by release, not by backfill. An
-	// excluded node that carries the taint anyway (registered with it by hand) is the
-	// operator's to release (`gate release NODE`).
-	if !r.Config.Gated(node) || r.Config.Released(node) {
-		r.forget(node.Name)
-		return reconcile.Result{}, nil
-	}
-	if !r.Config.HasTaint(node) {
-		r.forget(node.Name)
+	// A node that came up without the taints and no rule has released: backfill's, while
+	// it is idle; the rules start once it is tainted.
+	if r.Config.Gated(node) && !r.Config.HasTaint(node) && !r.Config.Released(node) && !r.anyCompleted(node) {
 		if r.Backfill != nil {
 			return reconcile.Result{}, r.Backfill.Node(ctx, node)
 		}
-		return reconcile.Result{}, nil
 	}
-
-	state := r.track(ctx, node)
-	pods, err := r.initPods(ctx, node.Name)
+	f, err := r.facts(ctx, node)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	expected, err := r.expectedComponents(ctx, node)
-	if err != nil {
-		return reconcile.Result{}, err
+	var requeue time.Duration
+	for _, rl := range r.Config.EffectiveRules() {
+		after, err := r.rule(ctx, f, rl)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if after > 0 && (requeue == 0 || after < requeue) {
+			requeue = after
+		}
 	}
-	d := DecideExpecting(node, pods, expected, r.Clock.Now(), r.Config)
-	switch {
-	case d.Release:
-		return reconcile.Result{}, r.release(ctx, node, d)
-	case d.TimedOut:
-		r.keepTimedOut(ctx, node, state, d)
-	default:
-		log.FromContext(ctx).V(1).Info("Holding node", "node", klog.KObj(node), "reason", d.Reason, "requeueAfter", d.RequeueAfter)
-	}
-	return reconcile.Result{RequeueAfter: d.RequeueAfter}, nil
+	return reconcile.Result{RequeueAfter: requeue}, nil
 }
 
-// expectedComponents names the required components that a DaemonSet will run on node: a
-// DaemonSet of the component (componentOf, as the toleration check reads it) whose required
-// node affinity and nodeSelector match the node. The DaemonSets come from the cache, read
-// without a deep copy: this runs on every reconcile and only reads them.
-func (r *Reconciler) expectedComponents(ctx context.Context, node *corev1.Node) (map[string]bool, error) {
+// anyCompleted: some rule that writes has released the node once.
+func (r *Reconciler) anyCompleted(node *corev1.Node) bool {
+	for _, rl := range r.Config.enforced() {
+		if rl.Completed(node) {
+			return true
+		}
+	}
+	return false
+}
+
+// facts reads the node's init Pods and the DaemonSets, from the cache.
+func (r *Reconciler) facts(ctx context.Context, node *corev1.Node) (*facts, error) {
+	pods, err := r.initPods(ctx, node.Name)
+	if err != nil {
+		return nil, err
+	}
 	list := &appsv1.DaemonSetList{}
 	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing daemonsets for node %q: %w", node.Name, err)
 	}
-	return expectedOn(node, list.Items, r.Config), nil
+	return &facts{node: node, pods: pods, dss: list.Items}, nil
 }
 
-// expectedOn is the pure part of expectedComponents.
-func expectedOn(node *corev1.Node, dss []appsv1.DaemonSet, cfg *Config) map[string]bool {
+// rule runs one rule on the node and returns when to look again (0: on the next event).
+// Excluded nodes are never touched, nor nodes a startup rule has released; a node that
+// left the rule's selector loses the rule's taint.
+func (r *Reconciler) rule(ctx context.Context, f *facts, rl *Rule) (time.Duration, error) {
+	node := f.node
+	switch {
+	case rl.DryRun:
+		return r.dryRun(ctx, f, rl), nil
+	case !rl.Matches(node):
+		return 0, r.leftSelector(ctx, f, rl)
+	case rl.Mode == rule.Startup && rl.Completed(node):
+		r.unhold(node.Name, rl)
+		return 0, nil
+	case !rl.HasTaint(node) && !rl.Completed(node):
+		return 0, nil // never tainted: backfill's to decide
+	}
+	st := r.track(ctx, node, rl, rl.HasTaint(node))
+	d := rule.Decide(rl, r.Config.Readiness(), rule.Input{Node: node, Pods: f.pods,
+		Expected: expectedOn(node, f.dss, rl), Now: r.Clock.Now(), UnmetSince: r.unmet(st)})
+	r.noteMet(st, d)
+	switch {
+	case d.Taint:
+		return d.RequeueAfter, r.retaint(ctx, f, rl, d)
+	case d.Release:
+		return 0, r.release(ctx, f, rl, d)
+	case d.TimedOut:
+		r.keepTimedOut(ctx, node, rl, st, d)
+	default:
+		log.FromContext(ctx).V(1).Info("Holding node", "node", klog.KObj(node), "rule", rl.Name, "reason", d.Reason, "requeueAfter", d.RequeueAfter)
+	}
+	return d.RequeueAfter, nil
+}
+
+// expectedOn names the components of rule rl that a DaemonSet will run on node: a
+// DaemonSet of the component (rl.ComponentOf, as the toleration check reads it) whose
+// required node affinity and nodeSelector match the node. The DaemonSets come from the
+// cache, read without a deep copy: this runs on every reconcile and only reads them.
+func expectedOn(node *corev1.Node, dss []appsv1.DaemonSet, rl *Rule) map[string]bool {
 	var out map[string]bool
 	for i := range dss {
-		comp := cfg.componentOf(&dss[i])
+		comp := rl.ComponentOf(&dss[i])
 		if comp == "" || out[comp] {
 			continue
 		}
@@ -140,80 +206,256 @@ func (r *Reconciler) initPods(ctx context.Context, nodeName string) ([]*corev1.P
 	return pods, nil
 }
 
-// release removes the taint and sets completedAt in one guarded write.
-func (r *Reconciler) release(ctx context.Context, node *corev1.Node, d Decision) error {
-	now := r.Clock.Now()
-	written, wrote, err := r.Writer.Write(ctx, node, r.Config.releaseMutation(now))
+// release removes the rule's taint and, the first time, records the rule's completion, in
+// one guarded write. A continuous rule whose requirements hold again comes here too.
+func (r *Reconciler) release(ctx context.Context, f *facts, rl *Rule, d Decision) error {
+	node, now := f.node, r.Clock.Now()
+	first := !rl.Completed(node)
+	written, wrote, err := r.Writer.Write(ctx, node, releaseMutation(rl, now))
 	if err != nil {
-		return fmt.Errorf("releasing node %q: %w", node.Name, err)
+		return fmt.Errorf("releasing node %q from rule %q: %w", node.Name, rl.Name, err)
 	}
-	r.forget(node.Name)
+	f.node = written
+	r.unhold(node.Name, rl)
 	if !wrote {
+		return nil
+	}
+	if !first {
+		r.Recorder.Eventf(written, nil, corev1.EventTypeNormal, ReasonReleased, eventActionRelease, "Rule %s: removed taint %s again: %s", rl.Name, rl.Taint.Key, d.Reason)
+		log.FromContext(ctx).Info("Released node again", "node", klog.KObj(node), "rule", rl.Name, "reason", d.Reason)
 		return nil
 	}
 	outcome := "ready"
 	if d.TimedOut {
 		outcome = "timeout"
-		timeoutsTotal.WithLabelValues(string(TimeoutRelease)).Inc()
-		r.Recorder.Eventf(written, nil, corev1.EventTypeWarning, ReasonTimedOut, eventActionRelease, "Released without readiness: %s", d.Reason)
+		timeoutsTotal.WithLabelValues(rl.Name, string(TimeoutRelease)).Inc()
+		r.Recorder.Eventf(written, nil, corev1.EventTypeWarning, ReasonTimedOut, eventActionRelease, "Rule %s: released without readiness: %s", rl.Name, d.Reason)
 	}
-	releasesTotal.WithLabelValues(outcome).Inc()
-	holdSeconds.Observe(now.Sub(node.CreationTimestamp.Time).Seconds())
+	releasesTotal.WithLabelValues(rl.Name, outcome).Inc()
+	holdSeconds.WithLabelValues(rl.Name).Observe(now.Sub(node.CreationTimestamp.Time).Seconds())
 	if !d.ReadyAt.IsZero() && !now.Before(d.ReadyAt) {
-		releaseLatencySeconds.Observe(now.Sub(d.ReadyAt).Seconds())
+		releaseLatencySeconds.WithLabelValues(rl.Name).Observe(now.Sub(d.ReadyAt).Seconds())
 	}
-	r.Recorder.Eventf(written, nil, corev1.EventTypeNormal, ReasonReleased, eventActionRelease, "Removed startup taint %s: %s", r.Config.Taint.Key, d.Reason)
-	log.FromContext(ctx).Info("Released node", "node", klog.KObj(node), "reason", d.Reason,
+	r.Recorder.Eventf(written, nil, corev1.EventTypeNormal, ReasonReleased, eventActionRelease, "Rule %s: removed startup taint %s: %s", rl.Name, rl.Taint.Key, d.Reason)
+	log.FromContext(ctx).Info("Released node", "node", klog.KObj(node), "rule", rl.Name, "reason", d.Reason,
 		"hold", now.Sub(node.CreationTimestamp.Time).Round(time.Millisecond))
 	return nil
 }
 
-// keepTimedOut alerts once per node when the keep policy holds a timed-out node.
-func (r *Reconciler) keepTimedOut(ctx context.Context, node *corev1.Node, state *nodeState, d Decision) {
+// retaint puts a continuous rule's taint back on a released node, in one guarded write.
+func (r *Reconciler) retaint(ctx context.Context, f *facts, rl *Rule, d Decision) error {
+	written, wrote, err := r.Writer.Write(ctx, f.node, taintMutation(rl))
+	if err != nil {
+		return fmt.Errorf("re-tainting node %q for rule %q: %w", f.node.Name, rl.Name, err)
+	}
+	f.node = written
+	if !wrote {
+		return nil
+	}
+	retaintsTotal.WithLabelValues(rl.Name).Inc()
+	r.Recorder.Eventf(written, nil, corev1.EventTypeWarning, ReasonRetainted, eventActionGate, "Rule %s: put taint %s back: %s", rl.Name, rl.Taint.Key, d.Reason)
+	log.FromContext(ctx).Info("Re-tainted node", "node", klog.KObj(written), "rule", rl.Name, "reason", d.Reason)
+	return nil
+}
+
+// leftSelector takes the rule's taint off a node whose labels left the rule's selector.
+// Only a departure this process saw counts: an excluded node that carries the taint for
+// another reason (registered with it by hand) is the operator's to release.
+func (r *Reconciler) leftSelector(ctx context.Context, f *facts, rl *Rule) error {
+	r.unhold(f.node.Name, rl)
+	if !r.takeLeft(f.node.Name, rl) || !rl.HasTaint(f.node) {
+		return nil
+	}
+	written, wrote, err := r.Writer.Write(ctx, f.node, removeMutation(rl))
+	if err != nil {
+		return fmt.Errorf("removing rule %q's taint from node %q, which left its selector: %w", rl.Name, f.node.Name, err)
+	}
+	f.node = written
+	if wrote {
+		r.Recorder.Eventf(written, nil, corev1.EventTypeNormal, ReasonLeftSelector, eventActionRelease, "Rule %s: removed taint %s, the node no longer matches %q", rl.Name, rl.Taint.Key, rl.NodeSelector)
+		log.FromContext(ctx).Info("Node left a rule's selector, removed its taint", "node", klog.KObj(written), "rule", rl.Name)
+	}
+	return nil
+}
+
+// dryRun decides as the rule would and reports it, once per node and outcome, writing
+// nothing. It reads the node as if the rule had tainted it at creation.
+func (r *Reconciler) dryRun(ctx context.Context, f *facts, rl *Rule) time.Duration {
+	node := f.node
+	if !rl.Matches(node) || rl.Completed(node) {
+		return 0
+	}
+	st := r.track(ctx, node, rl, true)
+	d := rule.Decide(rl, r.Config.Readiness(), rule.Input{Node: node, Pods: f.pods, Expected: expectedOn(node, f.dss, rl), Now: r.Clock.Now()})
+	if !d.Release {
+		return d.RequeueAfter
+	}
 	r.mu.Lock()
-	first := !state.timedOut
-	state.timedOut = true
+	first := !st.wouldRelease
+	st.wouldRelease = true
+	r.mu.Unlock()
+	if first {
+		dryRunTotal.WithLabelValues(rl.Name, "would_release").Inc()
+		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonWouldRelease, eventActionRelease, "Rule %s (dry run): would remove taint %s: %s", rl.Name, rl.Taint.Key, d.Reason)
+		log.FromContext(ctx).Info("Dry run: would release node", "node", klog.KObj(node), "rule", rl.Name, "reason", d.Reason)
+	}
+	return 0
+}
+
+// keepTimedOut alerts once per node and rule when the keep policy holds a timed-out node.
+func (r *Reconciler) keepTimedOut(ctx context.Context, node *corev1.Node, rl *Rule, st *ruleState, d Decision) {
+	r.mu.Lock()
+	first := !st.timedOut
+	st.timedOut = true
 	r.mu.Unlock()
 	if !first {
 		return
 	}
-	timeoutsTotal.WithLabelValues(string(TimeoutKeep)).Inc()
-	r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonTimedOut, eventActionGate, "Keeping startup taint: %s", d.Reason)
-	log.FromContext(ctx).Info("Node timed out, keeping taint", "node", klog.KObj(node), "reason", d.Reason)
+	timeoutsTotal.WithLabelValues(rl.Name, string(TimeoutKeep)).Inc()
+	r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonTimedOut, eventActionGate, "Rule %s: keeping startup taint: %s", rl.Name, d.Reason)
+	log.FromContext(ctx).Info("Node timed out, keeping taint", "node", klog.KObj(node), "rule", rl.Name, "reason", d.Reason)
 }
 
-// track records a gated node, emitting the Held event the first time this process sees it.
-func (r *Reconciler) track(ctx context.Context, node *corev1.Node) *nodeState {
+// track returns the rule's state on the node and, when the rule holds the node (holds),
+// records that, with the Held (dry run: WouldHold) event the first time. A continuous rule
+// holding a node again says so with its Retainted event instead.
+func (r *Reconciler) track(ctx context.Context, node *corev1.Node, rl *Rule, holds bool) *ruleState {
 	r.mu.Lock()
+	st := r.stateLocked(node)
+	rs, ok := st.rules[rl.Name]
+	if !ok {
+		rs = &ruleState{}
+		st.rules[rl.Name] = rs
+	}
+	first := holds && !rs.held
+	rs.held = rs.held || holds
+	r.mu.Unlock()
+	if !first {
+		return rs
+	}
+	gatedNodes.WithLabelValues(rl.Name).Inc()
+	if rl.Completed(node) && !rl.DryRun {
+		return rs
+	}
+	if rl.DryRun {
+		dryRunTotal.WithLabelValues(rl.Name, "would_hold").Inc()
+		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonWouldHold, eventActionGate, "Rule %s (dry run): would hold node with taint %s until its requirements hold", rl.Name, rl.Taint.Key)
+		log.FromContext(ctx).Info("Dry run: would hold node", "node", klog.KObj(node), "rule", rl.Name)
+		return rs
+	}
+	r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonHeld, eventActionGate, "Rule %s: holding node with taint %s until its requirements hold", rl.Name, rl.Taint.Key)
+	log.FromContext(ctx).Info("Holding node", "node", klog.KObj(node), "rule", rl.Name)
+	return rs
+}
+
+// stateLocked is the node's entry, new if the node is new (or was replaced).
+func (r *Reconciler) stateLocked(node *corev1.Node) *nodeState {
 	if r.nodes == nil {
 		r.nodes = map[string]*nodeState{}
 	}
 	st, ok := r.nodes[node.Name]
-	if ok && st.uid == string(node.UID) {
-		r.mu.Unlock()
-		return st
+	if !ok || st.uid != string(node.UID) {
+		if ok {
+			r.dropLocked(st)
+		}
+		st = &nodeState{uid: string(node.UID), rules: map[string]*ruleState{}}
+		r.nodes[node.Name] = st
 	}
-	st = &nodeState{uid: string(node.UID)}
-	r.nodes[node.Name] = st
-	gatedNodes.Set(float64(len(r.nodes)))
-	r.mu.Unlock()
-	r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonHeld, eventActionGate, "Holding node with startup taint %s until its init Pods are ready", r.Config.Taint.Key)
-	log.FromContext(ctx).Info("Holding node", "node", klog.KObj(node))
 	return st
+}
+
+// unhold: the rule no longer holds the node (released, or out of its reach).
+func (r *Reconciler) unhold(name string, rl *Rule) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if st, ok := r.nodes[name]; ok {
+		if rs, ok := st.rules[rl.Name]; ok && rs.held && !rl.DryRun {
+			rs.held, rs.timedOut = false, false
+			gatedNodes.WithLabelValues(rl.Name).Dec()
+		}
+	}
+}
+
+// unmet is when the rule's requirements were first seen failing on the node, or zero.
+func (r *Reconciler) unmet(st *ruleState) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return st.unmetSince
+}
+
+// noteMet starts or clears the unmet clock of a continuous rule.
+func (r *Reconciler) noteMet(st *ruleState, d Decision) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case d.Met || d.Taint:
+		st.unmetSince = time.Time{}
+	case st.unmetSince.IsZero():
+		st.unmetSince = r.Clock.Now()
+	}
+}
+
+// takeLeft reports, once, that the node left the rule's selector.
+func (r *Reconciler) takeLeft(name string, rl *Rule) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st, ok := r.nodes[name]
+	if !ok {
+		return false
+	}
+	rs, ok := st.rules[rl.Name]
+	if !ok || !rs.left {
+		return false
+	}
+	rs.left = false
+	return true
 }
 
 func (r *Reconciler) forget(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.nodes[name]; ok {
+	if st, ok := r.nodes[name]; ok {
+		r.dropLocked(st)
 		delete(r.nodes, name)
-		gatedNodes.Set(float64(len(r.nodes)))
+	}
+}
+
+func (r *Reconciler) dropLocked(st *nodeState) {
+	for name, rs := range st.rules {
+		if rs.held {
+			gatedNodes.WithLabelValues(name).Dec()
+		}
 	}
 }
 
 // nodeChanged filters Node updates down to those that can change a decision: taints,
-// labels, annotations, or (with a required condition) conditions. Status heartbeats are
-// the bulk of Node updates and can be dropped.
+// labels, annotations, or the conditions a rule reads. Status heartbeats are the bulk of
+// Node updates and can be dropped. A node whose labels leave a rule's selector is noted,
+// so that the rule's taint comes off.
+func (r *Reconciler) nodeChanged(old, cur *corev1.Node) bool {
+	if old.UID == cur.UID && !equality.Semantic.DeepEqual(old.Labels, cur.Labels) {
+		r.noteLeft(old, cur)
+	}
+	return nodeChanged(r.Config, old, cur)
+}
+
+func (r *Reconciler) noteLeft(old, cur *corev1.Node) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rl := range r.Config.enforced() {
+		if rl.Matches(old) && !rl.Matches(cur) {
+			st := r.stateLocked(cur)
+			rs, ok := st.rules[rl.Name]
+			if !ok {
+				rs = &ruleState{}
+				st.rules[rl.Name] = rs
+			}
+			rs.left = true
+		}
+	}
+}
+
+// nodeChanged is the pure part of Reconciler.nodeChanged.
 func nodeChanged(cfg *Config, old, cur *corev1.Node) bool {
 	if !equality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints) ||
 		!equality.Semantic.DeepEqual(old.Labels, cur.Labels) ||
@@ -221,8 +463,14 @@ func nodeChanged(cfg *Config, old, cur *corev1.Node) bool {
 		old.UID != cur.UID {
 		return true
 	}
-	t := cfg.rules().condType
-	return t != "" && conditionStatus(old, t) != conditionStatus(cur, t)
+	for _, rl := range cfg.EffectiveRules() {
+		for _, t := range rl.ConditionTypes() {
+			if conditionStatus(old, t) != conditionStatus(cur, t) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func conditionStatus(n *corev1.Node, t corev1.NodeConditionType) corev1.ConditionStatus {

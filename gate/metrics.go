@@ -8,28 +8,36 @@ import (
 // Metrics are package-level collectors on controller-runtime's registry, the one exception
 // to "no globals". Labels are bounded: never a node name.
 var (
-	gatedNodes = prometheus.NewGauge(prometheus.GaugeOpts{
+	gatedNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "startupgate_gated_nodes",
-		Help: "Nodes currently holding the startup taint and not yet released.",
-	})
-	holdSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Help: "Nodes a rule currently holds (dry-run rules: would hold), by rule.",
+	}, []string{"rule"})
+	holdSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "startupgate_hold_seconds",
-		Help:    "Time from Node creation to release.",
+		Help:    "Time from Node creation to a rule's first release, by rule.",
 		Buckets: prometheus.ExponentialBuckets(0.5, 2, 14), // 0.5 s .. ~68 min
-	})
-	releaseLatencySeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+	}, []string{"rule"})
+	releaseLatencySeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "startupgate_release_latency_seconds",
-		Help:    "Time from the node becoming ready (init Pods Ready) to the taint being removed.",
+		Help:    "Time from the node becoming ready (a rule's requirements holding) to the rule's taint being removed, by rule.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14), // 5 ms .. ~41 s
-	})
+	}, []string{"rule"})
 	releasesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "startupgate_releases_total",
-		Help: "Nodes released, by outcome (ready, timeout).",
-	}, []string{"outcome"})
+		Help: "First releases of a node by a rule, by rule and outcome (ready, timeout).",
+	}, []string{"rule", "outcome"})
 	timeoutsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "startupgate_timeouts_total",
-		Help: "Nodes whose maximum hold passed before they were ready, by policy (release, keep).",
-	}, []string{"policy"})
+		Help: "Nodes whose maximum hold passed before they were ready, by rule and policy (release, keep).",
+	}, []string{"rule", "policy"})
+	retaintsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "startupgate_retaints_total",
+		Help: "Taints a continuous rule put back on a released node, by rule.",
+	}, []string{"rule"})
+	dryRunTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "startupgate_dry_run_decisions_total",
+		Help: "What dry-run rules would have done, by rule and decision (would_hold, would_release).",
+	}, []string{"rule", "decision"})
 	webhookRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "startupgate_webhook_requests_total",
 		Help: "Node admission requests, by result (tainted, already_tainted, excluded, released, rejected).",
@@ -50,5 +58,5 @@ var (
 
 func init() { //nolint:gochecknoinits // registering collectors is the one sanctioned use
 	metrics.Registry.MustRegister(gatedNodes, holdSeconds, releaseLatencySeconds, releasesTotal,
-		timeoutsTotal, webhookRequests, backfillsTotal, missingToleration, podGuardRequests)
+		timeoutsTotal, retaintsTotal, dryRunTotal, webhookRequests, backfillsTotal, missingToleration, podGuardRequests)
 }

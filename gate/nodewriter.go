@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,55 +75,45 @@ func (w *NodeWriter) Write(ctx context.Context, node *corev1.Node, mutate Mutati
 	return result, wrote, nil
 }
 
-// releaseMutation removes only the gate's taint and records completedAt, in one write. A
-// node already released keeps its original completedAt: it is set exactly once.
-func (c *Config) releaseMutation(now time.Time) Mutation {
+// releaseMutation removes only rule r's taint and, the first time, records its completion:
+// one write per release per rule, never touching another rule's taint.
+func releaseMutation(r *Rule, now time.Time) Mutation {
+	return func(n *corev1.Node) { r.Release(n, now) }
+}
+
+// removeMutation removes only rule r's taint (a continuous rule whose requirements hold
+// again, or a node that left the rule's selector).
+func removeMutation(r *Rule) Mutation {
+	return func(n *corev1.Node) { r.RemoveTaint(n) }
+}
+
+// taintMutation adds the taints of the given rules that the node lacks.
+func taintMutation(rules ...*Rule) Mutation {
 	return func(n *corev1.Node) {
-		n.Spec.Taints = c.withoutTaint(n.Spec.Taints)
-		if c.Released(n) {
-			return
-		}
-		if n.Annotations == nil {
-			n.Annotations = map[string]string{}
-		}
-		n.Annotations[c.CompletedAnnotation] = strconv.FormatInt(now.Unix(), 10)
-	}
-}
-
-// taintMutation adds the startup taint unless the node has it or was already released.
-func (c *Config) taintMutation() Mutation {
-	return func(n *corev1.Node) { c.addTaint(n) }
-}
-
-// addTaint is the single mutation shared by the webhook and backfill. It reports whether it
-// changed the node.
-func (c *Config) addTaint(n *corev1.Node) bool {
-	if c.Released(n) || c.HasTaint(n) {
-		return false
-	}
-	n.Spec.Taints = append(n.Spec.Taints, c.Taint)
-	return true
-}
-
-// withoutTaint returns taints minus every entry that matches the gate's key and effect.
-func (c *Config) withoutTaint(taints []corev1.Taint) []corev1.Taint {
-	if c.taintIndex(taints) < 0 {
-		return taints
-	}
-	out := make([]corev1.Taint, 0, len(taints)-1)
-	for _, t := range taints {
-		if t.Key != c.Taint.Key || t.Effect != c.Taint.Effect {
-			out = append(out, t)
+		for _, r := range rules {
+			r.AddTaint(n)
 		}
 	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
 }
 
-// ReleaseNodes releases the named nodes, or every node holding the startup taint when names
-// is empty, whatever their readiness. It is the uninstall path (cmd/gate release): once the
+// admit is the mutation of a Node at CREATE, shared by the webhook and backfill: the taint
+// of every rule that writes, applies to the node and has not released it. It returns the
+// rules that apply, and which of them it tainted.
+func (c *Config) admit(n *corev1.Node) (applies, tainted []*Rule) {
+	for _, r := range c.enforced() {
+		if !r.Matches(n) || r.Completed(n) {
+			continue
+		}
+		applies = append(applies, r)
+		if r.AddTaint(n) {
+			tainted = append(tainted, r)
+		}
+	}
+	return applies, tainted
+}
+
+// ReleaseNodes releases the named nodes, or every node holding a rule's taint when names is
+// empty, whatever their readiness: every rule's taint comes off, in one write per node. It is the uninstall path (cmd/gate release): once the
 // gate is gone nothing else would remove the taint. It returns the nodes it released.
 func ReleaseNodes(ctx context.Context, c client.Client, cfg *Config, now time.Time, names ...string) ([]string, error) {
 	var nodes []corev1.Node
@@ -144,11 +133,18 @@ func ReleaseNodes(ctx context.Context, c client.Client, cfg *Config, now time.Ti
 	}
 	w := &NodeWriter{Client: c, Reader: c}
 	var released []string
+	releaseAll := func(n *corev1.Node) {
+		for _, r := range cfg.enforced() {
+			if r.HasTaint(n) {
+				r.Release(n, now)
+			}
+		}
+	}
 	for i := range nodes {
 		if !cfg.HasTaint(&nodes[i]) {
 			continue
 		}
-		if _, wrote, err := w.Write(ctx, &nodes[i], cfg.releaseMutation(now)); err != nil {
+		if _, wrote, err := w.Write(ctx, &nodes[i], releaseAll); err != nil {
 			return released, err
 		} else if wrote {
 			released = append(released, nodes[i].Name)

@@ -124,7 +124,7 @@ func TestWriteRelease(t *testing.T) {
 	cs.gets = 0
 
 	w := &NodeWriter{Client: c, Reader: c}
-	written, wrote, err := w.Write(ctx, node, cfg.releaseMutation(now))
+	written, wrote, err := w.Write(ctx, node, releaseMutation(cfg.EffectiveRules()[0], now))
 	if err != nil || !wrote {
 		t.Fatalf("Write() = (_, %v, %v), want (_, true, nil)", wrote, err)
 	}
@@ -156,7 +156,7 @@ func TestWritePatchCarriesResourceVersion(t *testing.T) {
 	cfg := validConfig(t, nil)
 	c, cs := newFakeClient(interceptor.Funcs{}, newNode("n1", t0, withTaints(gateTaint)))
 	node := getNode(t, c, "n1")
-	if _, _, err := (&NodeWriter{Client: c, Reader: c}).Write(context.Background(), node, cfg.releaseMutation(t0)); err != nil {
+	if _, _, err := (&NodeWriter{Client: c, Reader: c}).Write(context.Background(), node, releaseMutation(cfg.EffectiveRules()[0], t0)); err != nil {
 		t.Fatalf("Write() = %v", err)
 	}
 	if len(cs.bodies) != 1 {
@@ -196,7 +196,7 @@ func TestWriteConflictReReads(t *testing.T) {
 	node := getNode(t, c, "n1")
 	cs.gets = 0
 
-	written, wrote, err := (&NodeWriter{Client: c, Reader: c}).Write(ctx, node, cfg.releaseMutation(t0))
+	written, wrote, err := (&NodeWriter{Client: c, Reader: c}).Write(ctx, node, releaseMutation(cfg.EffectiveRules()[0], t0))
 	if err != nil || !wrote {
 		t.Fatalf("Write() = (_, %v, %v), want (_, true, nil)", wrote, err)
 	}
@@ -234,7 +234,7 @@ func TestWriteStaleNodeRejected(t *testing.T) {
 	if err := c.Update(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := (&NodeWriter{Client: c, Reader: c}).Write(ctx, stale, cfg.releaseMutation(t0)); err != nil {
+	if _, _, err := (&NodeWriter{Client: c, Reader: c}).Write(ctx, stale, releaseMutation(cfg.EffectiveRules()[0], t0)); err != nil {
 		t.Fatalf("Write() = %v", err)
 	}
 	stored := getNode(t, c, "n1")
@@ -256,22 +256,22 @@ func TestWriteNoChangeNoPatch(t *testing.T) {
 		{
 			name:   "release of a released, untainted node",
 			node:   newNode("n1", t0, withTaints(notReadyTaint), withNodeAnnotation(DefaultCompletedAnnotation, "1700000000")),
-			mutate: func(c *Config) Mutation { return c.releaseMutation(t0) },
+			mutate: func(c *Config) Mutation { return releaseMutation(c.EffectiveRules()[0], t0) },
 		},
 		{
 			name:   "taint of a tainted node",
 			node:   newNode("n1", t0, withTaints(gateTaint)),
-			mutate: func(c *Config) Mutation { return c.taintMutation() },
+			mutate: func(c *Config) Mutation { return taintMutation(c.EffectiveRules()[0]) },
 		},
 		{
 			name:   "taint of a node tainted with another value",
 			node:   newNode("n1", t0, withTaints(corev1.Taint{Key: DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule})),
-			mutate: func(c *Config) Mutation { return c.taintMutation() },
+			mutate: func(c *Config) Mutation { return taintMutation(c.EffectiveRules()[0]) },
 		},
 		{
 			name:   "taint of a released node",
 			node:   newNode("n1", t0, withNodeAnnotation(DefaultCompletedAnnotation, "1700000000")),
-			mutate: func(c *Config) Mutation { return c.taintMutation() },
+			mutate: func(c *Config) Mutation { return taintMutation(c.EffectiveRules()[0]) },
 		},
 		{
 			name:   "no-op mutation",
@@ -320,7 +320,7 @@ func TestWriteNodeReplaced(t *testing.T) {
 	}, newNode("n1", t0, withTaints(gateTaint)))
 	node := getNode(t, c, "n1")
 
-	_, wrote, err := (&NodeWriter{Client: c, Reader: c}).Write(ctx, node, cfg.releaseMutation(t0))
+	_, wrote, err := (&NodeWriter{Client: c, Reader: c}).Write(ctx, node, releaseMutation(cfg.EffectiveRules()[0], t0))
 	if !errors.Is(err, ErrNodeReplaced) {
 		t.Fatalf("Write() error = %v, want ErrNodeReplaced", err)
 	}
@@ -387,7 +387,7 @@ func TestWriteErrors(t *testing.T) {
 			if tc.reread != nil {
 				reader = errReader{tc.reread}
 			}
-			_, wrote, err := (&NodeWriter{Client: c, Reader: reader}).Write(context.Background(), node, cfg.releaseMutation(t0))
+			_, wrote, err := (&NodeWriter{Client: c, Reader: reader}).Write(context.Background(), node, releaseMutation(cfg.EffectiveRules()[0], t0))
 			if err == nil || !tc.wantErr(err) {
 				t.Fatalf("Write() error = %v, want a matching error", err)
 			}
@@ -473,7 +473,7 @@ func TestReleaseMutation(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			n := tc.node.DeepCopy()
-			cfg.releaseMutation(now)(n)
+			releaseMutation(cfg.EffectiveRules()[0], now)(n)
 			if diff := cmp.Diff(tc.wantTnt, n.Spec.Taints); diff != "" {
 				t.Errorf("taints mismatch (-want +got):\n%s", diff)
 			}
@@ -482,7 +482,7 @@ func TestReleaseMutation(t *testing.T) {
 			}
 			// Idempotent: a second application changes nothing.
 			again := n.DeepCopy()
-			cfg.releaseMutation(now.Add(time.Hour))(again)
+			releaseMutation(cfg.EffectiveRules()[0], now.Add(time.Hour))(again)
 			if diff := cmp.Diff(n, again); diff != "" {
 				t.Errorf("releaseMutation is not idempotent (-first +second):\n%s", diff)
 			}
@@ -510,14 +510,14 @@ func TestTaintMutation(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			n := tc.node.DeepCopy()
-			if got := cfg.addTaint(n); got != tc.changed {
+			if got := cfg.EffectiveRules()[0].AddTaint(n); got != tc.changed {
 				t.Errorf("addTaint() = %v, want %v", got, tc.changed)
 			}
 			if diff := cmp.Diff(tc.want, n.Spec.Taints); diff != "" {
 				t.Errorf("taints mismatch (-want +got):\n%s", diff)
 			}
 			m := tc.node.DeepCopy()
-			cfg.taintMutation()(m)
+			taintMutation(cfg.EffectiveRules()[0])(m)
 			if diff := cmp.Diff(n, m); diff != "" {
 				t.Errorf("taintMutation differs from addTaint (-addTaint +taintMutation):\n%s", diff)
 			}

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/startupgate/startupgate/gate/rule"
 )
 
 // PodGuardPath is where the optional Pod guard validating webhook is served.
@@ -46,18 +48,34 @@ func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []co
 	if err := g.Nodes.Get(ctx, types.NamespacedName{Name: nodeName}, node); err != nil {
 		return admission.Allowed("node not found"), "allowed"
 	}
-	i := g.Config.taintIndex(node.Spec.Taints)
-	if i < 0 || g.Config.Released(node) {
-		return admission.Allowed(""), "allowed"
-	}
-	// Judge against the taint the node really carries: kubelet or Karpenter may have
-	// registered it with another value, and the scheduler compares with that one.
-	taint := node.Spec.Taints[i]
-	if tolerates(tolerations, &taint) {
+	taint, held := g.Config.holdingTaint(node, tolerations)
+	if !held {
 		return admission.Allowed(""), "allowed"
 	}
 	return admission.Denied(fmt.Sprintf("node %q still holds startup taint %s and the pod does not tolerate it; wait for the node to be released",
 		nodeName, taint.ToString())), "denied"
+}
+
+// holdingTaint is the first taint on the node, of a rule that writes and still holds the
+// node, that the tolerations do not tolerate. It is judged against the taint the node
+// really carries: kubelet or Karpenter may have registered it with another value, and the
+// scheduler compares with that one. A startup rule that has released the node no longer
+// holds it, whatever its taint; a continuous rule holds it while its taint is on.
+func (c *Config) holdingTaint(node *corev1.Node, tolerations []corev1.Toleration) (corev1.Taint, bool) {
+	for _, r := range c.enforced() {
+		if r.Mode == rule.Startup && r.Completed(node) {
+			continue
+		}
+		for _, t := range node.Spec.Taints {
+			if t.Key != r.Taint.Key || t.Effect != r.Taint.Effect {
+				continue
+			}
+			if !(&Rule{Taint: t}).Tolerates(tolerations) {
+				return t, true
+			}
+		}
+	}
+	return corev1.Taint{}, false
 }
 
 // target extracts the node a Pod is bound to and the Pod's tolerations. Mirror Pods and

@@ -82,7 +82,7 @@ func Setup(ctx context.Context, mgr manager.Manager, cfg *Config, opts Options) 
 		Named("startupgate").
 		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool {
-				return nodeChanged(cfg, e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node))
+				return r.nodeChanged(e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node))
 			},
 		})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToNode)).

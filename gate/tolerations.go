@@ -2,10 +2,10 @@ package gate
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -38,7 +38,7 @@ func (t *TolerationChecker) Reconcile(ctx context.Context, req reconcile.Request
 	}
 	component := ""
 	if err == nil && ds.DeletionTimestamp == nil {
-		component = t.Config.componentOf(ds)
+		_, component = t.Config.componentOf(ds)
 	}
 	lacks := component != "" && !t.Config.Tolerates(ds.Spec.Template.Spec.Tolerations)
 
@@ -60,32 +60,45 @@ func (t *TolerationChecker) Reconcile(ctx context.Context, req reconcile.Request
 
 	if first {
 		t.Recorder.Eventf(ds, nil, "Warning", ReasonMissingToleration, eventActionCheckTolerate,
-			"DaemonSet of required component %q does not tolerate startup taint %s: nodes it should initialize can never be released", component, t.Config.Taint.ToString())
+			"DaemonSet of required component %q does not tolerate every startup taint (%s): nodes it should initialize can never be released", component, t.Config.taintList())
 		log.FromContext(ctx).Info("Required component does not tolerate the startup taint; its nodes can never be released",
-			"daemonset", klog.KObj(ds), "component", component, "taint", t.Config.Taint.ToString())
+			"daemonset", klog.KObj(ds), "component", component, "taints", t.Config.taintList())
 	}
 	return reconcile.Result{}, nil
 }
 
 func (t *TolerationChecker) publishLocked() {
-	for _, comp := range t.Config.rules().components {
-		v := 0.0
-		for _, name := range t.missing {
-			if name == comp.Name {
-				v = 1
+	for _, r := range t.Config.EffectiveRules() {
+		for _, comp := range r.ComponentNames() {
+			v := 0.0
+			for _, name := range t.missing {
+				if name == comp {
+					v = 1
+				}
 			}
+			missingToleration.WithLabelValues(comp).Set(v)
 		}
-		missingToleration.WithLabelValues(comp.Name).Set(v)
 	}
 }
 
-// componentOf names the required component whose Pods this DaemonSet creates, or "".
-func (c *Config) componentOf(ds *appsv1.DaemonSet) string {
-	for _, comp := range c.rules().components {
-		if (comp.Namespace == "" || comp.Namespace == ds.Namespace) &&
-			comp.selector.Matches(labels.Set(ds.Spec.Template.Labels)) {
-			return comp.Name
+// componentOf names the rule and the required component whose Pods this DaemonSet
+// creates, or nil and "".
+func (c *Config) componentOf(ds *appsv1.DaemonSet) (*Rule, string) {
+	for _, r := range c.EffectiveRules() {
+		if comp := r.ComponentOf(ds); comp != "" {
+			return r, comp
 		}
 	}
-	return ""
+	return nil, ""
+}
+
+// taintList names the taints of the rules that write, for a message. A component's Pods
+// must tolerate every one of them: at creation a node may carry them all, and a component
+// that waits for another rule's release while that rule waits for it never starts.
+func (c *Config) taintList() string {
+	var out []string
+	for _, r := range c.enforced() {
+		out = append(out, r.Taint.ToString())
+	}
+	return strings.Join(out, ", ")
 }

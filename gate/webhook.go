@@ -48,7 +48,7 @@ func (d *nodeDefaulter) Default(ctx context.Context, node *corev1.Node) error {
 		return err
 	}
 	if result == resultTainted {
-		log.FromContext(ctx).V(1).Info("Adding startup taint", "node", node.Name, "taint", d.cfg.Taint.ToString())
+		log.FromContext(ctx).V(1).Info("Adding startup taints", "node", node.Name, "taints", node.Spec.Taints)
 	}
 	return nil
 }
@@ -62,12 +62,13 @@ func (d *nodeDefaulter) mutate(req admission.Request, node *corev1.Node) (string
 	if req.Operation != "CREATE" {
 		return resultExcluded, nil
 	}
+	applies, tainted := d.cfg.admit(node)
 	switch {
-	case !d.cfg.Gated(node):
-		return resultExcluded, nil
-	case d.cfg.Released(node):
+	case len(applies) == 0 && d.cfg.Released(node):
 		return resultReleased, nil
-	case !d.cfg.addTaint(node):
+	case len(applies) == 0:
+		return resultExcluded, nil
+	case len(tainted) == 0:
 		return resultPresent, nil
 	}
 	return resultTainted, nil

@@ -1,0 +1,234 @@
+package gate
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/startupgate/startupgate/gate/rule"
+)
+
+var (
+	gpuRuleTaint = corev1.Taint{Key: "example.com/gpu-initializing", Effect: corev1.TaintEffectNoSchedule}
+	cniTaint     = corev1.Taint{Key: "example.com/cni-unready", Effect: corev1.TaintEffectNoSchedule}
+	shadowTaint  = corev1.Taint{Key: "example.com/shadow", Effect: corev1.TaintEffectNoSchedule}
+)
+
+// rulesConfig: init on every gated node (the default rule, keeping completedAt), the GPU
+// driver on the GPU pool, CNI continuous everywhere, and a dry-run rule.
+func rulesConfig(t *testing.T, mod func(*Config)) *Config {
+	return validConfig(t, func(c *Config) {
+		c.Rules = []Rule{
+			{Name: DefaultRuleName, NodeSelector: DefaultNodeSelector, Taint: gateTaint, Components: []Component{{Name: "init", Selector: DefaultInitLabel}}},
+			{Name: "gpu", NodeSelector: "pool=gpu", Taint: gpuRuleTaint, Components: []Component{{Name: "gpu-driver", Selector: "startup.k8s.io/component=gpu-driver"}}},
+			{Name: "cni", Mode: rule.Continuous, Taint: cniTaint, Components: []Component{{Name: "cni", Selector: "startup.k8s.io/component=cni"}},
+				SettleTime: metav1.Duration{Duration: 5 * time.Second}},
+			{Name: "shadow", DryRun: true, Taint: shadowTaint, Components: []Component{{Name: "init", Selector: DefaultInitLabel}}},
+		}
+		if mod != nil {
+			mod(c)
+		}
+	})
+}
+
+func componentPod(name, node, component string, opts ...podOpt) *corev1.Pod {
+	return newPod(name, node, t0.Add(time.Second), append([]podOpt{withLabels(map[string]string{"startup.k8s.io/component": component})}, opts...)...)
+}
+
+func TestRulesValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		mod  func(*Config)
+		want string // "" for valid; else a substring of the error
+	}{
+		{name: "valid", mod: func(*Config) {}},
+		{name: "two rules with one taint key", mod: func(c *Config) { c.Rules[1].Taint.Key = cniTaint.Key }, want: `rules[2].taint.key: "example.com/cni-unready": rules[1] has the same taint key`},
+		{name: "two rules with one name", mod: func(c *Config) { c.Rules[1].Name = "cni" }, want: `rules[2].name: "cni": rules[1] has the same name`},
+		{name: "a top-level rule field beside rules", mod: func(c *Config) { c.MinHold.Duration = time.Minute }, want: "minHold: set it in a rule"},
+		{name: "a rule's field error names the rule", mod: func(c *Config) { c.Rules[1].NodeSelector = "pool in (" }, want: `rules[1] "gpu".nodeSelector`},
+		{name: "no common cache key across rules", mod: func(c *Config) { c.Rules[2].Components[0].Selector = "app=cni" }, want: "one common label key"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Rules = rulesConfig(t, nil).Rules
+			tc.mod(&cfg)
+			err := cfg.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Validate() = %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("Validate() = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+	cfg := rulesConfig(t, nil)
+	var got []string
+	for _, r := range cfg.EffectiveRules() {
+		got = append(got, r.CompletedAnnotation)
+	}
+	want := []string{DefaultCompletedAnnotation, DefaultCompletedAnnotation + ".gpu", DefaultCompletedAnnotation + ".cni", DefaultCompletedAnnotation + ".shadow"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("completion annotations (-want +got):\n%s", diff)
+	}
+}
+
+// TestWebhookAddsEveryMatchingRule: at CREATE every rule that writes and applies adds its
+// taint; a dry-run rule adds none, and a rule whose selector misses the node adds none.
+func TestWebhookAddsEveryMatchingRule(t *testing.T) {
+	cfg := rulesConfig(t, nil)
+	for _, tc := range []struct {
+		name string
+		node *corev1.Node
+		want []corev1.Taint
+	}{
+		{"GPU node", newNode("g", t0, withNodeLabel("pool", "gpu")), []corev1.Taint{gateTaint, gpuRuleTaint, cniTaint}},
+		{"CPU node", newNode("c", t0), []corev1.Taint{gateTaint, cniTaint}},
+		{"system node: only the rule without a selector", newNode("s", t0, withNodeLabel("kubernetes.azure.com/mode", "system")), []corev1.Taint{cniTaint}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, tainted := cfg.admit(tc.node)
+			if diff := cmp.Diff(tc.want, tc.node.Spec.Taints); diff != "" {
+				t.Errorf("taints after admission (-want +got):\n%s", diff)
+			}
+			if len(tainted) != len(tc.want) {
+				t.Errorf("admit reported %d rules tainted, want %d", len(tainted), len(tc.want))
+			}
+		})
+	}
+}
+
+// TestRulesReleaseEachOnItsOwn: each rule's taint comes off in its own guarded write when
+// its own requirements hold, never touching another rule's taint; the dry-run rule writes
+// nothing and reports what it would have done.
+func TestRulesReleaseEachOnItsOwn(t *testing.T) {
+	cfg := rulesConfig(t, nil)
+	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{},
+		newNode("g", t0, withNodeLabel("pool", "gpu"), withTaints(gateTaint, gpuRuleTaint, cniTaint)),
+		componentPod("init-g", "g", "init", readyAt(t0.Add(time.Minute))),
+		componentPod("gpu-g", "g", "gpu-driver"),
+		componentPod("cni-g", "g", "cni", readyAt(t0.Add(time.Minute))))
+
+	e.reconcile(t, "g")
+	n := getNode(t, e.c, "g")
+	if diff := cmp.Diff([]corev1.Taint{gpuRuleTaint}, n.Spec.Taints); diff != "" {
+		t.Errorf("taints after the first reconcile (-want +got):\n%s", diff)
+	}
+	if w := e.calls.writes(); w != 2 {
+		t.Errorf("%d writes, want 2: one per released rule (default, cni)", w)
+	}
+	for ann, want := range map[string]bool{DefaultCompletedAnnotation: true, DefaultCompletedAnnotation + ".cni": true,
+		DefaultCompletedAnnotation + ".gpu": false, DefaultCompletedAnnotation + ".shadow": false} {
+		if _, got := n.Annotations[ann]; got != want {
+			t.Errorf("annotation %s present = %v, want %v", ann, got, want)
+		}
+	}
+	wantEvents := []string{"Normal " + ReasonHeld, "Normal " + ReasonReleased, "Normal " + ReasonHeld,
+		"Normal " + ReasonHeld, "Normal " + ReasonReleased, "Normal " + ReasonWouldHold, "Normal " + ReasonWouldRelease}
+	if diff := cmp.Diff(wantEvents, e.drain()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+
+	setPodReady(t, e, "gpu-g")
+	e.reconcile(t, "g")
+	e.reconcile(t, "g") // steady state
+	if n := getNode(t, e.c, "g"); len(n.Spec.Taints) != 0 {
+		t.Errorf("taints left: %v", n.Spec.Taints)
+	}
+	if w := e.calls.writes(); w != 3 {
+		t.Errorf("%d writes in all, want 3: exactly one per release per rule", w)
+	}
+}
+
+// TestContinuousRuleRetaints: after release, a continuous rule's taint goes back once its
+// requirements have failed for the settle time, and comes off when they hold again; the
+// completion annotation is set once.
+func TestContinuousRuleRetaints(t *testing.T) {
+	cfg := rulesConfig(t, nil)
+	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{},
+		newNode("c", t0, withNodeAnnotation(DefaultCompletedAnnotation, "1"), withNodeAnnotation(DefaultCompletedAnnotation+".cni", "1")),
+		componentPod("cni-c", "c", "cni"))
+	before := counterValue(t, "startupgate_retaints_total", "rule", "cni")
+
+	if got := e.reconcile(t, "c"); got != (reconcile.Result{RequeueAfter: 5 * time.Second}) {
+		t.Errorf("first look at the failing rule: %+v, want a requeue after the settle time", got)
+	}
+	e.clock.Step(4 * time.Second)
+	e.reconcile(t, "c")
+	if w := e.calls.writes(); w != 0 {
+		t.Fatalf("%d writes within the settle time, want 0", w)
+	}
+	e.clock.Step(time.Second)
+	e.reconcile(t, "c")
+	if n := getNode(t, e.c, "c"); !cmp.Equal(n.Spec.Taints, []corev1.Taint{cniTaint}) {
+		t.Fatalf("taints after the settle time: %v, want the CNI taint back", n.Spec.Taints)
+	}
+	if d := counterValue(t, "startupgate_retaints_total", "rule", "cni") - before; d != 1 {
+		t.Errorf("retaints_total{rule=cni} grew by %v, want 1", d)
+	}
+
+	setPodReady(t, e, "cni-c")
+	e.reconcile(t, "c")
+	n := getNode(t, e.c, "c")
+	if len(n.Spec.Taints) != 0 || n.Annotations[DefaultCompletedAnnotation+".cni"] != "1" {
+		t.Errorf("after readiness returned: taints %v, completion %q; want no taint and the first completion kept",
+			n.Spec.Taints, n.Annotations[DefaultCompletedAnnotation+".cni"])
+	}
+	if w := e.calls.writes(); w != 2 {
+		t.Errorf("%d writes, want 2 (re-taint, release)", w)
+	}
+	// The dry-run rule, which has no selector, would hold the node: its init Pod is absent.
+	wantEvents := []string{"Normal " + ReasonWouldHold, "Warning " + ReasonRetainted, "Normal " + ReasonReleased}
+	if diff := cmp.Diff(wantEvents, e.drain()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// TestNodeLeavesRuleSelector: relabelled out of a rule's selector, a node loses that rule's
+// taint in one write; a node that was never seen inside it keeps it (registered by hand).
+func TestNodeLeavesRuleSelector(t *testing.T) {
+	cfg := rulesConfig(t, nil)
+	inPool := newNode("g", t0, withNodeLabel("pool", "gpu"), withTaints(gpuRuleTaint),
+		withNodeAnnotation(DefaultCompletedAnnotation, "1"), withNodeAnnotation(DefaultCompletedAnnotation+".cni", "1"))
+	left := inPool.DeepCopy()
+	delete(left.Labels, "pool")
+	byHand := left.DeepCopy()
+	byHand.Name = "h"
+	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, left, byHand, componentPod("cni-g", "g", "cni", readyAt(t0)),
+		componentPod("cni-h", "h", "cni", readyAt(t0)))
+
+	if !e.r.nodeChanged(inPool, left) {
+		t.Fatal("a label change must reach the reconciler")
+	}
+	e.reconcile(t, "g")
+	e.reconcile(t, "h")
+	if n := getNode(t, e.c, "g"); len(n.Spec.Taints) != 0 {
+		t.Errorf("node that left the GPU pool keeps %v", n.Spec.Taints)
+	}
+	if n := getNode(t, e.c, "h"); !cmp.Equal(n.Spec.Taints, []corev1.Taint{gpuRuleTaint}) {
+		t.Errorf("node never seen in the pool: taints %v, want the hand-set taint kept", n.Spec.Taints)
+	}
+	if w := e.calls.writes(); w != 1 {
+		t.Errorf("%d writes, want 1", w)
+	}
+}
+
+func setPodReady(t *testing.T, e *reconcilerEnv, name string) {
+	t.Helper()
+	pod := &corev1.Pod{}
+	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: "kube-system", Name: name}, pod); err != nil {
+		t.Fatal(err)
+	}
+	readyAt(e.clock.Now())(pod)
+	if err := e.c.Status().Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+}
