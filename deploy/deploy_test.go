@@ -570,10 +570,11 @@ func TestNoRBACWildcards(t *testing.T) {
 // renders, so it cannot drift from the webhook's mutation.
 func TestPolicyOverlayMatchesConfig(t *testing.T) {
 	cfg := defaultConfig(t)
-	wantPolicy, wantBinding, err := policy.For(&cfg)
-	if err != nil {
-		t.Fatal(err)
+	want, err := policy.For(&cfg)
+	if err != nil || len(want) != 1 {
+		t.Fatalf("the default config renders %d policies (%v), want 1", len(want), err)
 	}
+	wantPolicy, wantBinding := want[0].Policy, want[0].Binding
 	objs := render(t, "overlays/policy")
 	policies := ofKind(objs, "MutatingAdmissionPolicy")
 	bindings := ofKind(objs, "MutatingAdmissionPolicyBinding")

@@ -2,16 +2,19 @@ package sim
 
 import (
 	"context"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -21,73 +24,81 @@ import (
 	"github.com/startupgate/startupgate/sim/scenario"
 )
 
+// equivInput is a Node as registered, and what each rule's taint count must then be.
+type equivInput struct {
+	name        string
+	labels      map[string]string
+	annotations map[string]string
+	taints      []corev1.Taint
+	// want is how many times each taint key is on the admitted Node.
+	want map[string]int
+}
+
 // TestWebhookPolicyEquivalence: for the same inputs, the webhook (served in-process over
 // real TLS, registered from deploy/base/webhook.yaml) and the MutatingAdmissionPolicy
 // (evaluated inside the real apiserver) must produce identical Nodes.
 func TestWebhookPolicyEquivalence(t *testing.T) {
+	foreign := corev1.Taint{Key: "example.com/other", Value: "x", Effect: corev1.TaintEffectNoSchedule}
+	registered := corev1.Taint{Key: gate.DefaultTaintKey, Value: "karpenter", Effect: corev1.TaintEffectNoSchedule}
+	one := map[string]int{gate.DefaultTaintKey: 1}
+	none := map[string]int{gate.DefaultTaintKey: 0}
+	checkEquivalence(t, "equivalence", gate.DefaultConfig(), []equivInput{
+		{name: "no-taints", want: one},
+		{name: "other-taints", taints: []corev1.Taint{foreign}, want: one},
+		{name: "taint-present", taints: []corev1.Taint{registered, foreign}, want: one},
+		{name: "excluded-system", labels: map[string]string{"kubernetes.azure.com/mode": "system"}, want: none},
+		{name: "excluded-control-plane", labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}, want: none},
+		{name: "already-released", annotations: map[string]string{gate.DefaultCompletedAnnotation: "1"}, want: none},
+	})
+}
+
+// TestWebhookPolicyEquivalenceRules: the same for the shipped example rules
+// (deploy/examples/rules.yaml): init on every gated node, the GPU driver on the GPU pool,
+// CNI on every node, a dry-run storage rule. A node matched by one rule and not another gets
+// exactly its rules' taints, either way, and the dry-run rule's never.
+func TestWebhookPolicyEquivalenceRules(t *testing.T) {
+	raw, err := os.ReadFile("../deploy/examples/rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := gate.LoadConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const gpu, cni, csi = "startup.k8s.io/gpu-initializing", "startup.k8s.io/cni-unready", "startup.k8s.io/csi-initializing"
+	taints := func(init, g, c int) map[string]int {
+		return map[string]int{gate.DefaultTaintKey: init, gpu: g, cni: c, csi: 0}
+	}
+	nvidia := map[string]string{"accelerator": "nvidia"}
+	checkEquivalence(t, "equivalence-rules", cfg, []equivInput{
+		{name: "cpu", want: taints(1, 0, 1)},
+		{name: "gpu", labels: nvidia, want: taints(1, 1, 1)},
+		{name: "gpu-registered-with-its-taint", labels: nvidia, taints: []corev1.Taint{{Key: gpu, Value: "karpenter", Effect: corev1.TaintEffectNoSchedule}}, want: taints(1, 1, 1)},
+		{name: "system", labels: map[string]string{"kubernetes.azure.com/mode": "system", "accelerator": "nvidia"}, want: taints(0, 0, 1)},
+		{name: "storage-dry-run", labels: map[string]string{"storage": "csi"}, want: taints(1, 0, 1)},
+		{name: "init-released", labels: nvidia, annotations: map[string]string{gate.DefaultCompletedAnnotation: "1"}, want: taints(0, 1, 1)},
+		{name: "gpu-released", labels: nvidia, annotations: map[string]string{gate.DefaultCompletedAnnotation + ".gpu": "1"}, want: taints(1, 0, 1)},
+	})
+}
+
+// checkEquivalence registers each input through the webhook and through the policy, with
+// cfg scoped to the scenario name, and requires identical Nodes with the wanted taints.
+// The taint list is compared as a set: the webhook adds the rules' taints in rule order,
+// the apiserver runs one policy per rule in its own order, and the order of taints means
+// nothing to the scheduler.
+func checkEquivalence(t *testing.T, name string, cfg gate.Config, inputs []equivInput) {
 	rc := sharedPlane(t)
 	cs := kubernetes.NewForConfigOrDie(rc)
-	ctx := context.Background()
-	const name = "equivalence"
-
-	cfg := gate.DefaultConfig()
-	cfg.NodeSelector += "," + scenario.Label + "=" + name
+	cfg = ScopeConfig(cfg, name)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	foreign := corev1.Taint{Key: "example.com/other", Value: "x", Effect: corev1.TaintEffectNoSchedule}
-	registered := corev1.Taint{Key: gate.DefaultTaintKey, Value: "karpenter", Effect: corev1.TaintEffectNoSchedule}
-	inputs := []struct {
-		name        string
-		labels      map[string]string
-		annotations map[string]string
-		taints      []corev1.Taint
-		gateTaints  int
-	}{
-		{name: "no-taints", gateTaints: 1},
-		{name: "other-taints", taints: []corev1.Taint{foreign}, gateTaints: 1},
-		{name: "taint-present", taints: []corev1.Taint{registered, foreign}, gateTaints: 1},
-		{name: "excluded-system", labels: map[string]string{"kubernetes.azure.com/mode": "system"}},
-		{name: "excluded-control-plane", labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}},
-		{name: "already-released", annotations: map[string]string{gate.DefaultCompletedAnnotation: "1"}},
-	}
-
-	admit := func(mode gateundertest.Mode) map[string]*corev1.Node {
-		g := gateundertest.New(rc, cs, mode, cfg, &scenario.Scenario{Name: name}, "default", gateundertest.Options{})
-		t.Cleanup(func() { _ = g.Stop(context.Background()) })
-		if err := g.Start(ctx, 1); err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]*corev1.Node{}
-		for _, in := range inputs {
-			lbls := map[string]string{scenario.Label: name}
-			for k, v := range in.labels {
-				lbls[k] = v
-			}
-			node := &corev1.Node{
-				ObjectMeta: metav1.ObjectMeta{Name: "equiv-" + in.name, Labels: lbls, Annotations: in.annotations},
-				Spec:       corev1.NodeSpec{Taints: in.taints},
-			}
-			got, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-			if err != nil {
-				t.Fatalf("%s: creating %s: %v", mode, in.name, err)
-			}
-			out[in.name] = got
-			if err := cs.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := g.Stop(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	webhook := admit(gateundertest.InProcess)
-	policy := admit(gateundertest.Policy)
-
+	webhook := admitAll(t, rc, cs, gateundertest.InProcess, cfg, name, inputs)
+	policy := admitAll(t, rc, cs, gateundertest.Policy, cfg, name, inputs)
+	byKey := cmpopts.SortSlices(func(a, b corev1.Taint) bool { return a.Key < b.Key })
 	for _, in := range inputs {
 		w, p := webhook[in.name], policy[in.name]
-		if diff := cmp.Diff(w.Spec, p.Spec); diff != "" {
+		if diff := cmp.Diff(w.Spec, p.Spec, byKey); diff != "" {
 			t.Errorf("%s: spec differs (-webhook +policy):\n%s", in.name, diff)
 		}
 		if diff := cmp.Diff(w.Labels, p.Labels); diff != "" {
@@ -96,17 +107,53 @@ func TestWebhookPolicyEquivalence(t *testing.T) {
 		if diff := cmp.Diff(w.Annotations, p.Annotations); diff != "" {
 			t.Errorf("%s: annotations differ (-webhook +policy):\n%s", in.name, diff)
 		}
-		if n := countTaint(w, &cfg); n != in.gateTaints {
-			t.Errorf("%s: %d gate taints, want %d", in.name, n, in.gateTaints)
+		for key, want := range in.want {
+			if n := countKey(w, key); n != want {
+				t.Errorf("%s: %d taints %s, want %d (taints %v)", in.name, n, key, want, w.Spec.Taints)
+			}
 		}
 		t.Logf("%s: taints %v", in.name, w.Spec.Taints)
 	}
 }
 
-func countTaint(n *corev1.Node, cfg *gate.Config) int {
+// admitAll creates each input through a gate in mode, deletes it again, and returns the
+// Nodes as the apiserver stored them.
+func admitAll(t *testing.T, rc *rest.Config, cs kubernetes.Interface, mode gateundertest.Mode, cfg gate.Config, name string, inputs []equivInput) map[string]*corev1.Node {
+	ctx := context.Background()
+	g := gateundertest.New(rc, cs, mode, cfg, &scenario.Scenario{Name: name}, "default", gateundertest.Options{})
+	t.Cleanup(func() { _ = g.Stop(context.Background()) })
+	if err := g.Start(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*corev1.Node{}
+	for _, in := range inputs {
+		lbls := map[string]string{scenario.Label: name}
+		for k, v := range in.labels {
+			lbls[k] = v
+		}
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-" + in.name, Labels: lbls, Annotations: in.annotations},
+			Spec:       corev1.NodeSpec{Taints: in.taints},
+		}
+		got, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("%s: creating %s: %v", mode, in.name, err)
+		}
+		out[in.name] = got
+		if err := cs.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func countKey(n *corev1.Node, key string) int {
 	c := 0
 	for _, t := range n.Spec.Taints {
-		if t.Key == cfg.Taint.Key && t.Effect == cfg.Taint.Effect {
+		if t.Key == key {
 			c++
 		}
 	}

@@ -198,12 +198,7 @@ func (r *Runner) Run(ctx context.Context, sc *scenario.Scenario) (*report.Result
 // newRun prepares the run's parts: the gate Config scoped to the scenario's nodes, a fresh
 // namespace, the recorder, the gate under test and the fake kubelet.
 func (r *Runner) newRun(sc *scenario.Scenario) (*run, error) {
-	cfg := sc.GateConfig
-	sel := scenario.Label + "=" + sc.Name
-	if cfg.NodeSelector != "" {
-		sel = cfg.NodeSelector + "," + sel
-	}
-	cfg.NodeSelector = sel
+	cfg := ScopeConfig(sc.GateConfig, sc.Name)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -218,6 +213,25 @@ func (r *Runner) newRun(sc *scenario.Scenario) (*run, error) {
 	x.kubelet = &kubelet.Kubelet{Client: r.client, Namespace: ns, Scenario: sc.Name, Seed: r.Opts.Seed, Init: sc.Init,
 		Version: controlplane.KubeVersion, Errors: x.fail, ReadyAccepted: x.recorder.ReadyAccepted}
 	return x, nil
+}
+
+// ScopeConfig narrows every rule of cfg to the nodes of one scenario (those labelled
+// scenario.Label=name), so that scenarios sharing a plane never gate each other's nodes.
+func ScopeConfig(cfg gate.Config, name string) gate.Config {
+	scope := func(sel string) string {
+		if sel == "" {
+			return scenario.Label + "=" + name
+		}
+		return sel + "," + scenario.Label + "=" + name
+	}
+	cfg.Rules = append([]gate.Rule(nil), cfg.Rules...)
+	for i := range cfg.Rules {
+		cfg.Rules[i].NodeSelector = scope(cfg.Rules[i].NodeSelector)
+	}
+	if len(cfg.Rules) == 0 {
+		cfg.NodeSelector = scope(cfg.NodeSelector)
+	}
+	return cfg
 }
 
 // startGate starts the gate now, unless the scenario installs it later (then play does).

@@ -17,12 +17,40 @@ import (
 // Name names both the MutatingAdmissionPolicy and its binding.
 const Name = "startupgate-node-taint"
 
-// For renders the webhook's mutation as a MutatingAdmissionPolicy and binding, evaluated
+// Objects are one rule's policy and binding.
+type Objects struct {
+	Policy  *admissionregistrationv1.MutatingAdmissionPolicy
+	Binding *admissionregistrationv1.MutatingAdmissionPolicyBinding
+}
+
+// For renders one policy and binding per rule that writes (dry-run rules write nothing,
+// not even at creation), in rule order. The default rule's objects keep the name Name;
+// another rule's are Name-<rule>.
+func For(c *gate.Config) ([]Objects, error) {
+	var out []Objects
+	for _, r := range c.EffectiveRules() {
+		if r.DryRun {
+			continue
+		}
+		name := Name
+		if r.Name != gate.DefaultRuleName {
+			name += "-" + r.Name
+		}
+		p, b, err := ForRule(r, name)
+		if err != nil {
+			return nil, fmt.Errorf("rule %q: %w", r.Name, err)
+		}
+		out = append(out, Objects{Policy: p, Binding: b})
+	}
+	return out, nil
+}
+
+// ForRule renders the webhook's mutation for one rule as a MutatingAdmissionPolicy and binding, evaluated
 // inside the apiserver: no TLS, no network hop, and no dependency on the gate's Pods being
 // up when a node registers. It matches Node CREATE on the same node selector, skips nodes
 // that are released or already carry the taint (key and effect, like the webhook), and adds
 // the taint. A test against a real apiserver holds it equal to the webhook.
-func For(c *gate.Config) (*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding, error) {
+func ForRule(c *gate.Rule, name string) (*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding, error) {
 	selector, err := labelSelector(c.NodeSelector)
 	if err != nil {
 		return nil, nil, fmt.Errorf("converting nodeSelector %q: %w", c.NodeSelector, err)
@@ -40,7 +68,7 @@ func For(c *gate.Config) (*admissionregistrationv1.MutatingAdmissionPolicy, *adm
 
 	policy := &admissionregistrationv1.MutatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: Name},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 			MatchConstraints: &admissionregistrationv1.MatchResources{
 				ObjectSelector: selector,
@@ -74,8 +102,8 @@ func For(c *gate.Config) (*admissionregistrationv1.MutatingAdmissionPolicy, *adm
 	}
 	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicyBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: Name},
-		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: Name},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name},
 	}
 	return policy, binding, nil
 }
@@ -83,12 +111,16 @@ func For(c *gate.Config) (*admissionregistrationv1.MutatingAdmissionPolicy, *adm
 // YAML renders For as one multi-document YAML stream, for --print-policy and for
 // deploy/overlays/policy.
 func YAML(c *gate.Config) ([]byte, error) {
-	policy, binding, err := For(c)
+	objs, err := For(c)
 	if err != nil {
 		return nil, err
 	}
+	var docs []any
+	for _, o := range objs {
+		docs = append(docs, o.Policy, o.Binding)
+	}
 	var buf bytes.Buffer
-	for i, obj := range []any{policy, binding} {
+	for i, obj := range docs {
 		out, err := yaml.Marshal(obj)
 		if err != nil {
 			return nil, fmt.Errorf("rendering policy: %w", err)
@@ -131,8 +163,42 @@ func labelSelector(s string) (*metav1.LabelSelector, error) {
 	return out, nil
 }
 
-// ObjectSelector is the node selector in the structured form webhook and policy
-// configurations take; deploy/base/webhook.yaml carries the default one.
+// ObjectSelector is the webhook's objectSelector in the structured form admission
+// configurations take: the requirements that every rule that writes shares, so that the
+// apiserver calls the webhook for every node some rule applies to (a label selector has no
+// "or"). With the default rule alone it is that rule's selector, which
+// deploy/base/webhook.yaml carries.
 func ObjectSelector(c *gate.Config) (*metav1.LabelSelector, error) {
-	return labelSelector(c.NodeSelector)
+	var common labels.Requirements
+	first := true
+	for _, r := range c.EffectiveRules() {
+		if r.DryRun {
+			continue
+		}
+		sel, err := labels.Parse(r.NodeSelector)
+		if err != nil {
+			return nil, err
+		}
+		reqs, _ := sel.Requirements()
+		if first {
+			common, first = reqs, false
+			continue
+		}
+		common = shared(common, reqs)
+	}
+	return labelSelector(labels.NewSelector().Add(common...).String())
+}
+
+// shared are the requirements of a that b has too.
+func shared(a, b labels.Requirements) labels.Requirements {
+	var out labels.Requirements
+	for _, ra := range a {
+		for _, rb := range b {
+			if ra.Equal(rb) {
+				out = append(out, ra)
+				break
+			}
+		}
+	}
+	return out
 }

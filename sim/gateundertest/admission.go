@@ -20,6 +20,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
@@ -102,17 +104,33 @@ func loadManifest(path string, obj any) error {
 	return nil
 }
 
-// waitAdmission dry-run creates a probe node until admission adds the taint.
+// waitAdmission dry-run creates, for every rule that writes, a probe node its selector
+// matches, until admission adds that rule's taint. Each rule has its own policy, and the
+// apiserver activates policies one by one: one rule's taint says nothing of another's.
 func waitAdmission(ctx context.Context, cs kubernetes.Interface, cfg *gate.Config, name string) error {
-	probe := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-		Name:   name + "-admission-probe",
-		Labels: map[string]string{scenario.Label: name, corev1.LabelHostname: name + "-admission-probe"},
-	}}
+	for _, r := range cfg.EffectiveRules() {
+		if r.DryRun {
+			continue
+		}
+		if err := waitRule(ctx, cs, r, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func waitRule(ctx context.Context, cs kubernetes.Interface, r *gate.Rule, name string) error {
+	lbls, err := probeLabels(r.NodeSelector)
+	if err != nil {
+		return err
+	}
+	lbls[scenario.Label], lbls[corev1.LabelHostname] = name, name+"-admission-probe"
+	probe := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name + "-admission-probe", Labels: lbls}}
 	deadline := time.Now().Add(30 * time.Second)
 	var last error
 	for time.Now().Before(deadline) {
 		out, err := cs.CoreV1().Nodes().Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err == nil && cfg.HasTaint(out) {
+		if err == nil && r.HasTaint(out) {
 			return nil
 		}
 		last = err
@@ -122,7 +140,27 @@ func waitAdmission(ctx context.Context, cs kubernetes.Interface, cfg *gate.Confi
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("gate admission not active after 30s (last error: %v)", last)
+	return fmt.Errorf("gate admission for rule %q not active after 30s (last error: %v)", r.Name, last)
+}
+
+// probeLabels are labels that a node selector matches: the first value of each = and in,
+// a value for each exists; a negative requirement is met by leaving the key out.
+func probeLabels(selector string) (map[string]string, error) {
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return nil, err
+	}
+	reqs, _ := sel.Requirements()
+	out := map[string]string{}
+	for _, req := range reqs {
+		switch req.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			out[req.Key()] = req.Values().List()[0]
+		case selection.Exists:
+			out[req.Key()] = "true"
+		}
+	}
+	return out, nil
 }
 
 func ignoreNotFound(err error) error {

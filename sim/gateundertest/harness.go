@@ -387,24 +387,15 @@ func (h *Harness) installAdmission(ctx context.Context) error {
 			return ignoreNotFound(api.MutatingWebhookConfigurations().Delete(ctx, name, metav1.DeleteOptions{}))
 		})
 	} else if !h.reactive {
-		pol, binding, err := policy.For(&h.cfg)
+		objs, err := policy.For(&h.cfg)
 		if err != nil {
 			return err
 		}
-		pol.Name, binding.Name, binding.Spec.PolicyName = name, name, name
-		_ = api.MutatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})
-		_ = api.MutatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{})
-		if _, err := api.MutatingAdmissionPolicies().Create(ctx, pol, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("installing admission policy: %w", err)
+		for _, o := range objs {
+			if err := h.installPolicy(ctx, o, strings.Replace(o.Policy.Name, policy.Name, name, 1)); err != nil {
+				return err
+			}
 		}
-		if _, err := api.MutatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("installing admission policy binding: %w", err)
-		}
-		h.cleanups = append(h.cleanups, func(ctx context.Context) error {
-			return errors.Join(
-				ignoreNotFound(api.MutatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})),
-				ignoreNotFound(api.MutatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{})))
-		})
 	}
 	if h.cfg.PodGuard {
 		vw, err := podGuardConfig(h.scenario, "https://"+h.whRelay.Addr()+gate.PodGuardPath, h.ca)
@@ -419,6 +410,26 @@ func (h *Harness) installAdmission(ctx context.Context) error {
 			return ignoreNotFound(api.ValidatingWebhookConfigurations().Delete(ctx, vw.Name, metav1.DeleteOptions{}))
 		})
 	}
+	return nil
+}
+
+// installPolicy installs one rule's policy and binding under name (scoped per scenario).
+func (h *Harness) installPolicy(ctx context.Context, o policy.Objects, name string) error {
+	api := h.cs.AdmissionregistrationV1()
+	o.Policy.Name, o.Binding.Name, o.Binding.Spec.PolicyName = name, name, name
+	_ = api.MutatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})
+	_ = api.MutatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{})
+	if _, err := api.MutatingAdmissionPolicies().Create(ctx, o.Policy, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("installing admission policy %s: %w", name, err)
+	}
+	if _, err := api.MutatingAdmissionPolicyBindings().Create(ctx, o.Binding, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("installing admission policy binding %s: %w", name, err)
+	}
+	h.cleanups = append(h.cleanups, func(ctx context.Context) error {
+		return errors.Join(
+			ignoreNotFound(api.MutatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})),
+			ignoreNotFound(api.MutatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{})))
+	})
 	return nil
 }
 
