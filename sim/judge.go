@@ -67,7 +67,12 @@ func (x *run) observed(v check.Verdict, recs []record.NodeRecord) check.Observed
 	obs.Counters.BypassCreated = int(x.tally.BypassCreated.Load())
 	obs.Counters.EarlyToleratingPods = v.EarlyTolerating
 	obs.Counters.Backfilled = check.Backfilled(recs)
-	for _, reason := range x.sc.Expect.Events {
+	obs.NodeWrites, obs.RuleReleases = int(x.harness.NodeWrites()), check.RuleReleases(recs)
+	reasons := append([]string(nil), x.sc.Expect.Events...)
+	for _, m := range x.sc.Expect.EventsMatch {
+		reasons = append(reasons, m.Reason, m.Like)
+	}
+	for _, reason := range reasons {
 		n, err := x.countEvents(reason)
 		obs.Events[reason] = n
 		obs.EventsErr = errors.Join(obs.EventsErr, err)

@@ -25,7 +25,11 @@ func (x *run) setup(ctx context.Context) error {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating namespace: %w", err)
 	}
-	for _, ds := range x.sc.DaemonSetObjects(x.ns, x.cfg.Taint) {
+	var taints []corev1.Taint
+	for _, r := range x.cfg.EffectiveRules() {
+		taints = append(taints, r.Taint)
+	}
+	for _, ds := range x.sc.DaemonSetObjects(x.ns, taints) {
 		if _, err := cs.AppsV1().DaemonSets(x.ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating daemonset %s: %w", ds.Name, err)
 		}

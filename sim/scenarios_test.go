@@ -83,6 +83,27 @@ func TestNegativeControls(t *testing.T) {
 		{file: "min-hold", mutate: func(sc *scenario.Scenario) { sc.Expect.ReleasedWithin = time.Millisecond }, want: check.KindLateRelease},
 		// The keep policy holds nodes; expecting none stuck must fail.
 		{file: "init-never-ready-timeout-keep", mutate: func(sc *scenario.Scenario) { sc.Expect.Stuck = 0 }, want: "never released"},
+		// Without the GPU rule, GPU nodes are released when init is ready, before their driver.
+		{file: "rules-gpu-pool", mutate: func(sc *scenario.Scenario) { sc.GateConfig.Rules = sc.GateConfig.Rules[:1] }, want: check.KindPrematureRelease},
+		// Backfill after an outage under Ignore writes each node once more than its releases.
+		{file: "two-rules-one-write-each", mutate: func(sc *scenario.Scenario) {
+			sc.GateConfig.Backfill = true
+			sc.Webhook.FailurePolicy = "Ignore"
+			sc.Timeline = append(sc.Timeline, scenario.Step{WebhookOutage: &scenario.WebhookOutage{Duration: 3 * time.Second}})
+			sc.Expect.Violations = "some" // Pods may land on the untainted nodes first
+		}, want: "write(s) per rule release"},
+		// Nodes registered with the dry-run rule's taint: the checker must see it.
+		{file: "dry-run-rollout", mutate: func(sc *scenario.Scenario) {
+			sc.Timeline[0].Join.Taints = []scenario.Taint{{Key: "startup.k8s.io/candidate", Effect: "NoSchedule"}}
+			sc.Timeout = 15 * time.Second
+		}, want: check.KindDryRunWrote},
+		// The gate is down while the nodes leave the GPU pool: after its restart it has not
+		// seen them leave (a documented limit), and the GPU taint stays.
+		{file: "node-leaves-selector", mutate: func(sc *scenario.Scenario) {
+			sc.GateProcess = &scenario.GateProcess{Replicas: 1}
+			sc.Timeline = append(sc.Timeline, scenario.Step{At: 2 * time.Second, GateCrash: &scenario.GateCrash{RestartAfter: 4 * time.Second}})
+			sc.Timeout = 20 * time.Second
+		}, want: check.KindTaintOutsideSelector},
 	}
 	for _, tt := range tests {
 		mode := tt.gate

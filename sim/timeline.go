@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -108,6 +110,8 @@ func (x *run) action(a any) func(context.Context) error {
 		return func(ctx context.Context) error { return x.scale(ctx, a) }
 	case *scenario.NodeDelete:
 		return func(ctx context.Context) error { return x.nodeDelete(ctx, a) }
+	case *scenario.Relabel:
+		return func(ctx context.Context) error { return x.relabel(ctx, a) }
 	case *scenario.WebhookOutage:
 		return func(ctx context.Context) error { return faults.WebhookOutage(ctx, env, a) }
 	case *scenario.WebhookLatency:
@@ -232,6 +236,20 @@ func (x *run) nodeDelete(ctx context.Context, d *scenario.NodeDelete) error {
 		return err
 	}
 	return x.deletePodsOn(ctx, d.Node)
+}
+
+// relabel sets (or, for a null value, removes) labels on a node, as an operator or a node
+// pool controller would.
+func (x *run) relabel(ctx context.Context, rl *scenario.Relabel) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": rl.Labels}})
+	if err != nil {
+		return err
+	}
+	if _, err := x.client.CoreV1().Nodes().Patch(ctx, rl.Node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("relabelling node %s: %w", rl.Node, err)
+	}
+	x.note("relabel: node %s labels %s", rl.Node, patch)
+	return nil
 }
 
 func (x *run) deletePodsOn(ctx context.Context, node string) error {

@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/startupgate/startupgate/sim/record"
@@ -30,6 +31,12 @@ const (
 	// KindBusyBackfilled: a node that came up untainted was tainted after a workload Pod
 	// was already bound to it.
 	KindBusyBackfilled = "busy-backfilled"
+	// KindDryRunWrote: a dry-run rule's taint or completion annotation appeared on a node.
+	KindDryRunWrote = "dry-run-wrote"
+	// KindTaintOutsideSelector: a rule's taint was on a node its selector does not match, in
+	// the node's first stored version (admission tainted the wrong node) or in its last (the
+	// node left the selector and kept the taint).
+	KindTaintOutsideSelector = "taint-outside-selector"
 )
 
 // Bounds are the limits a run is judged against: the scenario's own, and the gate
@@ -129,10 +136,11 @@ func Check(records []record.NodeRecord, start time.Time, b Bounds) Verdict {
 		for _, t := range rec.LostTaints {
 			v.Violations = append(v.Violations, Violation{Kind: KindForeignTaintLost, Node: rec.Name, Detail: "lost taint " + t})
 		}
-		if n := len(rec.CompletedAt); n > 1 {
+		if rewritten(rec.CompletedAt) {
 			v.Violations = append(v.Violations, Violation{Kind: KindCompletedRewritten, Node: rec.Name,
-				Detail: fmt.Sprintf("completedAt took values %q", rec.CompletedAt)})
+				Detail: fmt.Sprintf("completion annotations took values %q", rec.CompletedAt)})
 		}
+		v.Violations = append(v.Violations, ruleViolations(rec)...)
 	}
 	return v
 }
@@ -176,6 +184,35 @@ func releaseViolations(rec *record.NodeRecord, hold time.Duration, b Bounds, ms 
 			add(KindLateRelease, fmt.Sprintf("released %s after it could be (held %s), bound %s",
 				late.Round(time.Millisecond), hold.Round(time.Millisecond), b.ReleasedWithin))
 		}
+	}
+	return out
+}
+
+// rewritten: some completion annotation (each entry KEY=VALUE) changed after it was set.
+func rewritten(changes []string) bool {
+	seen := map[string]bool{}
+	for _, c := range changes {
+		key, _, _ := strings.Cut(c, "=")
+		if seen[key] {
+			return true
+		}
+		seen[key] = true
+	}
+	return false
+}
+
+// ruleViolations are the per-rule invariants of one node: dry-run rules write nothing, and
+// a rule's taint is only ever on nodes its selector matches (at creation and at the end).
+func ruleViolations(rec *record.NodeRecord) []Violation {
+	var out []Violation
+	for _, name := range rec.DryRunWrites {
+		out = append(out, Violation{Kind: KindDryRunWrote, Node: rec.Name, Detail: fmt.Sprintf("dry-run rule %s's taint or completion appeared", name)})
+	}
+	for _, t := range rec.OutsideAtCreate {
+		out = append(out, Violation{Kind: KindTaintOutsideSelector, Node: rec.Name, Detail: "tainted at creation: " + t})
+	}
+	for _, t := range rec.OutsideNow {
+		out = append(out, Violation{Kind: KindTaintOutsideSelector, Node: rec.Name, Detail: "still carries " + t})
 	}
 	return out
 }

@@ -114,8 +114,33 @@ func TestCheck(t *testing.T) {
 		},
 		{
 			name:      "completedAt rewritten",
-			rec:       record.NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(8), Released: at(10), CompletedAt: []string{"1", "2"}},
+			rec:       record.NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(8), Released: at(10), CompletedAt: []string{"a=1", "a=2"}},
 			wantKinds: []string{KindCompletedRewritten},
+		},
+		{
+			name: "two rules' completions, each set once",
+			rec:  record.NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(8), Released: at(10), CompletedAt: []string{"a=1", "a.gpu=2"}},
+		},
+		{
+			name:      "completion removed",
+			rec:       record.NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(8), Released: at(10), CompletedAt: []string{"a=1", "a="}},
+			wantKinds: []string{KindCompletedRewritten},
+		},
+		{
+			name:      "a dry-run rule wrote",
+			rec:       record.NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(8), Released: at(10), DryRunWrites: []string{"shadow"}},
+			wantKinds: []string{KindDryRunWrote},
+		},
+		{
+			name:      "tainted at creation outside the rule's selector",
+			rec:       record.NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(8), Released: at(10), OutsideAtCreate: []string{"gpu"}},
+			wantKinds: []string{KindTaintOutsideSelector},
+		},
+		{
+			name:      "left the selector and kept the taint",
+			rec:       record.NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(8), OutsideNow: []string{"gpu"}},
+			wantKinds: []string{KindTaintOutsideSelector},
+			wantStuck: 1,
 		},
 	}
 	for _, tt := range tests {

@@ -18,6 +18,9 @@ type Observed struct {
 	// EventsErr is why the Events could not be counted, if they could not.
 	EventsErr error
 	Errors    []string
+	// NodeWrites counts the gate's successful Node writes (-1: not measured); RuleReleases
+	// counts the rules' first releases, from the records.
+	NodeWrites, RuleReleases int
 }
 
 // Expectations compares a run with the scenario's expect and says, one line each, what it
@@ -33,6 +36,14 @@ func Expectations(v Verdict, exp scenario.Expect, obs Observed) []string {
 		if obs.Events[reason] == 0 {
 			fails = append(fails, fmt.Sprintf("expected a %s event, found none (%v)", reason, obs.EventsErr))
 		}
+	}
+	for _, m := range exp.EventsMatch {
+		if a, b := obs.Events[m.Reason], obs.Events[m.Like]; a != b || a == 0 {
+			fails = append(fails, fmt.Sprintf("expected as many %s events as %s events, at least one; found %d and %d", m.Reason, m.Like, a, b))
+		}
+	}
+	if w := exp.WritesPerRelease; w > 0 && (obs.NodeWrites < 0 || obs.NodeWrites != w*obs.RuleReleases) {
+		fails = append(fails, fmt.Sprintf("expected %d Node write(s) per rule release: %d writes for %d releases (-1: not measured)", w, obs.NodeWrites, obs.RuleReleases))
 	}
 	if len(obs.Errors) > 0 {
 		fails = append(fails, fmt.Sprintf("%d simulator errors, first: %s", len(obs.Errors), obs.Errors[0]))
@@ -76,6 +87,22 @@ func counterFailures(c, atLeast scenario.Counters) []string {
 		}
 	}
 	return fails
+}
+
+// RuleReleases counts the rules' first releases: completion annotations set.
+func RuleReleases(recs []record.NodeRecord) int {
+	n := 0
+	for _, r := range recs {
+		seen := map[string]bool{}
+		for _, c := range r.CompletedAt {
+			key, v, _ := strings.Cut(c, "=")
+			if v != "" && !seen[key] {
+				seen[key] = true
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Backfilled counts nodes that came up untainted and were tainted afterwards.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -53,6 +54,9 @@ type Harness struct {
 	cs       kubernetes.Interface
 	webhook  scenario.WebhookSettings
 	shipped  bool
+
+	// nodeWrites counts the in-process gate's successful Node writes.
+	nodeWrites atomic.Int64
 
 	whRelay  *controlplane.Relay
 	apiRelay *controlplane.Relay
@@ -108,6 +112,30 @@ func (h *Harness) WebhookRelay() *controlplane.Relay { return h.whRelay }
 
 // APIRelay is the relay between the replicas and the apiserver.
 func (h *Harness) APIRelay() *controlplane.Relay { return h.apiRelay }
+
+// NodeWrites is how many Node writes the gate made that the apiserver accepted, or -1 when
+// the gate runs as a process (its client is its own).
+func (h *Harness) NodeWrites() int64 {
+	if h.process || h.floor {
+		return -1
+	}
+	return h.nodeWrites.Load()
+}
+
+// writeCounter counts accepted writes (PATCH, PUT) to Nodes on the gate's client.
+type writeCounter struct {
+	next http.RoundTripper
+	n    *atomic.Int64
+}
+
+func (w *writeCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := w.next.RoundTrip(req)
+	write := req.Method == http.MethodPatch || req.Method == http.MethodPut
+	if err == nil && write && strings.HasPrefix(req.URL.Path, "/api/v1/nodes/") && resp.StatusCode < 300 {
+		w.n.Add(1)
+	}
+	return resp, err
+}
 
 // Replicas are the gate instances, in start order.
 func (h *Harness) Replicas() []*Replica { return h.replicas }
@@ -198,6 +226,7 @@ func (h *Harness) gateRC() *rest.Config {
 	}
 	rc.QPS, rc.Burst = 1000, 2000
 	rc.UserAgent = "startupgate-gate"
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &writeCounter{next: rt, n: &h.nodeWrites} })
 	if h.as != nil {
 		rc.Impersonate = *h.as
 	}

@@ -3,6 +3,7 @@ package record
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -70,9 +72,16 @@ type NodeRecord struct {
 	Deleted   Mark
 	// TaintedAtCreate: the first stored version already had the taint (admission worked).
 	TaintedAtCreate bool
-	CompletedAt     []string
-	LostTaints      []string
-	Bindings        []Binding
+	// CompletedAt lists every change of a rule's completion annotation, as KEY=VALUE (an
+	// empty value: removed). Each must be set once and never change.
+	CompletedAt []string
+	LostTaints  []string
+	// DryRunWrites names the dry-run rules whose taint or completion appeared on the node.
+	DryRunWrites []string
+	// OutsideAtCreate and OutsideNow are the rule taints on the node that the rule's selector
+	// does not match: in its first stored version, and in the latest one seen.
+	OutsideAtCreate, OutsideNow []string
+	Bindings                    []Binding
 	// Components are the init DaemonSets that target this node.
 	Components []string
 	// ReadyAccepted are the moments the fake kubelet's writes making an init Pod ready
@@ -81,7 +90,8 @@ type NodeRecord struct {
 	// carries far more traffic than the Node watch and lags it.
 	ReadyAccepted []time.Time
 
-	inits []*podSeen
+	inits     []*podSeen
+	completed map[string]string // completion annotation -> last value seen
 }
 
 // Mark is a moment: the resourceVersion of the write and when this process saw it.
@@ -167,18 +177,19 @@ func (r *Recorder) node(old, cur *corev1.Node) {
 		r.nodes[rec.UID] = rec
 		r.byName[cur.Name] = append(r.byName[cur.Name], rec.UID)
 	}
+	if old != nil && !equality.Semantic.DeepEqual(old.Labels, cur.Labels) {
+		// Relabelled: the init DaemonSets that target the node may differ now.
+		rec.Components = r.components(cur)
+		if rec.InitReady.IsZero() && allReady(rec) {
+			rec.InitReady = m
+		}
+	}
 	if r.cfg.HasTaint(cur) && rec.Tainted.IsZero() {
 		rec.Tainted = m
 	}
-	if v, ok := cur.Annotations[r.cfg.CompletedAnnotation]; ok {
-		if n := len(rec.CompletedAt); n == 0 || rec.CompletedAt[n-1] != v {
-			rec.CompletedAt = append(rec.CompletedAt, v)
-		}
-		if !r.cfg.HasTaint(cur) && rec.Released.IsZero() {
-			rec.Released = m
-		}
-	} else if len(rec.CompletedAt) > 0 {
-		rec.CompletedAt = append(rec.CompletedAt, "")
+	r.rules(rec, cur, m)
+	if r.cfg.Released(cur) && !r.cfg.HasTaint(cur) && rec.Released.IsZero() {
+		rec.Released = m
 	}
 	if old != nil {
 		for _, t := range lostTaints(old.Spec.Taints, cur.Spec.Taints) {
@@ -187,6 +198,37 @@ func (r *Recorder) node(old, cur *corev1.Node) {
 			}
 		}
 	}
+}
+
+// rules records, per rule, what this version shows: completion annotations that change
+// after they were set, a dry-run rule's taint or completion (which must never be written),
+// and a rule's taint on a node its selector does not match.
+func (r *Recorder) rules(rec *NodeRecord, cur *corev1.Node, m Mark) {
+	if rec.completed == nil {
+		rec.completed = map[string]string{}
+	}
+	var outside []string
+	for _, rl := range r.cfg.EffectiveRules() {
+		v, set := cur.Annotations[rl.CompletedAnnotation]
+		if last, seen := rec.completed[rl.CompletedAnnotation]; (set || seen) && (v != last || !seen) {
+			rec.CompletedAt = append(rec.CompletedAt, rl.CompletedAnnotation+"="+v)
+		}
+		if set {
+			rec.completed[rl.CompletedAnnotation] = v
+		} else if _, seen := rec.completed[rl.CompletedAnnotation]; seen {
+			rec.completed[rl.CompletedAnnotation] = ""
+		}
+		switch {
+		case rl.DryRun && (rl.HasTaint(cur) || set) && !slices.Contains(rec.DryRunWrites, rl.Name):
+			rec.DryRunWrites = append(rec.DryRunWrites, rl.Name)
+		case !rl.DryRun && rl.HasTaint(cur) && !rl.Matches(cur):
+			outside = append(outside, fmt.Sprintf("%s (rule %s) at rv %d", rl.Taint.Key, rl.Name, m.RV))
+		}
+	}
+	if rec.Created.RV == m.RV {
+		rec.OutsideAtCreate = outside
+	}
+	rec.OutsideNow = outside
 }
 
 func maxStore(a *atomic.Uint64, v uint64) {
@@ -286,10 +328,14 @@ func lostTaints(old, cur []corev1.Taint) []corev1.Taint {
 	return out
 }
 
-// isForeign: not the gate's own taint, and not one the node lifecycle manages.
+// isForeign: not a rule's taint, and not one the node lifecycle manages.
 func isForeign(t corev1.Taint, cfg *gate.Config) bool {
-	return !(t.Key == cfg.Taint.Key && t.Effect == cfg.Taint.Effect) &&
-		!strings.HasPrefix(t.Key, "node.kubernetes.io/") &&
+	for _, rl := range cfg.EffectiveRules() {
+		if t.Key == rl.Taint.Key && t.Effect == rl.Taint.Effect {
+			return false
+		}
+	}
+	return !strings.HasPrefix(t.Key, "node.kubernetes.io/") &&
 		!strings.HasPrefix(t.Key, "node.cloudprovider.kubernetes.io/")
 }
 
@@ -428,6 +474,10 @@ func (r *Recorder) Snapshot() []NodeRecord {
 		c := *rec
 		c.CompletedAt = append([]string(nil), rec.CompletedAt...)
 		c.LostTaints = append([]string(nil), rec.LostTaints...)
+		c.DryRunWrites = append([]string(nil), rec.DryRunWrites...)
+		c.OutsideAtCreate = append([]string(nil), rec.OutsideAtCreate...)
+		c.OutsideNow = append([]string(nil), rec.OutsideNow...)
+		c.completed = nil
 		c.Bindings = append([]Binding(nil), rec.Bindings...)
 		c.Components = append([]string(nil), rec.Components...)
 		c.ReadyAccepted = append([]time.Time(nil), rec.ReadyAccepted...)

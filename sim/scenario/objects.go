@@ -15,17 +15,20 @@ const Label = "sim.startupgate.io/scenario"
 // pauseImage is never pulled: the fake kubelet runs no container.
 const pauseImage = "registry.k8s.io/pause:3.10"
 
-// DaemonSetObjects are the DaemonSets the scenario creates in namespace ns: each init DaemonSet
-// (tolerating the startup taint unless told not to, at system-node-critical as
-// deploy/startup-daemonset.yaml, so that init Pods schedule ahead of pending workloads),
-// then the other DaemonSets.
-func (sc *Scenario) DaemonSetObjects(ns string, startupTaint corev1.Taint) []*appsv1.DaemonSet {
-	tolerateStartup := corev1.Toleration{Key: startupTaint.Key, Operator: corev1.TolerationOpExists, Effect: startupTaint.Effect}
+// DaemonSetObjects are the DaemonSets the scenario creates in namespace ns: each init
+// DaemonSet (tolerating every startup taint unless told not to — at creation a node may
+// carry every rule's taint — at system-node-critical as deploy/startup-daemonset.yaml, so
+// that init Pods schedule ahead of pending workloads), then the other DaemonSets.
+func (sc *Scenario) DaemonSetObjects(ns string, startupTaints []corev1.Taint) []*appsv1.DaemonSet {
+	var tolerateStartup []corev1.Toleration
+	for _, t := range startupTaints {
+		tolerateStartup = append(tolerateStartup, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOpExists, Effect: t.Effect})
+	}
 	var out []*appsv1.DaemonSet
 	for _, in := range sc.Init {
 		var tols []corev1.Toleration
 		if *in.Tolerate {
-			tols = append(tols, tolerateStartup)
+			tols = tolerateStartup
 		}
 		out = append(out, sc.daemonSet(ns, in.Name, in.Labels, in.NodeSelector, tols, "system-node-critical"))
 	}

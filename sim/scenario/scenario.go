@@ -144,6 +144,8 @@ type Step struct {
 	Scale *Scale `yaml:"scale"`
 	// NodeDelete deletes a node and the Pods bound to it.
 	NodeDelete *NodeDelete `yaml:"nodeDelete"`
+	// Relabel changes a node's labels, e.g. to move it out of a rule's selector.
+	Relabel *Relabel `yaml:"relabel"`
 	// Faults.
 	WebhookOutage       *WebhookOutage    `yaml:"webhookOutage"`
 	WebhookLatency      *WebhookLatency   `yaml:"webhookLatency"`
@@ -161,7 +163,7 @@ type Step struct {
 // accepted and then silently not run (and the runner's dispatch is tested against it).
 func (s *Step) Actions() []any {
 	var acts []any
-	for _, a := range []any{s.Join, s.Reregister, s.Scale, s.NodeDelete, s.WebhookOutage, s.WebhookLatency,
+	for _, a := range []any{s.Join, s.Reregister, s.Scale, s.NodeDelete, s.Relabel, s.WebhookOutage, s.WebhookLatency,
 		s.GateCrash, s.LeaderFailover, s.TaintWriters, s.APIServerRestart, s.WatchDrops, s.DeleteInitDaemonSet, s.BypassPods} {
 		if !reflect.ValueOf(a).IsNil() {
 			acts = append(acts, a)
@@ -191,6 +193,12 @@ func (j *Join) CoreTaints() []corev1.Taint {
 type Scale struct {
 	Workload string `yaml:"workload"`
 	Replicas int32  `yaml:"replicas"`
+}
+
+// Relabel sets labels on a joined node; a null value removes the label.
+type Relabel struct {
+	Node   string             `yaml:"node"`
+	Labels map[string]*string `yaml:"labels"`
 }
 
 // NodeDelete removes a node as a scale-down would.
@@ -293,6 +301,18 @@ type Expect struct {
 	AtLeast Counters `yaml:"atLeast"`
 	// Events are reasons that must have been recorded (e.g. StartupGateMissingToleration).
 	Events []string `yaml:"events"`
+	// EventsMatch pairs reasons that must have been recorded equally often, at least once:
+	// a dry-run rule's WouldHold as often as the real rule's Held.
+	EventsMatch []EventMatch `yaml:"eventsMatch"`
+	// WritesPerRelease, if set, is how many Node writes the gate may make per rule release
+	// (counted at the gate's own client; in-process gate only).
+	WritesPerRelease int `yaml:"writesPerRelease"`
+}
+
+// EventMatch says that Reason events number exactly as many as Like events.
+type EventMatch struct {
+	Reason string `yaml:"reason"`
+	Like   string `yaml:"like"`
 }
 
 // Counters are run counters an expectation can bound from below.
@@ -527,6 +547,10 @@ func (sc *Scenario) validateNodes(s *Step, joined map[string]bool) error {
 		return fmt.Errorf("reregister: node %q has not joined before", s.Reregister.Node)
 	case s.NodeDelete != nil && !joined[s.NodeDelete.Node]:
 		return fmt.Errorf("nodeDelete: node %q has not joined before", s.NodeDelete.Node)
+	case s.Relabel != nil && !joined[s.Relabel.Node]:
+		return fmt.Errorf("relabel: node %q has not joined before", s.Relabel.Node)
+	case s.Relabel != nil && len(s.Relabel.Labels) == 0:
+		return fmt.Errorf("relabel: no labels")
 	}
 	return nil
 }
