@@ -26,8 +26,9 @@ controlplane: ## Build the pinned etcd, kube-apiserver, kube-scheduler and kube-
 	@KUBE_VERSION=$(KUBE_VERSION) ETCD_VERSION=$(ETCD_VERSION) hack/controlplane.sh $(CONTROLPLANE)
 
 .PHONY: build
-build: ## Build bin/gate and bin/simulate (static, the same flags the Dockerfile uses).
+build: ## Build bin/gate, bin/kubectl-startupgate (the same binary, as a kubectl plugin) and bin/simulate (static, the Dockerfile's flags).
 	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o bin/gate ./cmd/gate
+	cp bin/gate bin/kubectl-startupgate
 	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o bin/simulate ./cmd/simulate
 
 .PHONY: test

@@ -35,6 +35,9 @@ type settings struct {
 	releaseAll     bool
 	releaseNodes   []string
 	releaseCommand bool
+	statusCommand  bool
+	statusNodes    []string
+	output         string
 }
 
 // contractFlags hold the flags that set gate.Config fields. They are parsed here first and
@@ -51,8 +54,13 @@ type contractFlags struct {
 // defaults, the --config file, STARTUP_WEBHOOK / STARTUP_BACKFILL, explicit flags.
 func parse(args []string, getenv func(string) string, stderr io.Writer) (*settings, error) {
 	s := &settings{}
-	if len(args) > 0 && args[0] == "release" {
-		s.releaseCommand, args = true, args[1:]
+	if len(args) > 0 {
+		switch args[0] {
+		case "release":
+			s.releaseCommand, args = true, args[1:]
+		case "status":
+			s.statusCommand, args = true, args[1:]
+		}
 	}
 	var f contractFlags
 	fs := newFlagSet(s, &f, stderr)
@@ -89,8 +97,11 @@ func newFlagSet(s *settings, f *contractFlags, stderr io.Writer) *pflag.FlagSet 
 	if s.releaseCommand {
 		fs.BoolVar(&s.releaseAll, "all", false, "with release: release every node holding the startup taint")
 	}
+	if s.statusCommand {
+		fs.StringVarP(&s.output, "output", "o", "", "with status: output format, wide or json (default: a table)")
+	}
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: gate [flags]\n       gate release (--all | NODE...)\n\nThe startupgate node startup gate.\n\nFlags:\n")
+		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
 	}
 	return fs
@@ -131,9 +142,32 @@ func (s *settings) register(fs *pflag.FlagSet) {
 	fs.IntVar(&s.burst, "kube-api-burst", 200, "client burst to the apiserver")
 }
 
-// positional takes the arguments left after the flags: the node names of release, and
-// nothing otherwise, so that a mistyped flag value cannot pass silently as an argument.
+// usage heads --help. Installed as kubectl-startupgate, the binary is a kubectl plugin:
+// `kubectl startupgate status` runs `kubectl-startupgate status`.
+const usage = `Usage: gate [flags]
+       gate release (--all | NODE...)
+       gate status [NODE...] [-o wide|json]
+
+The startupgate node startup gate. release removes every rule's taint now (e.g. before
+uninstalling); status shows, per node and rule, why the node is held, read live from the
+API with the controller's own decision code (read access only). Installed on the PATH as
+kubectl-startupgate, it also runs as "kubectl startupgate status".
+
+Flags:
+`
+
+// positional takes the arguments left after the flags: the node names of release and
+// status, and nothing otherwise, so that a mistyped flag value cannot pass silently as an
+// argument.
 func (s *settings) positional(args []string) error {
+	if s.statusCommand {
+		s.statusNodes = args
+		switch s.output {
+		case "", "wide", "json":
+			return nil
+		}
+		return fmt.Errorf("status: -o %q: want wide or json", s.output)
+	}
 	if !s.releaseCommand {
 		if len(args) > 0 {
 			return fmt.Errorf("unexpected arguments: %v", args)

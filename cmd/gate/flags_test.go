@@ -17,7 +17,6 @@ import (
 
 	"github.com/startupgate/startupgate/gate"
 	// For its -update flag only: `go test ./... -update` passes it to every test binary.
-	_ "github.com/startupgate/startupgate/internal/golden"
 )
 
 // env returns a getenv over a fixed map.

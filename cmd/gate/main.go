@@ -58,6 +58,9 @@ func run(args []string) error {
 	if s.releaseCommand {
 		return release(ctx, s, rc)
 	}
+	if s.statusCommand {
+		return status(ctx, s, rc, os.Stdout, time.Now())
+	}
 	mgr, err := gate.NewManager(rc, &s.cfg, gate.ManagerOptions{
 		Metrics:                 metricsserver.Options{BindAddress: s.metricsAddr},
 		HealthProbeBindAddress:  s.probeAddr,

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/internal/golden"
+	"github.com/startupgate/startupgate/sim/controlplane"
+)
+
+const statusRules = `rules:
+  - name: default
+    nodeSelector: role=worker
+    taint: {key: startup.k8s.io/initializing, value: wait, effect: NoSchedule}
+    components: [{name: init, selector: startup.k8s.io/component=init}]
+  - name: slow
+    nodeSelector: slow=true
+    taint: {key: startup.k8s.io/slow, effect: NoSchedule}
+    components: [{name: init, selector: startup.k8s.io/component=init}]
+    maxHold: 1s
+    timeoutPolicy: keep
+  - name: candidate
+    dryRun: true
+    nodeSelector: dry=true
+    taint: {key: startup.k8s.io/candidate, effect: NoSchedule}
+    components: [{name: init, selector: startup.k8s.io/component=init}]
+`
+
+// TestStatusOnEmbeddedPlane runs `gate status -o json` against a real apiserver holding a
+// held node, a released one, a timed-out one (the keep policy) and one a dry-run rule would
+// hold, and checks each row's state and reason.
+func TestStatusOnEmbeddedPlane(t *testing.T) {
+	plane := &controlplane.Embedded{}
+	rc, err := plane.Start(context.Background())
+	if err != nil {
+		t.Fatalf("starting embedded plane: %v", err)
+	}
+	t.Cleanup(func() { _ = plane.Stop() })
+	cs := kubernetes.NewForConfigOrDie(rc)
+	ctx := context.Background()
+	released := strconv.FormatInt(time.Now().Add(time.Minute).Unix(), 10) // a minute after creation
+	for _, n := range []*corev1.Node{
+		node("status-held", map[string]string{"role": "worker"}, nil, corev1.Taint{Key: gate.DefaultTaintKey, Value: "wait", Effect: corev1.TaintEffectNoSchedule}),
+		node("status-released", map[string]string{"role": "worker"}, map[string]string{gate.DefaultCompletedAnnotation: released}),
+		node("status-slow", map[string]string{"slow": "true"}, nil, corev1.Taint{Key: "startup.k8s.io/slow", Effect: corev1.TaintEffectNoSchedule}),
+		node("status-dry", map[string]string{"dry": "true"}, nil),
+	} {
+		if _, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(file, []byte(statusRules), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := parse([]string{"status", "-o", "json", "--config", file}, func(string) string { return "" }, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	// Five seconds on: the slow rule's one-second max hold has passed.
+	if err := status(ctx, s, rc, &out, time.Now().Add(5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	var rows []gate.StatusRow
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatalf("status -o json is not JSON: %v\n%s", err, out.String())
+	}
+	type row struct{ Node, Rule, State, WaitingOn string }
+	var got []row
+	for _, r := range rows {
+		got = append(got, row{r.Node, r.Rule, r.State, r.WaitingOn})
+	}
+	want := []row{
+		{"status-dry", "candidate", gate.StateWouldHold, "no init pod on the node yet"},
+		{"status-held", "default", gate.StateHeld, "no init pod on the node yet"},
+		{"status-released", "default", gate.StateReleased, ""},
+		{"status-slow", "slow", gate.StateTimedOut, "maximum hold 1s reached: no init pod on the node yet"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("gate status rows (-want +got):\n%s\n%s", diff, out.String())
+	}
+	for _, r := range rows {
+		if r.Node == "status-released" && r.HeldFor.Duration <= 0 {
+			t.Errorf("released node: held for %s, want the time from creation to release", r.HeldFor.Duration)
+		}
+		if r.Node == "status-dry" && !r.DryRun {
+			t.Errorf("dry-run row not marked dryRun")
+		}
+	}
+}
+
+func node(name string, labels, annotations map[string]string, taints ...corev1.Taint) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations}, Spec: corev1.NodeSpec{Taints: taints}}
+}
+
+// TestGoldenStatusTable pins the table and wide forms of gate status.
+func TestGoldenStatusTable(t *testing.T) {
+	deadline := metav1.NewTime(time.Date(2026, 11, 23, 5, 30, 0, 0, time.UTC))
+	rows := []gate.StatusRow{
+		{Node: "gpu-0", Rule: "default", Mode: "startup", State: gate.StateReleased, HeldFor: metav1.Duration{Duration: 42 * time.Second}, Taint: "startup.k8s.io/initializing=wait:NoSchedule"},
+		{Node: "gpu-0", Rule: "gpu", Mode: "startup", State: gate.StateHeld, HeldFor: metav1.Duration{Duration: 3 * time.Minute},
+			WaitingOn: `component "gpu-driver" not ready`, Deadline: &deadline, Taint: "startup.k8s.io/gpu-initializing:NoSchedule"},
+		{Node: "gpu-0", Rule: "storage", Mode: "startup", State: gate.StateWouldHold, HeldFor: metav1.Duration{Duration: 3 * time.Minute},
+			WaitingOn: "no init pod on the node yet", Taint: "startup.k8s.io/csi-initializing:NoSchedule", DryRun: true},
+	}
+	for _, tc := range []struct{ golden, format string }{{"table", ""}, {"wide", "wide"}} {
+		var buf bytes.Buffer
+		if err := printStatus(&buf, rows, tc.format); err != nil {
+			t.Fatal(err)
+		}
+		golden.Compare(t, "status/"+tc.golden+".output.txt", buf.Bytes())
+	}
+}

@@ -1,0 +1,136 @@
+package gate
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/startupgate/startupgate/gate/rule"
+)
+
+// States a node can be in for one rule, as `gate status` shows them.
+const (
+	StateHeld         = "held"          // the rule's taint is on, first hold
+	StateTimedOut     = "timed-out"     // max hold passed, the keep policy holds it
+	StateReleased     = "released"      // the rule released it (completion annotation set)
+	StateRetainted    = "re-tainted"    // a continuous rule put its taint back
+	StateUntainted    = "untainted"     // the rule applies, but the node came up without its taint
+	StateWouldHold    = "would-hold"    // dry run: the rule would hold it
+	StateWouldRelease = "would-release" // dry run: the rule would have released it
+)
+
+// StatusRow is one node and one rule that applies to it: why the node is held, read with
+// the same pure decision the controller uses.
+type StatusRow struct {
+	Node  string `json:"node"`
+	Rule  string `json:"rule"`
+	Mode  string `json:"mode"`
+	State string `json:"state"`
+	// HeldFor is how long the rule has held the node: since creation while held, creation to
+	// release once released.
+	HeldFor metav1.Duration `json:"heldFor"`
+	// WaitingOn is the decision's reason while the node is held.
+	WaitingOn string `json:"waitingOn,omitempty"`
+	// Deadline is when the max hold ends, if the rule has one and still holds the node.
+	Deadline *metav1.Time `json:"deadline,omitempty"`
+	Taint    string       `json:"taint"`
+	DryRun   bool         `json:"dryRun,omitempty"`
+}
+
+// Status is the pure part of `gate status`: a row per node and rule that applies to it, in
+// node order, then rule order.
+func Status(cfg *Config, nodes []corev1.Node, pods []corev1.Pod, dss []appsv1.DaemonSet, now time.Time) []StatusRow {
+	byNode := map[string][]*corev1.Pod{}
+	for i := range pods {
+		byNode[pods[i].Spec.NodeName] = append(byNode[pods[i].Spec.NodeName], &pods[i])
+	}
+	var rows []StatusRow
+	for i := range nodes {
+		n := &nodes[i]
+		for _, rl := range cfg.EffectiveRules() {
+			if !rl.Matches(n) && !rl.HasTaint(n) {
+				continue
+			}
+			in := rule.Input{Node: n, Pods: byNode[n.Name], Expected: expectedOn(n, dss, rl), Now: now}
+			rows = append(rows, statusOf(rl, cfg.Readiness(), in))
+		}
+	}
+	return rows
+}
+
+func statusOf(rl *Rule, rd rule.Readiness, in rule.Input) StatusRow {
+	n := in.Node
+	d := rule.Decide(rl, rd, in)
+	row := StatusRow{Node: n.Name, Rule: rl.Name, Mode: string(rl.Mode), Taint: rl.Taint.ToString(), DryRun: rl.DryRun,
+		WaitingOn: d.Reason, HeldFor: metav1.Duration{Duration: in.Now.Sub(n.CreationTimestamp.Time).Round(time.Second)}}
+	switch {
+	case rl.DryRun && d.Release:
+		row.State, row.WaitingOn = StateWouldRelease, ""
+	case rl.DryRun:
+		row.State = StateWouldHold
+	case !rl.Matches(n):
+		row.State, row.WaitingOn = StateHeld, fmt.Sprintf("the node is outside the rule's selector %q; the taint was set by hand or the node left the selector (gate release NODE)", rl.NodeSelector)
+	case rl.Completed(n) && rl.HasTaint(n):
+		row.State = StateRetainted
+	case rl.Completed(n):
+		row.State, row.WaitingOn, row.HeldFor = StateReleased, "", metav1.Duration{Duration: releasedAfter(rl, n)}
+	case !rl.HasTaint(n):
+		row.State, row.WaitingOn = StateUntainted, "came up without the rule's taint (backfill's, if on)"
+	case d.TimedOut && !d.Release:
+		row.State = StateTimedOut
+	default:
+		row.State = StateHeld
+		if d.Release {
+			row.WaitingOn = "requirements hold; release pending"
+		}
+	}
+	if rl.MaxHold.Duration > 0 && (row.State == StateHeld || row.State == StateWouldHold) {
+		row.Deadline = &metav1.Time{Time: n.CreationTimestamp.Add(rl.MaxHold.Duration)}
+	}
+	return row
+}
+
+// releasedAfter is creation to the rule's release, from its completion annotation.
+func releasedAfter(rl *Rule, n *corev1.Node) time.Duration {
+	s, err := strconv.ParseInt(n.Annotations[rl.CompletedAnnotation], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return time.Unix(s, 0).Sub(n.CreationTimestamp.Time)
+}
+
+// ReadStatus reads the named nodes (every node when names is empty), the init Pods and the
+// DaemonSets, and returns their Status. It only reads: nodes get and list, pods and
+// daemonsets list.
+func ReadStatus(ctx context.Context, c client.Reader, cfg *Config, now time.Time, names ...string) ([]StatusRow, error) {
+	var nodes []corev1.Node
+	if len(names) == 0 {
+		list := &corev1.NodeList{}
+		if err := c.List(ctx, list); err != nil {
+			return nil, fmt.Errorf("listing nodes: %w", err)
+		}
+		nodes = list.Items
+	}
+	for _, name := range names {
+		n := corev1.Node{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
+			return nil, fmt.Errorf("reading node %q: %w", name, err)
+		}
+		nodes = append(nodes, n)
+	}
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.InNamespace(cfg.CacheNamespace()), client.MatchingLabelsSelector{Selector: cfg.CacheSelector()}); err != nil {
+		return nil, fmt.Errorf("listing init pods: %w", err)
+	}
+	dss := &appsv1.DaemonSetList{}
+	if err := c.List(ctx, dss); err != nil {
+		return nil, fmt.Errorf("listing daemonsets: %w", err)
+	}
+	return Status(cfg, nodes, pods.Items, dss.Items, now), nil
+}
