@@ -524,7 +524,10 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment, cfg *gate.Config, webho
 	if env["STARTUP_WEBHOOK"] != wantWebhook {
 		t.Errorf("STARTUP_WEBHOOK = %q, want %q", env["STARTUP_WEBHOOK"], wantWebhook)
 	}
-	mountsCerts := len(c.VolumeMounts) > 0
+	mountsCerts := false
+	for _, m := range c.VolumeMounts {
+		mountsCerts = mountsCerts || m.MountPath == "/tmp/k8s-webhook-server/serving-certs"
+	}
 	if mountsCerts != webhookMode {
 		t.Errorf("container mounts the webhook certificate: %v, want %v", mountsCerts, webhookMode)
 	}
@@ -563,6 +566,45 @@ func TestNoRBACWildcards(t *testing.T) {
 	}
 	if roles < 3 {
 		t.Errorf("found %d roles; the wildcard check looked at nothing", roles)
+	}
+}
+
+// TestConfigMapRollsDeployment: the gate's Config comes from a generated ConfigMap whose
+// name carries a hash of its content; the Deployment mounts exactly that name and reads the
+// file with --config, and the shipped file is a valid Config. A change of rules therefore
+// changes the Pod template, and the Deployment rolls.
+func TestConfigMapRollsDeployment(t *testing.T) {
+	objs := render(t, "overlays/self-signed")
+	cms := ofKind(objs, "ConfigMap")
+	var cm *corev1.ConfigMap
+	for _, u := range cms {
+		if strings.HasPrefix(u.GetName(), "startupgate-config-") {
+			cm = typed[corev1.ConfigMap](t, u)
+		}
+	}
+	if cm == nil {
+		t.Fatalf("no generated startupgate-config-<hash> ConfigMap among %d ConfigMaps", len(cms))
+	}
+	cfg, err := gate.LoadConfig([]byte(cm.Data["config.yaml"]))
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		t.Fatalf("the shipped config.yaml: %v", err)
+	}
+	d := mustGet[appsv1.Deployment](t, objs, "Deployment", "startupgate")
+	pod := d.Spec.Template.Spec
+	mounted := ""
+	for _, v := range pod.Volumes {
+		if v.ConfigMap != nil && strings.HasPrefix(v.ConfigMap.Name, "startupgate-config") {
+			mounted = v.ConfigMap.Name
+		}
+	}
+	if mounted != cm.Name {
+		t.Errorf("the Deployment mounts ConfigMap %q, want the generated %q (else a change would not roll it)", mounted, cm.Name)
+	}
+	if !slices.Contains(pod.Containers[0].Args, "--config=/etc/startupgate/config.yaml") {
+		t.Errorf("args %v do not read the mounted config", pod.Containers[0].Args)
 	}
 }
 
