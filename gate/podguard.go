@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -50,10 +52,53 @@ func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []co
 	}
 	taint, held := g.Config.holdingTaint(node, tolerations)
 	if !held {
-		return admission.Allowed(""), "allowed"
+		return g.decideContinuous(ctx, node, tolerations)
 	}
 	return admission.Denied(fmt.Sprintf("node %q still holds startup taint %s and the pod does not tolerate it; wait for the node to be released",
 		nodeName, taint.ToString())), "denied"
+}
+
+// decideContinuous closes a continuous rule's window: the rule has released the node, its
+// requirements have stopped holding, and its taint is not back yet (the settle time, then
+// the write). A binding then is denied as if the taint were there. The node's init Pods
+// are read from the API, not the cache: a cache that lags the Pod's unready write would
+// reopen the very window the guard closes.
+func (g *PodGuard) decideContinuous(ctx context.Context, node *corev1.Node, tolerations []corev1.Toleration) (admission.Response, string) {
+	var pods []*corev1.Pod
+	read := false
+	for _, r := range g.Config.enforced() {
+		if r.Mode != rule.Continuous || !r.Matches(node) || !r.Completed(node) || r.HasTaint(node) || r.Tolerates(tolerations) {
+			continue
+		}
+		if !read {
+			var err error
+			if pods, err = g.initPodsOn(ctx, node.Name); err != nil {
+				return admission.Allowed("cannot read the node's init Pods: " + err.Error()), "allowed"
+			}
+			read = true
+		}
+		d := rule.Decide(r, g.Config.Readiness(), rule.Input{Node: node, Pods: pods, Now: time.Now()})
+		if !d.Met {
+			return admission.Denied(fmt.Sprintf("node %q: rule %s's requirements do not hold (%s) and its taint %s is coming back; the pod does not tolerate it",
+				node.Name, r.Name, d.Reason, r.Taint.ToString())), "denied"
+		}
+	}
+	return admission.Allowed(""), "allowed"
+}
+
+// initPodsOn lists the init Pods bound to the node, from the API.
+func (g *PodGuard) initPodsOn(ctx context.Context, nodeName string) ([]*corev1.Pod, error) {
+	list := &corev1.PodList{}
+	if err := g.Pods.List(ctx, list, client.InNamespace(g.Config.CacheNamespace()),
+		client.MatchingLabelsSelector{Selector: g.Config.CacheSelector()},
+		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(podNodeNameField, nodeName)}); err != nil {
+		return nil, err
+	}
+	pods := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		pods[i] = &list.Items[i]
+	}
+	return pods, nil
 }
 
 // holdingTaint is the first taint on the node, of a rule that writes and still holds the

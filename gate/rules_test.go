@@ -232,3 +232,28 @@ func setPodReady(t *testing.T, e *reconcilerEnv, name string) {
 		t.Fatal(err)
 	}
 }
+
+// TestPodGuardClosesContinuousWindow: once a continuous rule's requirement fails on a node it
+// released, the guard denies a binding there before the taint is back, reading the node's
+// init Pods from the API; while the requirement holds it allows it.
+func TestPodGuardClosesContinuousWindow(t *testing.T) {
+	cfg := rulesConfig(t, func(c *Config) { c.Rules = c.Rules[:3] })
+	released := newNode("c", t0, withNodeAnnotation(DefaultCompletedAnnotation, "1"), withNodeAnnotation(DefaultCompletedAnnotation+".cni", "1"))
+	for _, tc := range []struct {
+		name    string
+		cni     *corev1.Pod
+		allowed bool
+	}{
+		{"CNI ready", componentPod("cni-c", "c", "cni", readyAt(t0)), true},
+		{"CNI unready, taint not back yet", componentPod("cni-c", "c", "cni"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := newFakeClient(interceptor.Funcs{}, released.DeepCopy(), tc.cni)
+			g := &PodGuard{Nodes: c, Pods: c, Config: cfg}
+			resp, _ := g.decide(context.Background(), "c", nil)
+			if resp.Allowed != tc.allowed {
+				t.Errorf("allowed = %v, want %v (%v)", resp.Allowed, tc.allowed, resp.Result)
+			}
+		})
+	}
+}
