@@ -20,7 +20,7 @@ import (
 
 // bounds are the limits of this run: the scenario's release bound and the gate's holds.
 func (x *run) bounds() check.Bounds {
-	b := check.Bounds{ReleasedWithin: x.sc.Expect.ReleasedWithin, MinHold: x.cfg.MinHold.Duration}
+	b := check.Bounds{ReleasedWithin: x.sc.Expect.ReleasedWithin, MinHold: x.cfg.MinHold.Duration, RetaintWithin: x.sc.Expect.RetaintWithin}
 	if x.cfg.TimeoutPolicy == gate.TimeoutRelease {
 		b.TimeoutRelease = x.cfg.MaxHold.Duration
 	}
@@ -38,10 +38,16 @@ func (x *run) judge() *report.Result {
 		ReleaseLatencyMS: check.PercentilesOf(v.ReleaseLatency), DurationMS: time.Since(x.start).Milliseconds(),
 		Counters: obs.Counters, WatchCuts: int(x.tally.WatchCuts.Load()), Errors: obs.Errors,
 		Records: recs, Start: x.start,
+		ReleaseLatency: v.ReleaseLatency, FaultWindows: x.sc.FaultWindows(),
 	}
 	if res.Violations == nil {
 		res.Violations = []check.Violation{}
 	}
+	if len(v.RetaintLatency) > 0 {
+		p := check.PercentilesOf(v.RetaintLatency)
+		res.RetaintLatencyMS = &p
+	}
+	res.BoundWhileUnready = v.BoundWhileUnready
 	hold := check.PercentilesOf(v.Hold)
 	res.HoldMS = report.HoldPercentiles{P50: hold.P50, P99: hold.P99}
 	x.mu.Lock()

@@ -27,7 +27,8 @@ type Options struct {
 	Gate gateundertest.Mode
 	// Seed fixes every random choice; 0 means 1.
 	Seed uint64
-	// Progress receives a live line per scenario every second (nil: quiet).
+	// Progress receives a live line per scenario every second (nil: quiet); one that is
+	// also a report.ProgressReceiver gets the same as data, and when a run starts and ends.
 	Progress io.Writer
 	// Plane is the embedded plane, when that is the backend (apiserverRestart needs it).
 	Plane *controlplane.Embedded

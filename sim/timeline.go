@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/startupgate/startupgate/sim/check"
 	"github.com/startupgate/startupgate/sim/faults"
+	"github.com/startupgate/startupgate/sim/report"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
 
@@ -70,11 +72,21 @@ func (x *run) waitSettled(ctx context.Context) {
 	var lastProgress time.Time
 	for {
 		settled := x.settled()
-		if x.Opts.Progress != nil && (time.Since(lastProgress) >= time.Second || settled) {
+		timedOut := !settled && time.Now().After(deadline)
+		if x.Opts.Progress != nil && (time.Since(lastProgress) >= time.Second || settled || timedOut) {
+			phase := report.Running
+			switch {
+			case settled:
+				phase = report.Settled
+			case timedOut:
+				phase = report.TimedOut
+			case lastProgress.IsZero():
+				phase = report.Started
+			}
 			lastProgress = time.Now()
-			x.progress()
+			x.progress(phase)
 		}
-		if settled || time.Now().After(deadline) {
+		if settled || timedOut {
 			return
 		}
 		select {
@@ -112,6 +124,8 @@ func (x *run) action(a any) func(context.Context) error {
 		return func(ctx context.Context) error { return x.nodeDelete(ctx, a) }
 	case *scenario.Relabel:
 		return func(ctx context.Context) error { return x.relabel(ctx, a) }
+	case *scenario.InitPod:
+		return func(ctx context.Context) error { return x.initPod(ctx, a) }
 	case *scenario.WebhookOutage:
 		return func(ctx context.Context) error { return faults.WebhookOutage(ctx, env, a) }
 	case *scenario.WebhookLatency:
@@ -252,6 +266,66 @@ func (x *run) relabel(ctx context.Context, rl *scenario.Relabel) error {
 	return nil
 }
 
+// initPod changes init Pods after their timeline, through the fake kubelet (readiness) or
+// the API (deletion: the DaemonSet controller creates a new Pod).
+func (x *run) initPod(ctx context.Context, ip *scenario.InitPod) error {
+	set := func(ready bool) error {
+		n, err := x.kubelet.SetInitReady(ip.Name, ip.Nodes, ready)
+		x.note("initPod %s: %d Pods ready=%v", ip.Name, n, ready)
+		return err
+	}
+	switch ip.State {
+	case scenario.InitPodUnready:
+		return set(false)
+	case scenario.InitPodReady:
+		return set(true)
+	case scenario.InitPodDelete:
+		return x.deleteInitPods(ctx, ip)
+	}
+	// Flap: unready and ready in turn, then ready for good.
+	tick := time.NewTicker(ip.Every)
+	defer tick.Stop()
+	end := time.After(ip.Duration)
+	ready := false
+	for {
+		if err := set(ready); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-end:
+			return set(true)
+		case <-tick.C:
+			ready = !ready
+		}
+	}
+}
+
+// deleteInitPods deletes the init DaemonSet's Pods on the step's nodes.
+func (x *run) deleteInitPods(ctx context.Context, ip *scenario.InitPod) error {
+	for _, in := range x.sc.Init {
+		if in.Name != ip.Name {
+			continue
+		}
+		sel := metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: in.Labels})
+		pods, err := x.client.CoreV1().Pods(x.ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			if len(ip.Nodes) > 0 && !slices.Contains(ip.Nodes, p.Spec.NodeName) {
+				continue
+			}
+			err := x.client.CoreV1().Pods(x.ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
+			if client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func (x *run) deletePodsOn(ctx context.Context, node string) error {
 	pods, err := x.client.CoreV1().Pods(x.ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
 	if err != nil {
@@ -315,15 +389,23 @@ func (x *run) settled() bool {
 	return true
 }
 
-func (x *run) progress() {
+// progress reports the run's state to Opts.Progress: as data to a report.ProgressReceiver,
+// else as a text line.
+func (x *run) progress(phase report.Phase) {
 	v := check.Check(x.recorder.Snapshot(), x.start, x.bounds())
 	x.mu.Lock()
 	joined, refused := x.joined, x.refused
 	x.mu.Unlock()
-	line := fmt.Sprintf("  %-36s %6.1fs  joined %4d  released %4d/%-4d  early pods %d",
-		x.sc.Name, time.Since(x.start).Seconds(), joined, v.Released, v.Gated, check.Count(v.Violations, check.KindEarlyPod))
-	if refused > 0 {
-		line += fmt.Sprintf("  registrations refused %d", refused)
+	p := report.Progress{Scenario: x.sc.Name, Seed: x.Opts.Seed, Phase: phase, Elapsed: time.Since(x.start), Joined: joined,
+		Gated: v.Gated, Released: v.Released, Early: check.Count(v.Violations, check.KindEarlyPod), Refused: refused}
+	for _, s := range x.sc.Timeline {
+		if s.Join != nil {
+			p.Nodes += s.Join.Count
+		}
 	}
-	fmt.Fprintln(x.Opts.Progress, line)
+	if r, ok := x.Opts.Progress.(report.ProgressReceiver); ok {
+		r.Progress(p)
+		return
+	}
+	fmt.Fprintln(x.Opts.Progress, p)
 }

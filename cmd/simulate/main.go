@@ -13,7 +13,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -83,6 +84,7 @@ type runOpts struct {
 	backend, kubeconfig, gate, jsonOut, junitOut, htmlOut, gateLog string
 	seed                                                           uint64
 	repeat, parallel                                               int
+	verbose                                                        bool
 }
 
 var opts runOpts
@@ -98,8 +100,9 @@ func runFlags(out io.Writer) *flag.FlagSet {
 	fs.IntVar(&opts.parallel, "parallel", 1, "run up to this many scenarios at once on the shared plane (an apiserver restart always runs alone)")
 	fs.StringVar(&opts.jsonOut, "json", "", "write the JSON report here")
 	fs.StringVar(&opts.junitOut, "junit", "", "write a JUnit XML report here")
-	fs.StringVar(&opts.htmlOut, "html", "", "write the HTML timeline report here")
-	fs.StringVar(&opts.gateLog, "gate-log", "", "write the gate's logs here (default: discarded)")
+	fs.StringVar(&opts.htmlOut, "html", "", "write the HTML report (one self-contained page of pictures) here")
+	fs.StringVar(&opts.gateLog, "gate-log", "", "write the gate's logs, and client-go's and klog's, here (default: a temporary file, named at the start)")
+	fs.BoolVar(&opts.verbose, "v", false, "print those logs on stderr as well")
 	return fs
 }
 
@@ -123,7 +126,8 @@ func runScenarios(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 2, err
 	}
-	if err := setGateLogger(opts.gateLog); err != nil {
+	logPath, err := setLogs(opts.gateLog, opts.verbose, stderr)
+	if err != nil {
 		return 2, err
 	}
 	backend, err := newBackend(opts.backend, opts.kubeconfig)
@@ -133,31 +137,34 @@ func runScenarios(args []string, stdout, stderr io.Writer) (int, error) {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Fprintf(stdout, "starting %s control plane\n", backend.Name())
+	con := newConsole(stdout)
+	defer con.Close()
+	fmt.Fprintf(con, "starting %s control plane (logs: %s)\n", backend.Name(), logPath)
 	rc, err := backend.Start(ctx)
 	if err != nil {
 		return 1, err
 	}
 	defer func() { _ = backend.Stop() }()
 	if e, ok := backend.(*controlplane.Embedded); ok {
-		fmt.Fprintf(stdout, "control plane up in %.1fs\n", e.StartDuration().Seconds())
+		fmt.Fprintf(con, "control plane up in %.1fs\n", e.StartDuration().Seconds())
 	}
 
 	plane, _ := backend.(*controlplane.Embedded)
-	runner, err := sim.NewRunner(rc, sim.Options{Gate: mode, Progress: stdout, Plane: plane})
+	runner, err := sim.NewRunner(rc, sim.Options{Gate: mode, Progress: con, Plane: plane})
 	if err != nil {
 		return 1, err
 	}
 	rep := &report.Report{Backend: backend.Name(), Gate: string(mode), Seed: opts.seed}
 	for i := 0; i < opts.repeat; i++ {
 		runner.Opts.Seed = opts.seed + uint64(i)
-		fmt.Fprintf(stdout, "%d scenario(s), seed %d, gate %s, %d at a time\n", len(scs), runner.Opts.Seed, mode, opts.parallel)
+		fmt.Fprintf(con, "%d scenario(s), seed %d, gate %s, %d at a time\n", len(scs), runner.Opts.Seed, mode, opts.parallel)
 		results, err := runner.RunAll(ctx, scs, opts.parallel)
 		if err != nil {
 			return 1, err
 		}
 		rep.Scenarios = append(rep.Scenarios, results...)
 	}
+	con.Close()
 	rep.WriteText(stdout)
 	if opts.repeat > 1 {
 		rep.WriteSummary(stdout)
@@ -197,17 +204,34 @@ func writeReports(rep *report.Report) error {
 	return nil
 }
 
-func setGateLogger(path string) error {
+// setLogs sends every log of this process — the in-process gate's and controller-runtime's
+// (through its logger), client-go's and the other Kubernetes libraries' (through klog) — to
+// the file at path, or to a new temporary file if path is empty, and with verbose to
+// stderr as well. The console is for scenario progress and results; a line such as
+// client-go's "Unexpected error when reading response body" when a watch ends belongs in
+// the log. It returns the file's name.
+func setLogs(path string, verbose bool, stderr io.Writer) (string, error) {
+	var f *os.File
+	var err error
 	if path == "" {
-		ctrl.SetLogger(logr.Discard())
-		return nil
+		f, err = os.CreateTemp("", "startupgate-simulate-*.log")
+	} else {
+		f, err = os.Create(path)
 	}
-	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("--gate-log: %w", err)
+		return "", fmt.Errorf("--gate-log: %w", err)
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(f), zap.UseDevMode(false)))
-	return nil
+	var w io.Writer = f
+	if verbose {
+		w = io.MultiWriter(f, stderr)
+	}
+	// No stack traces: client-go logs every watch a cancelled context ends as an error.
+	logger := zap.New(zap.WriteTo(w), zap.UseDevMode(false), zap.StacktraceLevel(zapcore.DPanicLevel))
+	ctrl.SetLogger(logger)
+	// klog writes errors to stderr whatever its output is set to (its stderrthreshold);
+	// with a logger set, it writes everything there instead.
+	klog.SetLogger(logger)
+	return f.Name(), nil
 }
 
 func firstLine(s string) string {

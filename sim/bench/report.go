@@ -55,18 +55,18 @@ func (r *BenchReport) WriteMarkdown(w io.Writer) {
 	fmt.Fprintln(w, "|---|---|:---:|")
 	for _, t := range r.targets() {
 		met := "yes"
-		if !t.met {
+		if !t.Met {
 			met = "**no**"
 		}
-		fmt.Fprintf(w, "| %s | %s | %s |\n", t.name, t.measured, met)
+		fmt.Fprintf(w, "| %s | %s | %s |\n", t.Name, t.Measured, met)
 	}
 	fmt.Fprintf(w, "\nReactive peer (no tainting at CREATE, backfill only), %d-node burst: %d workload Pods landed early; the gate: %d.\n",
 		r.reference(), r.ReactiveEarlyPods, r.GateEarlyPods)
 }
 
 type target struct {
-	name, measured string
-	met            bool
+	Name, Measured string
+	Met            bool
 }
 
 // reference is the burst size the admission and reactive figures were taken at.

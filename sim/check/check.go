@@ -33,6 +33,12 @@ const (
 	KindBusyBackfilled = "busy-backfilled"
 	// KindDryRunWrote: a dry-run rule's taint or completion annotation appeared on a node.
 	KindDryRunWrote = "dry-run-wrote"
+	// KindBoundWhileUnready: a workload Pod was bound to a released node while a continuous
+	// rule's requirement did not hold on it (ordered by resourceVersion).
+	KindBoundWhileUnready = "bound-while-unready"
+	// KindRetaintLate: a continuous rule's taint came back later than its bound after the
+	// requirement stopped holding, or not at all.
+	KindRetaintLate = "retaint-late"
 	// KindTaintOutsideSelector: a rule's taint was on a node its selector does not match, in
 	// the node's first stored version (admission tainted the wrong node) or in its last (the
 	// node left the selector and kept the taint).
@@ -50,6 +56,9 @@ type Bounds struct {
 	// TimeoutRelease is the gate's max hold when its policy releases on timeout (0: a
 	// release without readiness is never allowed).
 	TimeoutRelease time.Duration
+	// RetaintWithin bounds a continuous rule's re-taint after its requirement stopped
+	// holding (0: not judged).
+	RetaintWithin time.Duration
 }
 
 // clockSlack absorbs the apiserver's and this process's reading of one machine clock.
@@ -79,6 +88,10 @@ type Verdict struct {
 	WorkloadPods    int
 	ReleaseLatency  []time.Duration // init ready -> released
 	Hold            []time.Duration // created -> released
+	// RetaintLatency: a continuous requirement failing -> the rule's taint back on.
+	RetaintLatency []time.Duration
+	// BoundWhileUnready counts workload Pods bound in those windows.
+	BoundWhileUnready int
 }
 
 // Check evaluates the invariants over the recorded nodes. It is pure and knows nothing of
@@ -141,6 +154,7 @@ func Check(records []record.NodeRecord, start time.Time, b Bounds) Verdict {
 				Detail: fmt.Sprintf("completion annotations took values %q", rec.CompletedAt)})
 		}
 		v.Violations = append(v.Violations, ruleViolations(rec)...)
+		v.Violations = append(v.Violations, continuousViolations(rec, b, &v, ms)...)
 	}
 	return v
 }
@@ -213,6 +227,44 @@ func ruleViolations(rec *record.NodeRecord) []Violation {
 	}
 	for _, t := range rec.OutsideNow {
 		out = append(out, Violation{Kind: KindTaintOutsideSelector, Node: rec.Name, Detail: "still carries " + t})
+	}
+	return out
+}
+
+// continuousViolations judges the windows in which a continuous rule's requirement did not
+// hold on the released node: no workload Pod bound inside one, and the taint back within
+// the bound. It adds the re-taint latencies and the Pods bound to v.
+func continuousViolations(rec *record.NodeRecord, b Bounds, v *Verdict, ms func(record.Mark) int64) []Violation {
+	var out []Violation
+	for _, w := range rec.Unready {
+		for _, bd := range rec.Bindings {
+			if bd.Workload() && bd.Mark.RV > w.From.RV && (w.To.IsZero() || bd.Mark.RV < w.To.RV) {
+				v.BoundWhileUnready++
+				out = append(out, Violation{Kind: KindBoundWhileUnready, Node: rec.Name, Pod: bd.Pod, AtMS: ms(bd.Mark), RV: bd.Mark.RV,
+					Detail: fmt.Sprintf("bound at rv %d, requirement failing since rv %d", bd.Mark.RV, w.From.RV)})
+			}
+		}
+		back := record.Mark{}
+		for _, m := range rec.Retainted {
+			if m.RV > w.From.RV && (w.To.IsZero() || m.RV < w.To.RV) {
+				back = m
+				break
+			}
+		}
+		if !back.IsZero() {
+			v.RetaintLatency = append(v.RetaintLatency, back.Time.Sub(w.From.Time))
+		}
+		if b.RetaintWithin <= 0 {
+			continue
+		}
+		switch {
+		case !back.IsZero() && back.Time.Sub(w.From.Time) > b.RetaintWithin:
+			out = append(out, Violation{Kind: KindRetaintLate, Node: rec.Name, AtMS: ms(back), RV: back.RV,
+				Detail: fmt.Sprintf("taint back %s after the requirement failed, bound %s", back.Time.Sub(w.From.Time).Round(time.Millisecond), b.RetaintWithin)})
+		case back.IsZero() && (w.To.IsZero() || w.To.Time.Sub(w.From.Time) > b.RetaintWithin):
+			out = append(out, Violation{Kind: KindRetaintLate, Node: rec.Name, AtMS: ms(w.From), RV: w.From.RV,
+				Detail: fmt.Sprintf("requirement failing since rv %d and the taint never came back", w.From.RV)})
+		}
 	}
 	return out
 }

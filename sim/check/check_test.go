@@ -137,6 +137,31 @@ func TestCheck(t *testing.T) {
 			wantKinds: []string{KindTaintOutsideSelector},
 		},
 		{
+			name: "continuous: re-tainted in time, nothing bound in the window",
+			rec: record.NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(8), Released: at(10),
+				Unready: []record.Window{{From: at(100), To: at(3000)}}, Retainted: []record.Mark{at(600)}, Bindings: []record.Binding{workload(50), workload(3100)}},
+			bounds: Bounds{RetaintWithin: time.Second},
+		},
+		{
+			name: "continuous: a Pod bound in the window",
+			rec: record.NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(8), Released: at(10),
+				Unready: []record.Window{{From: at(100), To: at(3000)}}, Retainted: []record.Mark{at(600)}, Bindings: []record.Binding{workload(300)}},
+			wantKinds: []string{KindBoundWhileUnready},
+		},
+		{
+			name: "continuous: the taint never came back",
+			rec: record.NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(8), Released: at(10),
+				Unready: []record.Window{{From: at(100)}}},
+			bounds:    Bounds{RetaintWithin: time.Second},
+			wantKinds: []string{KindRetaintLate},
+		},
+		{
+			name: "continuous: a flap shorter than the bound needs no re-taint",
+			rec: record.NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(8), Released: at(10),
+				Unready: []record.Window{{From: at(100), To: at(400)}}},
+			bounds: Bounds{RetaintWithin: time.Second},
+		},
+		{
 			name:      "left the selector and kept the taint",
 			rec:       record.NodeRecord{Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(8), OutsideNow: []string{"gpu"}},
 			wantKinds: []string{KindTaintOutsideSelector},

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -485,4 +486,36 @@ func setCondition(conds []corev1.PodCondition, t corev1.PodConditionType, s core
 		}
 	}
 	return append(conds, corev1.PodCondition{Type: t, Status: s, LastTransitionTime: now})
+}
+
+// SetInitReady makes the Pods of init DaemonSet initName on the given nodes (every node of
+// the scenario when nodes is empty) Ready or not Ready, as an agent that crashes or
+// recovers would. It returns how many Pods it wrote.
+func (k *Kubelet) SetInitReady(initName string, nodes []string, ready bool) (int, error) {
+	var sel labels.Selector
+	for _, in := range k.Init {
+		if in.Name == initName {
+			sel = labels.SelectorFromSet(in.Labels)
+		}
+	}
+	if sel == nil {
+		return 0, fmt.Errorf("no init DaemonSet %q", initName)
+	}
+	k.mu.Lock()
+	var pods []*corev1.Pod
+	for _, p := range k.written {
+		if sel.Matches(labels.Set(p.Labels)) && (len(nodes) == 0 || slices.Contains(nodes, p.Spec.NodeName)) {
+			pods = append(pods, p)
+		}
+	}
+	k.mu.Unlock()
+	var errs []error
+	for _, p := range pods {
+		err := k.setStatus(p, ready, 0)
+		if ready {
+			err = k.ready(p, err)
+		}
+		errs = append(errs, err)
+	}
+	return len(pods), errors.Join(errs...)
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/rule"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
 
@@ -46,6 +47,8 @@ type Recorder struct {
 	// init are the scenario's init DaemonSets: the simulator's ground truth of which
 	// components each node must run, independent of what the gate believes.
 	init []scenario.InitDaemonSet
+	// continuous names the init DaemonSets that must stay ready after release.
+	continuous map[string]bool
 
 	mu    sync.Mutex
 	nodes map[string]*NodeRecord // by UID
@@ -81,7 +84,12 @@ type NodeRecord struct {
 	// OutsideAtCreate and OutsideNow are the rule taints on the node that the rule's selector
 	// does not match: in its first stored version, and in the latest one seen.
 	OutsideAtCreate, OutsideNow []string
-	Bindings                    []Binding
+	// Unready are the windows, after the node's release, in which a continuous rule's
+	// components were not all ready on it (To zero: still open). Retainted are the moments a
+	// continuous rule's taint came back on the released node.
+	Unready   []Window
+	Retainted []Mark
+	Bindings  []Binding
 	// Components are the init DaemonSets that target this node.
 	Components []string
 	// ReadyAccepted are the moments the fake kubelet's writes making an init Pod ready
@@ -92,7 +100,12 @@ type NodeRecord struct {
 
 	inits     []*podSeen
 	completed map[string]string // completion annotation -> last value seen
+	// retainted: which continuous rules' taints the last version carried, after completion.
+	retainted map[string]bool
 }
+
+// Window is a span between two writes.
+type Window struct{ From, To Mark }
 
 // Mark is a moment: the resourceVersion of the write and when this process saw it.
 type Mark struct {
@@ -116,12 +129,24 @@ type podSeen struct {
 	init      bool
 	component string
 	ready     bool
+	gone      bool
 }
 
 // NewRecorder prepares a recorder for one scenario namespace.
 func NewRecorder(cfg *gate.Config, ledger *Ledger, namespace string, init []scenario.InitDaemonSet) *Recorder {
-	return &Recorder{cfg: cfg, ledger: ledger, namespace: namespace, init: init,
+	return &Recorder{cfg: cfg, ledger: ledger, namespace: namespace, init: init, continuous: continuousComponents(init),
 		nodes: map[string]*NodeRecord{}, byName: map[string][]string{}, pods: map[string]*podSeen{}}
+}
+
+// continuousComponents names the init DaemonSets that must stay ready after release.
+func continuousComponents(init []scenario.InitDaemonSet) map[string]bool {
+	out := map[string]bool{}
+	for _, in := range init {
+		if in.Continuous {
+			out[in.Name] = true
+		}
+	}
+	return out
 }
 
 // Run starts the informers (nodes with the scenario label, pods in the namespace) and
@@ -143,6 +168,7 @@ func (r *Recorder) Run(ctx context.Context, cs kubernetes.Interface, nodeSelecto
 	if _, err = pi.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { r.pod(o.(*corev1.Pod)) },
 		UpdateFunc: func(_, cur any) { r.pod(cur.(*corev1.Pod)) },
+		DeleteFunc: func(o any) { r.podDeleted(o) },
 	}); err != nil {
 		return err
 	}
@@ -217,6 +243,16 @@ func (r *Recorder) rules(rec *NodeRecord, cur *corev1.Node, m Mark) {
 			rec.completed[rl.CompletedAnnotation] = v
 		} else if _, seen := rec.completed[rl.CompletedAnnotation]; seen {
 			rec.completed[rl.CompletedAnnotation] = ""
+		}
+		if rl.Mode == rule.Continuous && !rl.DryRun {
+			if rec.retainted == nil {
+				rec.retainted = map[string]bool{}
+			}
+			again := set && rl.HasTaint(cur)
+			if again && !rec.retainted[rl.Name] {
+				rec.Retainted = append(rec.Retainted, m)
+			}
+			rec.retainted[rl.Name] = again
 		}
 		switch {
 		case rl.DryRun && (rl.HasTaint(cur) || set) && !slices.Contains(rec.DryRunWrites, rl.Name):
@@ -373,6 +409,51 @@ func (r *Recorder) pod(p *corev1.Pod) {
 	if rec.InitReady.IsZero() && allReady(rec) {
 		rec.InitReady = m
 	}
+	r.continuousWindow(rec, m)
+}
+
+// podDeleted: a deleted init Pod no longer counts; while its DaemonSet targets the node,
+// its component is unready until a new Pod is.
+func (r *Recorder) podDeleted(o any) {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if seen := r.pods[string(p.UID)]; seen != nil && seen.init {
+		seen.ready, seen.gone = false, true
+		r.continuousWindow(seen.node, Mark{RV: rv(p), Time: time.Now()})
+	}
+}
+
+// continuousWindow opens or closes the node's unready window: after its release, whether
+// every continuous component that targets it has a ready Pod.
+func (r *Recorder) continuousWindow(rec *NodeRecord, m Mark) {
+	if rec.Released.IsZero() || len(r.continuous) == 0 {
+		return
+	}
+	ready := true
+	for _, comp := range rec.Components {
+		if !r.continuous[comp] {
+			continue
+		}
+		ok := false
+		for _, p := range rec.inits {
+			ok = ok || (p.component == comp && p.ready && !p.gone)
+		}
+		ready = ready && ok
+	}
+	open := len(rec.Unready) > 0 && rec.Unready[len(rec.Unready)-1].To.IsZero()
+	switch {
+	case !ready && !open:
+		rec.Unready = append(rec.Unready, Window{From: m})
+	case ready && open:
+		rec.Unready[len(rec.Unready)-1].To = m
+	}
 }
 
 // allReady: every component that targets the node has a ready Pod on it.
@@ -477,6 +558,9 @@ func (r *Recorder) Snapshot() []NodeRecord {
 		c.DryRunWrites = append([]string(nil), rec.DryRunWrites...)
 		c.OutsideAtCreate = append([]string(nil), rec.OutsideAtCreate...)
 		c.OutsideNow = append([]string(nil), rec.OutsideNow...)
+		c.Unready = append([]Window(nil), rec.Unready...)
+		c.Retainted = append([]Mark(nil), rec.Retainted...)
+		c.retainted = nil
 		c.completed = nil
 		c.Bindings = append([]Binding(nil), rec.Bindings...)
 		c.Components = append([]string(nil), rec.Components...)

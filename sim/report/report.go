@@ -32,16 +32,42 @@ type Result struct {
 	WatchCuts        int               `json:"watch_cuts,omitempty"`
 	ReleaseLatencyMS check.Percentiles `json:"release_latency_ms"`
 	HoldMS           HoldPercentiles   `json:"hold_ms"`
-	DurationMS       int64             `json:"duration_ms"`
-	Failures         []string          `json:"failures,omitempty"`
-	Errors           []string          `json:"errors,omitempty"`
-	Reproduce        string            `json:"reproduce,omitempty"`
-	Notes            []string          `json:"notes,omitempty"`
+	// RetaintLatencyMS: a continuous rule's requirement failing on a released node to its
+	// taint back (nil: no re-taint). BoundWhileUnready: workload Pods bound in such windows.
+	RetaintLatencyMS  *check.Percentiles `json:"retaint_latency_ms,omitempty"`
+	BoundWhileUnready int                `json:"bound_while_unready,omitempty"`
+	DurationMS        int64              `json:"duration_ms"`
+	Failures          []string           `json:"failures,omitempty"`
+	Errors            []string           `json:"errors,omitempty"`
+	Reproduce         string             `json:"reproduce,omitempty"`
+	Notes             []string           `json:"notes,omitempty"`
 
 	// Records and Start are the run's raw material, for the timeline picture and the
-	// benchmark; they are not part of the JSON report.
-	Records []record.NodeRecord `json:"-"`
-	Start   time.Time           `json:"-"`
+	// benchmark; they are not part of the JSON report. ReleaseLatency are the checker's
+	// samples (init ready to released), for the latency CDF; FaultWindows are the
+	// scenario's faults, for the shaded bands.
+	Records        []record.NodeRecord `json:"-"`
+	Start          time.Time           `json:"-"`
+	ReleaseLatency []time.Duration     `json:"-"`
+	FaultWindows   []scenario.Window   `json:"-"`
+}
+
+// HasLatency reports whether the run measured any release latency. A run with no release
+// (a timeout that keeps its nodes), or only releases without readiness (a timeout that
+// releases), has none, and its percentiles are shown as "–", never as 0 ms.
+func (r *Result) HasLatency() bool {
+	return len(r.ReleaseLatency) > 0 || r.ReleaseLatencyMS != (check.Percentiles{})
+}
+
+// noLatency stands for a latency that does not exist.
+const noLatency = "–"
+
+// ms formats a latency in whole milliseconds, or "–" when the run measured none.
+func (r *Result) ms(v float64) string {
+	if !r.HasLatency() {
+		return noLatency
+	}
+	return fmt.Sprintf("%.0fms", v)
 }
 
 // HoldPercentiles are node hold times (creation to release) in ms.
@@ -76,14 +102,9 @@ func (r *Report) WriteText(w io.Writer) {
 		if !s.Passed {
 			result = "FAIL"
 		}
-		early := 0
-		for _, v := range s.Violations {
-			if v.Kind == check.KindEarlyPod {
-				early++
-			}
-		}
-		fmt.Fprintf(w, "%-36s %-6s %6d %6d %6d %8d %6d %7.0fms %7.0fms %7.1fs\n", s.Name, result, s.Nodes, s.WorkloadPods,
-			early, s.Released, s.Stuck, s.ReleaseLatencyMS.P50, s.ReleaseLatencyMS.P99, float64(s.DurationMS)/1000)
+		early := check.Count(s.Violations, check.KindEarlyPod)
+		fmt.Fprintf(w, "%-36s %-6s %6d %6d %6d %8d %6d %9s %9s %7.1fs\n", s.Name, result, s.Nodes, s.WorkloadPods,
+			early, s.Released, s.Stuck, s.ms(s.ReleaseLatencyMS.P50), s.ms(s.ReleaseLatencyMS.P99), float64(s.DurationMS)/1000)
 	}
 	for _, s := range r.Scenarios {
 		if s.Passed {
@@ -111,6 +132,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 	type agg struct {
 		runs, passes, early, lost, stuck int
 		p99                              float64
+		measured                         bool
 	}
 	byName := map[string]*agg{}
 	var names []string
@@ -134,14 +156,19 @@ func (r *Report) WriteSummary(w io.Writer) {
 			}
 		}
 		a.stuck += s.Stuck
-		if s.ReleaseLatencyMS.P99 > a.p99 {
-			a.p99 = s.ReleaseLatencyMS.P99
+		if s.HasLatency() {
+			a.measured = true
+			a.p99 = max(a.p99, s.ReleaseLatencyMS.P99)
 		}
 	}
 	fmt.Fprintf(w, "\n%-36s %5s %6s %11s %12s %11s %13s\n", "SCENARIO", "RUNS", "PASSES", "EARLY PODS", "TAINTS LOST", "STUCK NODES", "MAX p99 (ms)")
 	for _, n := range names {
 		a := byName[n]
-		fmt.Fprintf(w, "%-36s %5d %6d %11d %12d %11d %13.0f\n", n, a.runs, a.passes, a.early, a.lost, a.stuck, a.p99)
+		p99 := noLatency
+		if a.measured {
+			p99 = fmt.Sprintf("%.0f", a.p99)
+		}
+		fmt.Fprintf(w, "%-36s %5d %6d %11d %12d %11d %13s\n", n, a.runs, a.passes, a.early, a.lost, a.stuck, p99)
 	}
 }
 
@@ -165,6 +192,7 @@ func (r *Report) WriteJUnit(path string) error {
 		Classname string   `xml:"classname,attr"`
 		Time      float64  `xml:"time,attr"`
 		Failure   *failure `xml:"failure,omitempty"`
+		SystemOut string   `xml:"system-out"`
 	}
 	type suite struct {
 		XMLName  xml.Name   `xml:"testsuite"`
@@ -175,7 +203,8 @@ func (r *Report) WriteJUnit(path string) error {
 	}
 	s := suite{Name: "startupgate-scenarios", Tests: len(r.Scenarios)}
 	for _, res := range r.Scenarios {
-		tc := testcase{Name: fmt.Sprintf("%s/seed=%d", res.Name, res.Seed), Classname: "scenarios." + res.Gate, Time: float64(res.DurationMS) / 1000}
+		tc := testcase{Name: fmt.Sprintf("%s/seed=%d", res.Name, res.Seed), Classname: "scenarios." + res.Gate, Time: float64(res.DurationMS) / 1000,
+			SystemOut: res.summary()}
 		if !res.Passed {
 			s.Failures++
 			tc.Failure = &failure{Message: strings.Join(res.Failures, "; "), Text: res.Reproduce}
@@ -187,6 +216,13 @@ func (r *Report) WriteJUnit(path string) error {
 		return err
 	}
 	return WriteFile(path, append([]byte(xml.Header), append(data, '\n')...))
+}
+
+// summary is one line of what the run showed, for JUnit's system-out.
+func (r *Result) summary() string {
+	return fmt.Sprintf("%d nodes, %d released, %d stuck, %d early pods, %d workload pods; release latency p50 %s, p99 %s",
+		r.Nodes, r.Released, r.Stuck, check.Count(r.Violations, check.KindEarlyPod), r.WorkloadPods,
+		r.ms(r.ReleaseLatencyMS.P50), r.ms(r.ReleaseLatencyMS.P99))
 }
 
 // WriteFile writes data to path, creating its directory first.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -82,6 +83,10 @@ type InitDaemonSet struct {
 	// NodeSelector restricts it to some of the scenario's nodes.
 	NodeSelector map[string]string `yaml:"nodeSelector"`
 	Ready        PodTimeline       `yaml:"ready"`
+	// Continuous says that the component must stay ready after the node's release: a
+	// workload Pod bound while it is not is a violation (bound-while-unready). It is the
+	// simulator's ground truth, whatever mode the gate's rule has.
+	Continuous bool `yaml:"continuous"`
 }
 
 // PodTimeline is how an init Pod behaves once bound.
@@ -146,6 +151,9 @@ type Step struct {
 	NodeDelete *NodeDelete `yaml:"nodeDelete"`
 	// Relabel changes a node's labels, e.g. to move it out of a rule's selector.
 	Relabel *Relabel `yaml:"relabel"`
+	// InitPod changes an init DaemonSet's Pods after their timeline: an agent that
+	// becomes unready, recovers, is deleted, or flaps.
+	InitPod *InitPod `yaml:"initPod"`
 	// Faults.
 	WebhookOutage       *WebhookOutage    `yaml:"webhookOutage"`
 	WebhookLatency      *WebhookLatency   `yaml:"webhookLatency"`
@@ -163,7 +171,7 @@ type Step struct {
 // accepted and then silently not run (and the runner's dispatch is tested against it).
 func (s *Step) Actions() []any {
 	var acts []any
-	for _, a := range []any{s.Join, s.Reregister, s.Scale, s.NodeDelete, s.Relabel, s.WebhookOutage, s.WebhookLatency,
+	for _, a := range []any{s.Join, s.Reregister, s.Scale, s.NodeDelete, s.Relabel, s.InitPod, s.WebhookOutage, s.WebhookLatency,
 		s.GateCrash, s.LeaderFailover, s.TaintWriters, s.APIServerRestart, s.WatchDrops, s.DeleteInitDaemonSet, s.BypassPods} {
 		if !reflect.ValueOf(a).IsNil() {
 			acts = append(acts, a)
@@ -200,6 +208,25 @@ type Relabel struct {
 	Node   string             `yaml:"node"`
 	Labels map[string]*string `yaml:"labels"`
 }
+
+// InitPod changes the Pods of init DaemonSet Name on Nodes (every node when empty).
+type InitPod struct {
+	Name  string   `yaml:"name"`
+	Nodes []string `yaml:"nodes"`
+	// State: unready, ready, delete (the DaemonSet creates a new Pod, which follows the
+	// timeline again), or flap (unready and ready in turn, Every, for Duration; then ready).
+	State    string        `yaml:"state"`
+	Every    time.Duration `yaml:"every"`
+	Duration time.Duration `yaml:"duration"`
+}
+
+// InitPod states.
+const (
+	InitPodUnready = "unready"
+	InitPodReady   = "ready"
+	InitPodDelete  = "delete"
+	InitPodFlap    = "flap"
+)
 
 // NodeDelete removes a node as a scale-down would.
 type NodeDelete struct {
@@ -292,6 +319,9 @@ type Expect struct {
 	Violations string `yaml:"violations"`
 	// Kinds that must appear when Violations is "some".
 	Kinds []string `yaml:"kinds"`
+	// RetaintWithin bounds how long after a continuous rule's requirement stopped holding
+	// on a released node its taint is back (0: not judged).
+	RetaintWithin time.Duration `yaml:"retaintWithin"`
 	// ReleasedWithin bounds how long after a node could be released — its init Pods
 	// ready, or its max hold over — the gate releases it (default: no bound beyond Timeout).
 	ReleasedWithin time.Duration `yaml:"releasedWithin"`
@@ -596,6 +626,12 @@ func (sc *Scenario) validateFault(s *Step) error {
 		return fmt.Errorf("bypassPods.count must be positive")
 	case s.Scale != nil && !sc.hasWorkload(s.Scale.Workload):
 		return fmt.Errorf("scale: no workload %q", s.Scale.Workload)
+	case s.InitPod != nil && !sc.hasInit(s.InitPod.Name):
+		return fmt.Errorf("initPod: no init DaemonSet %q", s.InitPod.Name)
+	case s.InitPod != nil && !slices.Contains([]string{InitPodUnready, InitPodReady, InitPodDelete, InitPodFlap}, s.InitPod.State):
+		return fmt.Errorf("initPod.state %q: want unready, ready, delete or flap", s.InitPod.State)
+	case s.InitPod != nil && s.InitPod.State == InitPodFlap && (s.InitPod.Every <= 0 || s.InitPod.Duration <= 0):
+		return fmt.Errorf("initPod: flap needs positive every and duration")
 	case s.DeleteInitDaemonSet != nil && !sc.hasInit(s.DeleteInitDaemonSet.Name):
 		return fmt.Errorf("deleteInitDaemonSet: no init DaemonSet %q", s.DeleteInitDaemonSet.Name)
 	}
