@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/startupgate/startupgate/gate/rule"
 	"github.com/startupgate/startupgate/sim/check"
 	"github.com/startupgate/startupgate/sim/controlplane"
 	"github.com/startupgate/startupgate/sim/gateundertest"
@@ -104,6 +106,13 @@ func TestNegativeControls(t *testing.T) {
 			sc.Timeline = append(sc.Timeline, scenario.Step{At: 2 * time.Second, GateCrash: &scenario.GateCrash{RestartAfter: 4 * time.Second}})
 			sc.Timeout = 20 * time.Second
 		}, want: check.KindTaintOutsideSelector},
+		// The CNI rule as a startup rule: nothing re-taints and nothing guards; Pods land on
+		// nodes whose agent is unready.
+		{file: "continuous-cni-unready", mutate: func(sc *scenario.Scenario) { sc.GateConfig.Rules[1].Mode = rule.Startup }, want: check.KindBoundWhileUnready},
+		// No settle time: every flap becomes a re-taint and a release, two writes each.
+		{file: "continuous-flap", mutate: func(sc *scenario.Scenario) {
+			sc.GateConfig.Rules[1].SettleTime = metav1.Duration{Duration: time.Millisecond}
+		}, want: "write(s) per rule release"},
 	}
 	for _, tt := range tests {
 		mode := tt.gate
