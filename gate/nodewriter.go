@@ -116,20 +116,9 @@ func (c *Config) admit(n *corev1.Node) (applies, tainted []*Rule) {
 // empty, whatever their readiness: every rule's taint comes off, in one write per node. It is the uninstall path (cmd/gate release): once the
 // gate is gone nothing else would remove the taint. It returns the nodes it released.
 func ReleaseNodes(ctx context.Context, c client.Client, cfg *Config, now time.Time, names ...string) ([]string, error) {
-	var nodes []corev1.Node
-	if len(names) == 0 {
-		list := &corev1.NodeList{}
-		if err := c.List(ctx, list); err != nil {
-			return nil, fmt.Errorf("listing nodes: %w", err)
-		}
-		nodes = list.Items
-	}
-	for _, name := range names {
-		n := corev1.Node{}
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
-			return nil, fmt.Errorf("reading node %q: %w", name, err)
-		}
-		nodes = append(nodes, n)
+	nodes, err := readNodes(ctx, c, names)
+	if err != nil {
+		return nil, err
 	}
 	w := &NodeWriter{Client: c, Reader: c}
 	var released []string
@@ -151,4 +140,24 @@ func ReleaseNodes(ctx context.Context, c client.Client, cfg *Config, now time.Ti
 		}
 	}
 	return released, nil
+}
+
+// readNodes reads the named nodes, or every node when names is empty.
+func readNodes(ctx context.Context, c client.Reader, names []string) ([]corev1.Node, error) {
+	if len(names) == 0 {
+		list := &corev1.NodeList{}
+		if err := c.List(ctx, list); err != nil {
+			return nil, fmt.Errorf("listing nodes: %w", err)
+		}
+		return list.Items, nil
+	}
+	nodes := make([]corev1.Node, 0, len(names))
+	for _, name := range names {
+		n := corev1.Node{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
+			return nil, fmt.Errorf("reading node %q: %w", name, err)
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes, nil
 }

@@ -109,20 +109,9 @@ func releasedAfter(rl *Rule, n *corev1.Node) time.Duration {
 // DaemonSets, and returns their Status. It only reads: nodes get and list, pods and
 // daemonsets list.
 func ReadStatus(ctx context.Context, c client.Reader, cfg *Config, now time.Time, names ...string) ([]StatusRow, error) {
-	var nodes []corev1.Node
-	if len(names) == 0 {
-		list := &corev1.NodeList{}
-		if err := c.List(ctx, list); err != nil {
-			return nil, fmt.Errorf("listing nodes: %w", err)
-		}
-		nodes = list.Items
-	}
-	for _, name := range names {
-		n := corev1.Node{}
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
-			return nil, fmt.Errorf("reading node %q: %w", name, err)
-		}
-		nodes = append(nodes, n)
+	nodes, err := readNodes(ctx, c, names)
+	if err != nil {
+		return nil, err
 	}
 	pods := &corev1.PodList{}
 	if err := c.List(ctx, pods, client.InNamespace(cfg.CacheNamespace()), client.MatchingLabelsSelector{Selector: cfg.CacheSelector()}); err != nil {

@@ -27,9 +27,10 @@ func Main(m *testing.M, after func()) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(logf)))
-	klog.SetOutput(logf)
-	klog.LogToStderr(false)
+	logger := zap.New(zap.WriteTo(logf))
+	ctrl.SetLogger(logger)
+	// klog's own output setting leaves errors on stderr; a logger takes all of it.
+	klog.SetLogger(logger)
 	code := m.Run()
 	if after != nil {
 		after()
