@@ -43,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/setup"
 	"github.com/startupgate/startupgate/sim"
 	"github.com/startupgate/startupgate/sim/gateundertest"
 	"github.com/startupgate/startupgate/sim/scenario"
@@ -153,7 +154,7 @@ func TestGateUnderDeployedRBAC(t *testing.T) {
 	})
 
 	t.Run("leader-election", func(t *testing.T) {
-		// cmd/gate's leader election, through gate.NewManager, as the ServiceAccount: it
+		// cmd/gate's leader election, through setup.NewManager, as the ServiceAccount: it
 		// becomes leader (get + create of the Lease), its caches sync, and on shutdown it
 		// releases the Lease (update).
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -161,7 +162,7 @@ func TestGateUnderDeployedRBAC(t *testing.T) {
 		id := leaderElectionID(t)
 		cfg := gate.DefaultConfig()
 		cfg.Webhook = false
-		mgr, err := gate.NewManager(saConfig(t), &cfg, gate.ManagerOptions{
+		mgr, err := setup.NewManager(saConfig(t), &cfg, setup.ManagerOptions{
 			Metrics:                       metricsserver.Options{BindAddress: "0"},
 			HealthProbeBindAddress:        "0",
 			LeaderElection:                true,
@@ -169,7 +170,7 @@ func TestGateUnderDeployedRBAC(t *testing.T) {
 			LeaderElectionNamespace:       gateNamespace,
 			LeaderElectionReleaseOnCancel: true,
 			Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
-		}, gate.Options{})
+		}, setup.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -578,7 +579,7 @@ func (f *fixture) ops() []gateOp {
 			},
 		},
 		{
-			name:  "gate cache (gate.CacheOptions): Nodes, init Pods and DaemonSets sync and see changes",
+			name:  "gate cache (setup.CacheOptions): Nodes, init Pods and DaemonSets sync and see changes",
 			needs: []perm{nodesWatch, podsWatch, daemonsetsWatch},
 			run:   f.gateCache,
 		},
@@ -742,7 +743,7 @@ func (f *fixture) backfillBusy(ctx context.Context) error {
 	return nil
 }
 
-// gateCache builds the gate's own cache (gate.CacheOptions) as the ServiceAccount, waits
+// gateCache builds the gate's own cache (setup.CacheOptions) as the ServiceAccount, waits
 // for it to sync, then changes a Node, a DaemonSet and an init Pod and waits for the cache
 // to see all three — which takes working watches. A watch the apiserver refuses is
 // reported through the informers' watch error handler.
@@ -763,7 +764,7 @@ func (f *fixture) gateCache(ctx context.Context) error {
 		}
 		return nil
 	}
-	opts := gate.CacheOptions(&f.cfg)
+	opts := setup.CacheOptions(&f.cfg)
 	opts.Scheme = gate.Scheme()
 	opts.DefaultWatchErrorHandler = func(_ context.Context, _ *toolscache.Reflector, err error) {
 		mu.Lock()

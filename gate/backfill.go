@@ -77,7 +77,7 @@ func (b *Backfiller) Node(ctx context.Context, node *corev1.Node) error {
 // busyPod names the first Pod on the node that makes it busy, or "" when idle.
 func (b *Backfiller) busyPod(ctx context.Context, nodeName string) (string, error) {
 	list := &corev1.PodList{}
-	sel := client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(podNodeNameField, nodeName)}
+	sel := client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(PodNodeNameField, nodeName)}
 	if err := b.Reader.List(ctx, list, sel); err != nil {
 		return "", fmt.Errorf("listing pods of node %q: %w", nodeName, err)
 	}

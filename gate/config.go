@@ -152,11 +152,14 @@ func (c *Config) Validate() error {
 		r.CompileSelectors(at(i), &errs)
 		selected = selected && r.Selected()
 	}
-	distinct(out.rules, &errs)
+	rule.Distinct(out.rules, &errs)
 	// The common-key check needs every selector compiled; after an error in one it would
 	// only add noise to a config that is already rejected.
 	if len(errs) == 0 && selected {
-		out.chooseCache(&errs)
+		var ok bool
+		if out.cacheKey, out.cacheNamespace, ok = rule.CacheKey(out.rules, DefaultInitLabel); !ok {
+			errs.Add("components", "every component selector must require one common label key (it selects the Pod cache, so the gate never caches all Pods)")
+		}
 	}
 	for i, r := range out.rules {
 		if len(c.Rules) == 0 {
@@ -252,58 +255,6 @@ func (c *Config) defaultRule(errs *rule.Errors) *Rule {
 	return r
 }
 
-// distinct: two rules with one name would share metrics and events; two with one taint key
-// would release each other's nodes.
-func distinct(rules []*Rule, errs *rule.Errors) {
-	names, keys := map[string]int{}, map[string]int{}
-	for i, r := range rules {
-		if j, dup := names[r.Name]; dup {
-			errs.Add(fmt.Sprintf("rules[%d].name", i), "%q: rules[%d] has the same name", r.Name, j)
-		}
-		if j, dup := keys[r.Taint.Key]; dup {
-			errs.Add(fmt.Sprintf("rules[%d].taint.key", i), "%q: rules[%d] has the same taint key", r.Taint.Key, j)
-		}
-		names[r.Name], keys[r.Taint.Key] = i, i
-	}
-}
-
-// chooseCache picks what the Pod cache selects: a label key every component of every rule
-// requires (the smallest, so the choice is stable), and the components' namespace if they
-// share one. Without such a key the gate would have to cache every Pod in the cluster.
-func (out *compiled) chooseCache(errs *rule.Errors) {
-	keys := map[string]int{}
-	namespaces := map[string]bool{}
-	n := 0
-	for _, r := range out.rules {
-		sels, nss := r.Selectors()
-		for i, sel := range sels {
-			n++
-			namespaces[nss[i]] = true
-			for k := range rule.RequiredKeys(sel) {
-				keys[k]++
-			}
-		}
-	}
-	for k, count := range keys {
-		if count == n && (out.cacheKey == "" || k < out.cacheKey) {
-			out.cacheKey = k
-		}
-	}
-	switch {
-	case n == 0:
-		// Conditions only: no Pod is ever read. The cache still needs a selector; the
-		// contract's component label selects only init Pods.
-		out.cacheKey, _, _ = strings.Cut(DefaultInitLabel, "=")
-	case out.cacheKey == "":
-		errs.Add("components", "every component selector must require one common label key (it selects the Pod cache, so the gate never caches all Pods)")
-	}
-	if len(namespaces) == 1 {
-		for ns := range namespaces {
-			out.cacheNamespace = ns
-		}
-	}
-}
-
 // active returns the compiled form. Using an unvalidated Config is a programming error.
 func (c *Config) active() *compiled {
 	if c.compiled == nil {
@@ -311,6 +262,9 @@ func (c *Config) active() *compiled {
 	}
 	return c.compiled
 }
+
+// Validated reports whether Validate has compiled the config.
+func (c *Config) Validated() bool { return c.compiled != nil }
 
 // EffectiveRules are the rules the gate runs, compiled: Rules, or the default rule.
 func (c *Config) EffectiveRules() []*Rule { return c.active().rules }

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,6 +18,9 @@ import (
 
 	"github.com/startupgate/startupgate/gate/rule"
 )
+
+// PodNodeNameField indexes the cached init Pods by node; setup registers the index.
+const PodNodeNameField = "spec.nodeName"
 
 // Event reasons, one per state change of a node and rule.
 const (
@@ -36,7 +38,6 @@ const (
 	ReasonWouldHold    = "StartupGateWouldHold"
 	ReasonWouldRelease = "StartupGateWouldRelease"
 
-	podNodeNameField         = "spec.nodeName"
 	eventActionGate          = "Gate"
 	eventActionRelease       = "Release"
 	eventActionBackfill      = "Backfill"
@@ -157,7 +158,7 @@ func (r *Reconciler) rule(ctx context.Context, f *facts, rl *Rule) (time.Duratio
 	}
 	st := r.track(ctx, node, rl, rl.HasTaint(node))
 	d := rule.Decide(rl, r.Config.Readiness(), rule.Input{Node: node, Pods: f.pods,
-		Expected: expectedOn(node, f.dss, rl), Now: r.Clock.Now(), UnmetSince: r.unmet(st)})
+		Expected: rl.ExpectedOn(node, f.dss), Now: r.Clock.Now(), UnmetSince: r.unmet(st)})
 	r.noteMet(st, d)
 	switch {
 	case d.Taint:
@@ -172,31 +173,9 @@ func (r *Reconciler) rule(ctx context.Context, f *facts, rl *Rule) (time.Duratio
 	return d.RequeueAfter, nil
 }
 
-// expectedOn names the components of rule rl that a DaemonSet will run on node: a
-// DaemonSet of the component (rl.ComponentOf, as the toleration check reads it) whose
-// required node affinity and nodeSelector match the node. The DaemonSets come from the
-// cache, read without a deep copy: this runs on every reconcile and only reads them.
-func expectedOn(node *corev1.Node, dss []appsv1.DaemonSet, rl *Rule) map[string]bool {
-	var out map[string]bool
-	for i := range dss {
-		comp := rl.ComponentOf(&dss[i])
-		if comp == "" || out[comp] {
-			continue
-		}
-		ok, err := nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: dss[i].Spec.Template.Spec}).Match(node)
-		if err == nil && ok {
-			if out == nil {
-				out = map[string]bool{}
-			}
-			out[comp] = true
-		}
-	}
-	return out
-}
-
 func (r *Reconciler) initPods(ctx context.Context, nodeName string) ([]*corev1.Pod, error) {
 	list := &corev1.PodList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{podNodeNameField: nodeName}); err != nil {
+	if err := r.Client.List(ctx, list, client.MatchingFields{PodNodeNameField: nodeName}); err != nil {
 		return nil, fmt.Errorf("listing init pods of node %q: %w", nodeName, err)
 	}
 	pods := make([]*corev1.Pod, len(list.Items))
@@ -286,7 +265,7 @@ func (r *Reconciler) dryRun(ctx context.Context, f *facts, rl *Rule) time.Durati
 		return 0
 	}
 	st := r.track(ctx, node, rl, true)
-	d := rule.Decide(rl, r.Config.Readiness(), rule.Input{Node: node, Pods: f.pods, Expected: expectedOn(node, f.dss, rl), Now: r.Clock.Now()})
+	d := rule.Decide(rl, r.Config.Readiness(), rule.Input{Node: node, Pods: f.pods, Expected: rl.ExpectedOn(node, f.dss), Now: r.Clock.Now()})
 	if !d.Release {
 		return d.RequeueAfter
 	}
@@ -428,11 +407,11 @@ func (r *Reconciler) dropLocked(st *nodeState) {
 	}
 }
 
-// nodeChanged filters Node updates down to those that can change a decision: taints,
+// NodeChanged filters Node updates down to those that can change a decision: taints,
 // labels, annotations, or the conditions a rule reads. Status heartbeats are the bulk of
 // Node updates and can be dropped. A node whose labels leave a rule's selector is noted,
 // so that the rule's taint comes off.
-func (r *Reconciler) nodeChanged(old, cur *corev1.Node) bool {
+func (r *Reconciler) NodeChanged(old, cur *corev1.Node) bool {
 	if old.UID == cur.UID && !equality.Semantic.DeepEqual(old.Labels, cur.Labels) {
 		r.noteLeft(old, cur)
 	}
@@ -455,7 +434,7 @@ func (r *Reconciler) noteLeft(old, cur *corev1.Node) {
 	}
 }
 
-// nodeChanged is the pure part of Reconciler.nodeChanged.
+// nodeChanged is the pure part of Reconciler.NodeChanged.
 func nodeChanged(cfg *Config, old, cur *corev1.Node) bool {
 	if !equality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints) ||
 		!equality.Semantic.DeepEqual(old.Labels, cur.Labels) ||

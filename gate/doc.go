@@ -14,6 +14,8 @@
 // All state lives in the API: the taint and the completedAt annotation. A restarted or
 // failed-over gate picks up where the last one stopped.
 //
-// The package is a library. cmd/gate and the simulator (sim/) both call Setup, so the
-// simulator always exercises exactly the wiring that ships.
+// The package is a library; the rules themselves, pure, are in gate/rule, the admission
+// policy's rendering in gate/policy, and the wiring into a controller-runtime manager in
+// gate/setup, which cmd/gate and the simulator (sim/) both call, so the simulator always
+// exercises exactly the wiring that ships.
 package gate

@@ -44,7 +44,7 @@ func TestComponentExpectedByItsDaemonSetHoldsTheNode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := expectedOn(tt.node, dss, cfg.EffectiveRules()[0])
+			got := cfg.EffectiveRules()[0].ExpectedOn(tt.node, dss)
 			if len(got) != len(tt.wantExpect) || got["init"] != tt.wantExpect["init"] || got["gpu"] != tt.wantExpect["gpu"] {
 				t.Fatalf("expectedOn = %v, want %v", got, tt.wantExpect)
 			}

@@ -116,7 +116,7 @@ func (c *Config) admit(n *corev1.Node) (applies, tainted []*Rule) {
 // empty, whatever their readiness: every rule's taint comes off, in one write per node. It is the uninstall path (cmd/gate release): once the
 // gate is gone nothing else would remove the taint. It returns the nodes it released.
 func ReleaseNodes(ctx context.Context, c client.Client, cfg *Config, now time.Time, names ...string) ([]string, error) {
-	nodes, err := readNodes(ctx, c, names)
+	nodes, err := ReadNodes(ctx, c, names)
 	if err != nil {
 		return nil, err
 	}
@@ -142,8 +142,8 @@ func ReleaseNodes(ctx context.Context, c client.Client, cfg *Config, now time.Ti
 	return released, nil
 }
 
-// readNodes reads the named nodes, or every node when names is empty.
-func readNodes(ctx context.Context, c client.Reader, names []string) ([]corev1.Node, error) {
+// ReadNodes reads the named nodes, or every node when names is empty.
+func ReadNodes(ctx context.Context, c client.Reader, names []string) ([]corev1.Node, error) {
 	if len(names) == 0 {
 		list := &corev1.NodeList{}
 		if err := c.List(ctx, list); err != nil {

@@ -99,7 +99,7 @@ func newFakeClient(funcs interceptor.Funcs, objs ...client.Object) (client.WithW
 	c := fake.NewClientBuilder().
 		WithScheme(Scheme()).
 		WithObjects(objs...).
-		WithIndex(&corev1.Pod{}, podNodeNameField, podNodeNameIndex).
+		WithIndex(&corev1.Pod{}, PodNodeNameField, podNodeNameIndex).
 		WithInterceptorFuncs(cs.counting(funcs)).
 		Build()
 	return c, cs

@@ -91,7 +91,7 @@ func (g *PodGuard) initPodsOn(ctx context.Context, nodeName string) ([]*corev1.P
 	list := &corev1.PodList{}
 	if err := g.Pods.List(ctx, list, client.InNamespace(g.Config.CacheNamespace()),
 		client.MatchingLabelsSelector{Selector: g.Config.CacheSelector()},
-		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(podNodeNameField, nodeName)}); err != nil {
+		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(PodNodeNameField, nodeName)}); err != nil {
 		return nil, err
 	}
 	pods := make([]*corev1.Pod, len(list.Items))

@@ -205,7 +205,7 @@ func TestNodeLeavesRuleSelector(t *testing.T) {
 	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, left, byHand, componentPod("cni-g", "g", "cni", readyAt(t0)),
 		componentPod("cni-h", "h", "cni", readyAt(t0)))
 
-	if !e.r.nodeChanged(inPool, left) {
+	if !e.r.NodeChanged(inPool, left) {
 		t.Fatal("a label change must reach the reconciler")
 	}
 	e.reconcile(t, "g")

@@ -1,5 +1,5 @@
 // Command gate is the in-cluster startupgate binary: flags and env become a gate.Config,
-// and gate.NewManager does the rest.
+// and setup.NewManager does the rest.
 package main
 
 import (
@@ -22,6 +22,7 @@ import (
 
 	"github.com/startupgate/startupgate/gate"
 	"github.com/startupgate/startupgate/gate/policy"
+	"github.com/startupgate/startupgate/gate/setup"
 )
 
 func main() {
@@ -61,7 +62,7 @@ func run(args []string) error {
 	if s.statusCommand {
 		return status(ctx, s, rc, os.Stdout, time.Now())
 	}
-	mgr, err := gate.NewManager(rc, &s.cfg, gate.ManagerOptions{
+	mgr, err := setup.NewManager(rc, &s.cfg, setup.ManagerOptions{
 		Metrics:                 metricsserver.Options{BindAddress: s.metricsAddr},
 		HealthProbeBindAddress:  s.probeAddr,
 		PprofBindAddress:        s.pprofAddr,
@@ -74,7 +75,7 @@ func run(args []string) error {
 		// Release the lease on clean shutdown so a rolling update fails over at once.
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer:                 webhook.NewServer(webhook.Options{Port: s.webhookPort, CertDir: s.certDir}),
-	}, gate.Options{Workers: s.workers})
+	}, setup.Options{Workers: s.workers})
 	if err != nil {
 		return err
 	}

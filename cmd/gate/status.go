@@ -20,7 +20,7 @@ func status(ctx context.Context, s *settings, rc *rest.Config, out io.Writer, no
 	if err != nil {
 		return fmt.Errorf("creating client: %w", err)
 	}
-	rows, err := gate.ReadStatus(ctx, c, &s.cfg, now, s.statusNodes...)
+	rows, err := readStatus(ctx, c, &s.cfg, now, s.statusNodes...)
 	if err != nil {
 		return err
 	}
@@ -29,10 +29,10 @@ func status(ctx context.Context, s *settings, rc *rest.Config, out io.Writer, no
 
 // printStatus writes rows as a table, a wide table (with the deadline and the taint), or
 // JSON.
-func printStatus(out io.Writer, rows []gate.StatusRow, format string) error {
+func printStatus(out io.Writer, rows []StatusRow, format string) error {
 	if format == "json" {
 		if rows == nil {
-			rows = []gate.StatusRow{}
+			rows = []StatusRow{}
 		}
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")

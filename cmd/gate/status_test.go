@@ -74,7 +74,7 @@ func TestStatusOnEmbeddedPlane(t *testing.T) {
 	if err := status(ctx, s, rc, &out, time.Now().Add(5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	var rows []gate.StatusRow
+	var rows []StatusRow
 	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
 		t.Fatalf("status -o json is not JSON: %v\n%s", err, out.String())
 	}
@@ -84,10 +84,10 @@ func TestStatusOnEmbeddedPlane(t *testing.T) {
 		got = append(got, row{r.Node, r.Rule, r.State, r.WaitingOn})
 	}
 	want := []row{
-		{"status-dry", "candidate", gate.StateWouldHold, "no init pod on the node yet"},
-		{"status-held", "default", gate.StateHeld, "no init pod on the node yet"},
-		{"status-released", "default", gate.StateReleased, ""},
-		{"status-slow", "slow", gate.StateTimedOut, "maximum hold 1s reached: no init pod on the node yet"},
+		{"status-dry", "candidate", StateWouldHold, "no init pod on the node yet"},
+		{"status-held", "default", StateHeld, "no init pod on the node yet"},
+		{"status-released", "default", StateReleased, ""},
+		{"status-slow", "slow", StateTimedOut, "maximum hold 1s reached: no init pod on the node yet"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("gate status rows (-want +got):\n%s\n%s", diff, out.String())
@@ -109,11 +109,11 @@ func node(name string, labels, annotations map[string]string, taints ...corev1.T
 // TestGoldenStatusTable pins the table and wide forms of gate status.
 func TestGoldenStatusTable(t *testing.T) {
 	deadline := metav1.NewTime(time.Date(2026, 11, 23, 5, 30, 0, 0, time.UTC))
-	rows := []gate.StatusRow{
-		{Node: "gpu-0", Rule: "default", Mode: "startup", State: gate.StateReleased, HeldFor: metav1.Duration{Duration: 42 * time.Second}, Taint: "startup.k8s.io/initializing=wait:NoSchedule"},
-		{Node: "gpu-0", Rule: "gpu", Mode: "startup", State: gate.StateHeld, HeldFor: metav1.Duration{Duration: 3 * time.Minute},
+	rows := []StatusRow{
+		{Node: "gpu-0", Rule: "default", Mode: "startup", State: StateReleased, HeldFor: metav1.Duration{Duration: 42 * time.Second}, Taint: "startup.k8s.io/initializing=wait:NoSchedule"},
+		{Node: "gpu-0", Rule: "gpu", Mode: "startup", State: StateHeld, HeldFor: metav1.Duration{Duration: 3 * time.Minute},
 			WaitingOn: `component "gpu-driver" not ready`, Deadline: &deadline, Taint: "startup.k8s.io/gpu-initializing:NoSchedule"},
-		{Node: "gpu-0", Rule: "storage", Mode: "startup", State: gate.StateWouldHold, HeldFor: metav1.Duration{Duration: 3 * time.Minute},
+		{Node: "gpu-0", Rule: "storage", Mode: "startup", State: StateWouldHold, HeldFor: metav1.Duration{Duration: 3 * time.Minute},
 			WaitingOn: "no init pod on the node yet", Taint: "startup.k8s.io/csi-initializing:NoSchedule", DryRun: true},
 	}
 	for _, tc := range []struct{ golden, format string }{{"table", ""}, {"wide", "wide"}} {

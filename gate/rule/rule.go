@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 )
 
@@ -366,6 +367,28 @@ func (r *Rule) ComponentOf(ds *appsv1.DaemonSet) string {
 	return ""
 }
 
+// ExpectedOn names the rule's components that a DaemonSet will run on node although none of
+// their Pods may be there yet: a DaemonSet of the component (ComponentOf, as the gate's
+// toleration check reads it) whose required node affinity and nodeSelector match the node,
+// by the scheduler's own matcher. Such a component holds the node like a Pod not ready.
+func (r *Rule) ExpectedOn(node *corev1.Node, dss []appsv1.DaemonSet) map[string]bool {
+	var out map[string]bool
+	for i := range dss {
+		comp := r.ComponentOf(&dss[i])
+		if comp == "" || out[comp] {
+			continue
+		}
+		ok, err := nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: dss[i].Spec.Template.Spec}).Match(node)
+		if err == nil && ok {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[comp] = true
+		}
+	}
+	return out
+}
+
 // Selectors are the rule's component Pod selectors, with their namespaces, for choosing
 // the gate's Pod cache.
 func (r *Rule) Selectors() (sels []labels.Selector, namespaces []string) {
@@ -407,4 +430,55 @@ func (r *Rule) ComponentNames() []string {
 		out = append(out, comp.Name)
 	}
 	return out
+}
+
+// Distinct checks a set of rules: two with one name would share metrics and events; two
+// with one taint key would release each other's nodes.
+func Distinct(rules []*Rule, errs *Errors) {
+	names, keys := map[string]int{}, map[string]int{}
+	for i, r := range rules {
+		if j, dup := names[r.Name]; dup {
+			errs.Add(fmt.Sprintf("rules[%d].name", i), "%q: rules[%d] has the same name", r.Name, j)
+		}
+		if j, dup := keys[r.Taint.Key]; dup {
+			errs.Add(fmt.Sprintf("rules[%d].taint.key", i), "%q: rules[%d] has the same taint key", r.Taint.Key, j)
+		}
+		names[r.Name], keys[r.Taint.Key] = i, i
+	}
+}
+
+// CacheKey picks what a Pod cache for the rules' components selects: a label key every
+// component of every rule requires (the smallest, so the choice is stable), and the
+// components' namespace if they all share one. ok is false when no key is common: a cache
+// would then have to hold every Pod in the cluster. With no component at all (conditions
+// only) no Pod is ever read, and the key of fallback ("key=value") keeps the cache small.
+func CacheKey(rules []*Rule, fallback string) (key, namespace string, ok bool) {
+	keys := map[string]int{}
+	namespaces := map[string]bool{}
+	n := 0
+	for _, r := range rules {
+		sels, nss := r.Selectors()
+		for i, sel := range sels {
+			n++
+			namespaces[nss[i]] = true
+			for k := range RequiredKeys(sel) {
+				keys[k]++
+			}
+		}
+	}
+	if n == 0 {
+		key, _, _ = strings.Cut(fallback, "=")
+		return key, "", true
+	}
+	for k, count := range keys {
+		if count == n && (key == "" || k < key) {
+			key = k
+		}
+	}
+	if len(namespaces) == 1 {
+		for ns := range namespaces {
+			namespace = ns
+		}
+	}
+	return key, namespace, key != ""
 }

@@ -35,7 +35,7 @@ import (
 type Mode string
 
 const (
-	// InProcess runs gate.NewManager — the same wiring as cmd/gate — in this process,
+	// InProcess runs setup.NewManager — the same wiring as cmd/gate — in this process,
 	// with its webhook on a real TLS port registered from deploy/base/webhook.yaml.
 	InProcess Mode = "in-process"
 	// Policy installs the MutatingAdmissionPolicy form and runs the controller in-process.

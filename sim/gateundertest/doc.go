@@ -1,7 +1,7 @@
 // Package gateundertest runs the gate a scenario tests, in one of its modes, and is where
 // gate-side faults act:
 //
-//   - in-process: gate.NewManager, the very setup cmd/gate runs, with its webhook on a real
+//   - in-process: setup.NewManager, the very setup cmd/gate runs, with its webhook on a real
 //     TLS port registered from deploy/base/webhook.yaml;
 //   - process: the built cmd/gate binary, leader-elected, so that it can be killed;
 //   - policy: the MutatingAdmissionPolicy that gate.Config renders, with the controller;

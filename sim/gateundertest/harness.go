@@ -29,6 +29,7 @@ import (
 
 	"github.com/startupgate/startupgate/gate"
 	"github.com/startupgate/startupgate/gate/policy"
+	"github.com/startupgate/startupgate/gate/setup"
 	"github.com/startupgate/startupgate/sim/controlplane"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
@@ -233,7 +234,7 @@ func (h *Harness) gateRC() *rest.Config {
 	return rc
 }
 
-// Run starts replica r: in-process through gate.NewManager, or as the built cmd/gate. A
+// Run starts replica r: in-process through setup.NewManager, or as the built cmd/gate. A
 // fault restarts a killed replica with it.
 func (h *Harness) Run(ctx context.Context, r *Replica) error {
 	if h.floor {
@@ -242,13 +243,13 @@ func (h *Harness) Run(ctx context.Context, r *Replica) error {
 	if h.process {
 		return h.runProcess(r)
 	}
-	mgr, err := gate.NewManager(h.gateRC(), ptr.To(h.cfg), gate.ManagerOptions{
+	mgr, err := setup.NewManager(h.gateRC(), ptr.To(h.cfg), setup.ManagerOptions{
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		WebhookServer:          webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: r.port, CertDir: h.dir}),
 		// Every scenario starts a fresh gate in this process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	}, gate.Options{})
+	}, setup.Options{})
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package gate
+package main
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/startupgate/startupgate/gate"
 	"github.com/startupgate/startupgate/gate/rule"
 )
 
@@ -43,9 +44,9 @@ type StatusRow struct {
 	DryRun   bool         `json:"dryRun,omitempty"`
 }
 
-// Status is the pure part of `gate status`: a row per node and rule that applies to it, in
+// statusRows is the pure part of `gate status`: a row per node and rule that applies to it, in
 // node order, then rule order.
-func Status(cfg *Config, nodes []corev1.Node, pods []corev1.Pod, dss []appsv1.DaemonSet, now time.Time) []StatusRow {
+func statusRows(cfg *gate.Config, nodes []corev1.Node, pods []corev1.Pod, dss []appsv1.DaemonSet, now time.Time) []StatusRow {
 	byNode := map[string][]*corev1.Pod{}
 	for i := range pods {
 		byNode[pods[i].Spec.NodeName] = append(byNode[pods[i].Spec.NodeName], &pods[i])
@@ -57,14 +58,14 @@ func Status(cfg *Config, nodes []corev1.Node, pods []corev1.Pod, dss []appsv1.Da
 			if !rl.Matches(n) && !rl.HasTaint(n) {
 				continue
 			}
-			in := rule.Input{Node: n, Pods: byNode[n.Name], Expected: expectedOn(n, dss, rl), Now: now}
+			in := rule.Input{Node: n, Pods: byNode[n.Name], Expected: rl.ExpectedOn(n, dss), Now: now}
 			rows = append(rows, statusOf(rl, cfg.Readiness(), in))
 		}
 	}
 	return rows
 }
 
-func statusOf(rl *Rule, rd rule.Readiness, in rule.Input) StatusRow {
+func statusOf(rl *gate.Rule, rd rule.Readiness, in rule.Input) StatusRow {
 	n := in.Node
 	d := rule.Decide(rl, rd, in)
 	row := StatusRow{Node: n.Name, Rule: rl.Name, Mode: string(rl.Mode), Taint: rl.Taint.ToString(), DryRun: rl.DryRun,
@@ -97,7 +98,7 @@ func statusOf(rl *Rule, rd rule.Readiness, in rule.Input) StatusRow {
 }
 
 // releasedAfter is creation to the rule's release, from its completion annotation.
-func releasedAfter(rl *Rule, n *corev1.Node) time.Duration {
+func releasedAfter(rl *gate.Rule, n *corev1.Node) time.Duration {
 	s, err := strconv.ParseInt(n.Annotations[rl.CompletedAnnotation], 10, 64)
 	if err != nil {
 		return 0
@@ -105,11 +106,11 @@ func releasedAfter(rl *Rule, n *corev1.Node) time.Duration {
 	return time.Unix(s, 0).Sub(n.CreationTimestamp.Time)
 }
 
-// ReadStatus reads the named nodes (every node when names is empty), the init Pods and the
+// readStatus reads the named nodes (every node when names is empty), the init Pods and the
 // DaemonSets, and returns their Status. It only reads: nodes get and list, pods and
 // daemonsets list.
-func ReadStatus(ctx context.Context, c client.Reader, cfg *Config, now time.Time, names ...string) ([]StatusRow, error) {
-	nodes, err := readNodes(ctx, c, names)
+func readStatus(ctx context.Context, c client.Reader, cfg *gate.Config, now time.Time, names ...string) ([]StatusRow, error) {
+	nodes, err := gate.ReadNodes(ctx, c, names)
 	if err != nil {
 		return nil, err
 	}
@@ -121,5 +122,5 @@ func ReadStatus(ctx context.Context, c client.Reader, cfg *Config, now time.Time
 	if err := c.List(ctx, dss); err != nil {
 		return nil, fmt.Errorf("listing daemonsets: %w", err)
 	}
-	return Status(cfg, nodes, pods.Items, dss.Items, now), nil
+	return statusRows(cfg, nodes, pods.Items, dss.Items, now), nil
 }

@@ -1,4 +1,10 @@
-package gate
+// Package setup wires the gate into a controller-runtime manager: the cache (Nodes,
+// DaemonSets, and only the init Pods, trimmed), the release controller, the toleration
+// check, backfill, the webhooks and the health checks. cmd/gate and the simulator both
+// build the gate through NewManager, so the simulator always runs the wiring that ships.
+//
+// It decides nothing: every decision is the gate package's (and, pure, gate/rule's).
+package setup
 
 import (
 	"context"
@@ -7,9 +13,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,6 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/startupgate/startupgate/gate"
 )
 
 // Options are the operational knobs that are not part of the contract.
@@ -38,7 +43,7 @@ type Options struct {
 // label (and namespace when all components share one). The gate never lists or watches
 // every Pod in the cluster. Transforms drop the fields nothing reads, so a large cluster
 // costs little memory.
-func CacheOptions(cfg *Config) cache.Options {
+func CacheOptions(cfg *gate.Config) cache.Options {
 	podCfg := cache.ByObject{Label: cfg.CacheSelector(), Transform: trimPod}
 	if ns := cfg.CacheNamespace(); ns != "" {
 		podCfg.Namespaces = map[string]cache.Config{ns: {}}
@@ -51,11 +56,11 @@ func CacheOptions(cfg *Config) cache.Options {
 	}
 }
 
-// Setup wires the gate into mgr: the release controller, the toleration check, backfill and
+// AddToManager wires the gate into mgr: the release controller, the toleration check, backfill and
 // the webhooks, as cfg asks. mgr must have been built with CacheOptions(cfg). cmd/gate and
 // the simulator both call this function, so the simulator always tests the shipped wiring.
-func Setup(ctx context.Context, mgr manager.Manager, cfg *Config, opts Options) error {
-	if cfg.compiled == nil {
+func AddToManager(ctx context.Context, mgr manager.Manager, cfg *gate.Config, opts Options) error {
+	if !cfg.Validated() {
 		if err := cfg.Validate(); err != nil {
 			return err
 		}
@@ -66,23 +71,23 @@ func Setup(ctx context.Context, mgr manager.Manager, cfg *Config, opts Options) 
 	if opts.Workers <= 0 {
 		opts.Workers = 16
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podNodeNameField, func(o client.Object) []string {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, gate.PodNodeNameField, func(o client.Object) []string {
 		return []string{o.(*corev1.Pod).Spec.NodeName}
 	}); err != nil {
 		return fmt.Errorf("indexing pods by node: %w", err)
 	}
 
 	recorder := mgr.GetEventRecorder("startupgate")
-	writer := &NodeWriter{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
-	r := &Reconciler{Client: mgr.GetClient(), Writer: writer, Recorder: recorder, Clock: opts.Clock, Config: cfg}
+	writer := &gate.NodeWriter{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
+	r := &gate.Reconciler{Client: mgr.GetClient(), Writer: writer, Recorder: recorder, Clock: opts.Clock, Config: cfg}
 	if cfg.Backfill {
-		r.Backfill = &Backfiller{Writer: writer, Reader: mgr.GetAPIReader(), Recorder: recorder, Clock: opts.Clock, Config: cfg}
+		r.Backfill = &gate.Backfiller{Writer: writer, Reader: mgr.GetAPIReader(), Recorder: recorder, Clock: opts.Clock, Config: cfg}
 	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("startupgate").
 		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool {
-				return r.nodeChanged(e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node))
+				return r.NodeChanged(e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node))
 			},
 		})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToNode)).
@@ -95,7 +100,7 @@ func Setup(ctx context.Context, mgr manager.Manager, cfg *Config, opts Options) 
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("startupgate-tolerations").
 		For(&appsv1.DaemonSet{}).
-		Complete(&TolerationChecker{Client: mgr.GetClient(), Recorder: recorder, Config: cfg})
+		Complete(&gate.TolerationChecker{Client: mgr.GetClient(), Recorder: recorder, Config: cfg})
 	if err != nil {
 		return fmt.Errorf("building toleration checker: %w", err)
 	}
@@ -103,10 +108,10 @@ func Setup(ctx context.Context, mgr manager.Manager, cfg *Config, opts Options) 
 	if cfg.Webhook || cfg.PodGuard {
 		srv := mgr.GetWebhookServer()
 		if cfg.Webhook {
-			srv.Register(NodeWebhookPath, NewNodeWebhook(mgr.GetScheme(), cfg))
+			srv.Register(gate.NodeWebhookPath, gate.NewNodeWebhook(mgr.GetScheme(), cfg))
 		}
 		if cfg.PodGuard {
-			srv.Register(PodGuardPath, &admission.Webhook{Handler: &PodGuard{Nodes: mgr.GetClient(), Pods: mgr.GetAPIReader(), Config: cfg}})
+			srv.Register(gate.PodGuardPath, &admission.Webhook{Handler: &gate.PodGuard{Nodes: mgr.GetClient(), Pods: mgr.GetAPIReader(), Config: cfg}})
 		}
 		if err := mgr.AddReadyzCheck("webhook", srv.StartedChecker()); err != nil {
 			return fmt.Errorf("adding webhook readiness check: %w", err)
@@ -175,27 +180,20 @@ func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 type ManagerOptions = manager.Options
 
 // NewManager validates cfg, builds a controller-runtime manager with the gate's cache and
-// scheme, and calls Setup on it. This is the whole of the gate's wiring, shared by cmd/gate
+// scheme, and calls AddToManager on it. This is the whole of the gate's wiring, shared by cmd/gate
 // and the simulator.
-func NewManager(rc *rest.Config, cfg *Config, mo ManagerOptions, opts Options) (manager.Manager, error) {
+func NewManager(rc *rest.Config, cfg *gate.Config, mo ManagerOptions, opts Options) (manager.Manager, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	mo.Scheme = Scheme()
+	mo.Scheme = gate.Scheme()
 	mo.Cache = CacheOptions(cfg)
 	mgr, err := ctrl.NewManager(rc, mo)
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	if err := Setup(context.Background(), mgr, cfg, opts); err != nil {
+	if err := AddToManager(context.Background(), mgr, cfg, opts); err != nil {
 		return nil, err
 	}
 	return mgr, nil
-}
-
-// Scheme holds the API types the gate reads and writes.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	return s
 }
