@@ -282,24 +282,20 @@ func (x *run) initPod(ctx context.Context, ip *scenario.InitPod) error {
 	case scenario.InitPodDelete:
 		return x.deleteInitPods(ctx, ip)
 	}
-	// Flap: unready and ready in turn, then ready for good.
-	tick := time.NewTicker(ip.Every)
-	defer tick.Stop()
-	end := time.After(ip.Duration)
-	ready := false
-	for {
+	// Flap: unready and ready in turn, each state held for Every once written, then ready
+	// for good. Each unready spell lasts Every plus one write, however slow the plane.
+	end := time.Now().Add(ip.Duration)
+	for ready := false; time.Now().Before(end); ready = !ready {
 		if err := set(ready); err != nil {
 			return err
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-end:
-			return set(true)
-		case <-tick.C:
-			ready = !ready
+		case <-time.After(ip.Every):
 		}
 	}
+	return set(true)
 }
 
 // deleteInitPods deletes the init DaemonSet's Pods on the step's nodes.

@@ -68,9 +68,9 @@ func (d Decision) Wait() bool { return !d.Release }
 // the previous node can still be bound to that name until pod GC runs, and it must never
 // release the new node.
 func Decide(r *Rule, rd Readiness, in Input) Decision {
-	met, readyAt, why := r.requirements(rd, in)
+	met, readyAt, why, since := r.requirements(rd, in)
 	if r.Completed(in.Node) {
-		return r.afterRelease(in, met, why)
+		return r.afterRelease(in, met, why, latest(since, in.UnmetSince))
 	}
 	created := in.Node.CreationTimestamp.Time
 	if met {
@@ -100,8 +100,20 @@ func (r *Rule) readyReason() string {
 	return "all required components ready"
 }
 
-// afterRelease is the decision once the rule has released the node.
-func (r *Rule) afterRelease(in Input, met bool, why string) Decision {
+// latest is the later of two moments (zero counts as unknown).
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// afterRelease is the decision once the rule has released the node. since is when the
+// requirement began to fail: the later of the evidence in the objects (the failing Pod's
+// Ready transition, the failing condition's transition) and the caller's first sighting,
+// so that neither a sighting that missed a brief recovery nor a restart of the gate
+// miscounts the settle time.
+func (r *Rule) afterRelease(in Input, met bool, why string, since time.Time) Decision {
 	switch {
 	case r.Mode != Continuous:
 		return Decision{Met: met, Reason: "released"}
@@ -111,44 +123,46 @@ func (r *Rule) afterRelease(in Input, met bool, why string) Decision {
 		return Decision{Met: true, Reason: "requirements hold"}
 	case r.HasTaint(in.Node):
 		return Decision{Reason: why}
-	case in.UnmetSince.IsZero():
+	case since.IsZero():
 		return Decision{Reason: why, RequeueAfter: r.SettleTime.Duration}
 	}
-	if wait := in.UnmetSince.Add(r.SettleTime.Duration).Sub(in.Now); wait > 0 {
+	if wait := since.Add(r.SettleTime.Duration).Sub(in.Now); wait > 0 {
 		return Decision{Reason: why, RequeueAfter: wait}
 	}
-	return Decision{Taint: true, Reason: fmt.Sprintf("%s for %s", why, in.Now.Sub(in.UnmetSince).Round(time.Millisecond))}
+	return Decision{Taint: true, Reason: fmt.Sprintf("%s for %s", why, in.Now.Sub(since).Round(time.Millisecond))}
 }
 
 // requirements reports whether the rule's components are ready and its conditions hold,
-// with the latest ready time and, when not, why.
-func (r *Rule) requirements(rd Readiness, in Input) (bool, time.Time, string) {
+// with the latest ready time and, when not, why and since when the objects say so (zero
+// when they do not: a Pod that is gone, a condition that is absent).
+func (r *Rule) requirements(rd Readiness, in Input) (bool, time.Time, string, time.Time) {
 	c := r.compiled()
 	var readyAt time.Time
 	if len(c.components) > 0 {
-		ok, at, why := componentsReady(in, c.components, rd)
+		ok, at, why, since := componentsReady(in, c.components, rd)
 		if !ok {
-			return false, time.Time{}, why
+			return false, time.Time{}, why, since
 		}
 		readyAt = at
 	}
 	for _, cond := range c.conditions {
-		if !hasCondition(in.Node, cond) {
-			return false, time.Time{}, fmt.Sprintf("node condition %s is not %s", cond.Type, cond.Status)
+		if held, since := conditionHolds(in.Node, cond); !held {
+			return false, time.Time{}, fmt.Sprintf("node condition %s is not %s", cond.Type, cond.Status), since
 		}
 	}
-	return true, readyAt, ""
+	return true, readyAt, "", time.Time{}
 }
 
 // componentsReady applies the component rules: at least one component has a counted Pod on
 // the node, and every component that has one (or a DaemonSet targeting the node) has a
-// ready one. It returns the latest ready time and, when not ready, why.
-func componentsReady(in Input, comps []compiledComponent, rd Readiness) (bool, time.Time, string) {
-	var latest time.Time
+// ready one. It returns the latest ready time and, when not ready, why and since when the
+// failing Pod's Ready condition has said so.
+func componentsReady(in Input, comps []compiledComponent, rd Readiness) (bool, time.Time, string, time.Time) {
+	var latestReady time.Time
 	present := 0
 	for i := range comps {
 		comp := &comps[i]
-		has, readyPod := false, (*corev1.Pod)(nil)
+		has, readyPod, unreadySince := false, (*corev1.Pod)(nil), time.Time{}
 		for _, p := range in.Pods {
 			if !counts(p, in.Node, comp) {
 				continue
@@ -158,25 +172,36 @@ func componentsReady(in Input, comps []compiledComponent, rd Readiness) (bool, t
 				readyPod = p
 				break
 			}
+			unreadySince = latest(unreadySince, notReadySince(p))
 		}
 		if !has {
 			if in.Expected[comp.Name] {
-				return false, time.Time{}, fmt.Sprintf("component %q: its DaemonSet targets the node, no Pod yet", comp.Name)
+				return false, time.Time{}, fmt.Sprintf("component %q: its DaemonSet targets the node, no Pod yet", comp.Name), time.Time{}
 			}
 			continue
 		}
 		present++
 		if readyPod == nil {
-			return false, time.Time{}, fmt.Sprintf("component %q not ready", comp.Name)
+			return false, time.Time{}, fmt.Sprintf("component %q not ready", comp.Name), unreadySince
 		}
-		if t := readySince(readyPod); t.After(latest) {
-			latest = t
+		if t := readySince(readyPod); t.After(latestReady) {
+			latestReady = t
 		}
 	}
 	if present == 0 {
-		return false, time.Time{}, "no init pod on the node yet"
+		return false, time.Time{}, "no init pod on the node yet", time.Time{}
 	}
-	return true, latest, ""
+	return true, latestReady, "", time.Time{}
+}
+
+// notReadySince is when the Pod's Ready condition last turned to not ready, or zero.
+func notReadySince(p *corev1.Pod) time.Time {
+	for i := range p.Status.Conditions {
+		if c := &p.Status.Conditions[i]; c.Type == corev1.PodReady && c.Status != corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
 }
 
 // counts applies the per-Pod rules: this component, this node, not terminating, and not
@@ -227,11 +252,16 @@ func readySince(p *corev1.Pod) time.Time {
 	return time.Time{}
 }
 
-func hasCondition(node *corev1.Node, c condition) bool {
+// conditionHolds reports whether the node's condition has the wanted status, and when it
+// does not, since when its status has been what it is (zero when the condition is absent).
+func conditionHolds(node *corev1.Node, c condition) (bool, time.Time) {
 	for i := range node.Status.Conditions {
-		if node.Status.Conditions[i].Type == c.Type {
-			return node.Status.Conditions[i].Status == c.Status
+		if nc := &node.Status.Conditions[i]; nc.Type == c.Type {
+			if nc.Status == c.Status {
+				return true, time.Time{}
+			}
+			return false, nc.LastTransitionTime.Time
 		}
 	}
-	return false
+	return false, time.Time{}
 }

@@ -46,7 +46,10 @@ func withCondition(t corev1.NodeConditionType, s corev1.ConditionStatus) func(*c
 	}
 }
 
-func pod(ready bool) *corev1.Pod {
+func pod(ready bool) *corev1.Pod { return podSince(ready, t0) }
+
+// podSince is the CNI Pod, Ready or not since at (its Ready condition's transition).
+func podSince(ready bool, at time.Time) *corev1.Pod {
 	status := corev1.ConditionFalse
 	if ready {
 		status = corev1.ConditionTrue
@@ -55,7 +58,7 @@ func pod(ready bool) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: "cni", Namespace: "kube-system", CreationTimestamp: metav1.NewTime(t0),
 			Labels: map[string]string{"app": "cni"}},
 		Spec: corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "c"}}},
-		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.NewTime(t0)}},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.NewTime(at)}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "c", Ready: ready}}},
 	}
 }
@@ -89,12 +92,18 @@ func TestDecideRules(t *testing.T) {
 			in: Input{Node: node(tainted), Now: now}, want: Decision{}, why: "not True"},
 		{name: "continuous, released, ready, untainted: nothing", rule: cni,
 			in: Input{Node: node(completed), Pods: []*corev1.Pod{pod(true)}, Now: now}, want: Decision{Met: true}},
-		{name: "continuous, released, unready, first seen: wait the settle time", rule: cni,
-			in: Input{Node: node(completed), Pods: []*corev1.Pod{pod(false)}, Now: now}, want: Decision{RequeueAfter: 5 * time.Second}, why: "not ready"},
+		{name: "continuous, released, just became unready: wait the settle time", rule: cni,
+			in: Input{Node: node(completed), Pods: []*corev1.Pod{podSince(false, now)}, Now: now}, want: Decision{RequeueAfter: 5 * time.Second}, why: "not ready"},
 		{name: "continuous, unready within the settle time: wait the rest", rule: cni,
-			in: Input{Node: node(completed), Pods: []*corev1.Pod{pod(false)}, Now: now, UnmetSince: now.Add(-2 * time.Second)}, want: Decision{RequeueAfter: 3 * time.Second}},
+			in: Input{Node: node(completed), Pods: []*corev1.Pod{podSince(false, now.Add(-2*time.Second))}, Now: now, UnmetSince: now.Add(-2 * time.Second)}, want: Decision{RequeueAfter: 3 * time.Second}},
 		{name: "continuous, unready for the settle time: taint", rule: cni,
-			in: Input{Node: node(completed), Pods: []*corev1.Pod{pod(false)}, Now: now, UnmetSince: now.Add(-5 * time.Second)}, want: Decision{Taint: true}, why: "for 5s"},
+			in: Input{Node: node(completed), Pods: []*corev1.Pod{podSince(false, now.Add(-5*time.Second))}, Now: now, UnmetSince: now.Add(-5 * time.Second)}, want: Decision{Taint: true}, why: "for 5s"},
+		{name: "continuous, unready for a minute, first sighting (a restarted gate): taint at once", rule: cni,
+			in: Input{Node: node(completed), Pods: []*corev1.Pod{podSince(false, now.Add(-time.Minute))}, Now: now}, want: Decision{Taint: true}, why: "for 1m0s"},
+		{name: "continuous, a sighting that missed a brief recovery: the Pod's transition restarts the clock", rule: cni,
+			in: Input{Node: node(completed), Pods: []*corev1.Pod{podSince(false, now.Add(-time.Second))}, Now: now, UnmetSince: now.Add(-time.Minute)}, want: Decision{RequeueAfter: 4 * time.Second}},
+		{name: "continuous, a condition false for the settle time: taint", rule: Rule{Name: "net", Mode: Continuous, Taint: cniTaint, Conditions: []string{"example.com/NetworkReady=True"}, SettleTime: metav1.Duration{Duration: 5 * time.Second}},
+			in: Input{Node: node(completed2("net"), withConditionSince("example.com/NetworkReady", corev1.ConditionFalse, now.Add(-6*time.Second))), Now: now}, want: Decision{Taint: true}},
 		{name: "continuous, component Pod gone while its DaemonSet targets the node: unmet", rule: cni,
 			in: Input{Node: node(completed), Expected: map[string]bool{"cni": true}, Now: now, UnmetSince: now.Add(-time.Minute)}, want: Decision{Taint: true}, why: "no Pod yet"},
 		{name: "continuous, re-tainted and still unready: hold", rule: cni,
@@ -167,5 +176,15 @@ func TestTaintMutations(t *testing.T) {
 	}
 	if r.AddTaint(n) {
 		t.Error("a startup rule added its taint to a node it had released")
+	}
+}
+
+func completed2(rule string) func(*corev1.Node) {
+	return func(n *corev1.Node) { n.Annotations = map[string]string{"startup.k8s.io/completedAt." + rule: "1"} }
+}
+
+func withConditionSince(t corev1.NodeConditionType, s corev1.ConditionStatus, at time.Time) func(*corev1.Node) {
+	return func(n *corev1.Node) {
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: t, Status: s, LastTransitionTime: metav1.NewTime(at)})
 	}
 }

@@ -509,13 +509,18 @@ func (k *Kubelet) SetInitReady(initName string, nodes []string, ready bool) (int
 		}
 	}
 	k.mu.Unlock()
-	var errs []error
+	// All at once: a toggle that reaches the last node seconds after the first (one write
+	// after another, on a busy plane) would stretch a flap into an outage.
+	var g errgroup.Group
+	g.SetLimit(kubeletWriters)
 	for _, p := range pods {
-		err := k.setStatus(p, ready, 0)
-		if ready {
-			err = k.ready(p, err)
-		}
-		errs = append(errs, err)
+		g.Go(func() error {
+			err := k.setStatus(p, ready, 0)
+			if ready {
+				err = k.ready(p, err)
+			}
+			return err
+		})
 	}
-	return len(pods), errors.Join(errs...)
+	return len(pods), g.Wait()
 }
