@@ -82,8 +82,11 @@ type ruleState struct {
 // facts are what the rules read about a node, gathered once per reconcile.
 type facts struct {
 	node *corev1.Node
-	pods []*corev1.Pod
-	dss  []appsv1.DaemonSet
+	// pods and dss are read on first use (loaded): most Node events concern nodes that no
+	// rule has to decide about (excluded, long released), and they read nothing more.
+	loaded bool
+	pods   []*corev1.Pod
+	dss    []appsv1.DaemonSet
 }
 
 // Reconcile handles one node.
@@ -100,10 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, r.Backfill.Node(ctx, node)
 		}
 	}
-	f, err := r.facts(ctx, node)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
+	f := &facts{node: node}
 	var requeue time.Duration
 	for _, rl := range r.Config.EffectiveRules() {
 		after, err := r.rule(ctx, f, rl)
@@ -127,17 +127,22 @@ func (r *Reconciler) anyCompleted(node *corev1.Node) bool {
 	return false
 }
 
-// facts reads the node's init Pods and the DaemonSets, from the cache.
-func (r *Reconciler) facts(ctx context.Context, node *corev1.Node) (*facts, error) {
-	pods, err := r.initPods(ctx, node.Name)
-	if err != nil {
-		return nil, err
+// decide runs rule.Decide for rl on the node, reading the node's init Pods and the
+// DaemonSets from the cache the first time a rule needs them.
+func (r *Reconciler) decide(ctx context.Context, f *facts, rl *Rule, unmetSince time.Time) (Decision, error) {
+	if !f.loaded {
+		pods, err := r.initPods(ctx, f.node.Name)
+		if err != nil {
+			return Decision{}, err
+		}
+		list := &appsv1.DaemonSetList{}
+		if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+			return Decision{}, fmt.Errorf("listing daemonsets for node %q: %w", f.node.Name, err)
+		}
+		f.pods, f.dss, f.loaded = pods, list.Items, true
 	}
-	list := &appsv1.DaemonSetList{}
-	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing daemonsets for node %q: %w", node.Name, err)
-	}
-	return &facts{node: node, pods: pods, dss: list.Items}, nil
+	return rule.Decide(rl, r.Config.Readiness(), rule.Input{Node: f.node, Pods: f.pods,
+		Expected: rl.ExpectedOn(f.node, f.dss), Now: r.Clock.Now(), UnmetSince: unmetSince}), nil
 }
 
 // rule runs one rule on the node and returns when to look again (0: on the next event).
@@ -147,7 +152,7 @@ func (r *Reconciler) rule(ctx context.Context, f *facts, rl *Rule) (time.Duratio
 	node := f.node
 	switch {
 	case rl.DryRun:
-		return r.dryRun(ctx, f, rl), nil
+		return r.dryRun(ctx, f, rl)
 	case !rl.Matches(node):
 		return 0, r.leftSelector(ctx, f, rl)
 	case rl.Mode == rule.Startup && rl.Completed(node):
@@ -157,8 +162,10 @@ func (r *Reconciler) rule(ctx context.Context, f *facts, rl *Rule) (time.Duratio
 		return 0, nil // never tainted: backfill's to decide
 	}
 	st := r.track(ctx, node, rl, rl.HasTaint(node))
-	d := rule.Decide(rl, r.Config.Readiness(), rule.Input{Node: node, Pods: f.pods,
-		Expected: rl.ExpectedOn(node, f.dss), Now: r.Clock.Now(), UnmetSince: r.unmet(st)})
+	d, err := r.decide(ctx, f, rl, r.unmet(st))
+	if err != nil {
+		return 0, err
+	}
 	r.noteMet(st, d)
 	switch {
 	case d.Taint:
@@ -259,15 +266,15 @@ func (r *Reconciler) leftSelector(ctx context.Context, f *facts, rl *Rule) error
 
 // dryRun decides as the rule would and reports it, once per node and outcome, writing
 // nothing. It reads the node as if the rule had tainted it at creation.
-func (r *Reconciler) dryRun(ctx context.Context, f *facts, rl *Rule) time.Duration {
+func (r *Reconciler) dryRun(ctx context.Context, f *facts, rl *Rule) (time.Duration, error) {
 	node := f.node
 	if !rl.Matches(node) || rl.Completed(node) {
-		return 0
+		return 0, nil
 	}
 	st := r.track(ctx, node, rl, true)
-	d := rule.Decide(rl, r.Config.Readiness(), rule.Input{Node: node, Pods: f.pods, Expected: rl.ExpectedOn(node, f.dss), Now: r.Clock.Now()})
-	if !d.Release {
-		return d.RequeueAfter
+	d, err := r.decide(ctx, f, rl, time.Time{})
+	if err != nil || !d.Release {
+		return d.RequeueAfter, err
 	}
 	r.mu.Lock()
 	first := !st.wouldRelease
@@ -278,7 +285,7 @@ func (r *Reconciler) dryRun(ctx context.Context, f *facts, rl *Rule) time.Durati
 		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonWouldRelease, eventActionRelease, "Rule %s (dry run): would remove taint %s: %s", rl.Name, rl.Taint.Key, d.Reason)
 		log.FromContext(ctx).Info("Dry run: would release node", "node", klog.KObj(node), "rule", rl.Name, "reason", d.Reason)
 	}
-	return 0
+	return 0, nil
 }
 
 // keepTimedOut alerts once per node and rule when the keep policy holds a timed-out node.

@@ -30,6 +30,7 @@ var (
 type calls struct {
 	mu      sync.Mutex
 	gets    int
+	lists   int
 	patches int
 	updates int
 	creates int
@@ -42,7 +43,7 @@ func (c *calls) writes() int {
 	return c.patches + c.updates + c.creates
 }
 
-// counting wraps funcs so that every Get/Patch/Update/Create is counted (and every patch body
+// counting wraps funcs so that every Get/List/Patch/Update/Create is counted (and every patch body
 // recorded) before the given hook, if any, runs.
 func (c *calls) counting(funcs interceptor.Funcs) interceptor.Funcs {
 	out := funcs
@@ -54,6 +55,15 @@ func (c *calls) counting(funcs interceptor.Funcs) interceptor.Funcs {
 			return funcs.Get(ctx, cl, key, obj, opts...)
 		}
 		return cl.Get(ctx, key, obj, opts...)
+	}
+	out.List = func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		c.mu.Lock()
+		c.lists++
+		c.mu.Unlock()
+		if funcs.List != nil {
+			return funcs.List(ctx, cl, list, opts...)
+		}
+		return cl.List(ctx, list, opts...)
 	}
 	out.Patch = func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 		data, err := patch.Data(obj)

@@ -257,3 +257,26 @@ func TestPodGuardClosesContinuousWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestReconcileReadsOnlyWhatARuleDecides: a Node event about a node no rule has to decide
+// on (released by every rule, or excluded) reads nothing beyond the Node itself; a held
+// node reads its init Pods and the DaemonSets once, however many rules decide.
+func TestReconcileReadsOnlyWhatARuleDecides(t *testing.T) {
+	cfg := rulesConfig(t, func(c *Config) { c.Rules = c.Rules[:2] }) // default and gpu, both startup
+	released := newNode("r", t0, withNodeLabel("pool", "gpu"),
+		withNodeAnnotation(DefaultCompletedAnnotation, "1"), withNodeAnnotation(DefaultCompletedAnnotation+".gpu", "1"))
+	excluded := newNode("x", t0, withNodeLabel("kubernetes.azure.com/mode", "system"))
+	held := newNode("h", t0, withNodeLabel("pool", "gpu"), withTaints(gateTaint, gpuRuleTaint))
+	for _, tc := range []struct {
+		node      string
+		wantLists int
+	}{{"r", 0}, {"x", 0}, {"h", 2}} {
+		t.Run(tc.node, func(t *testing.T) {
+			e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, released.DeepCopy(), excluded.DeepCopy(), held.DeepCopy())
+			e.reconcile(t, tc.node)
+			if e.calls.lists != tc.wantLists {
+				t.Errorf("reconcile of %s listed %d times, want %d", tc.node, e.calls.lists, tc.wantLists)
+			}
+		})
+	}
+}
