@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -298,23 +297,19 @@ func (x *run) initPod(ctx context.Context, ip *scenario.InitPod) error {
 	return set(true)
 }
 
-// deleteInitPods deletes the init DaemonSet's Pods on the step's nodes.
+// deleteInitPods deletes the init DaemonSet's Pods on the step's nodes (every node when
+// none is named).
 func (x *run) deleteInitPods(ctx context.Context, ip *scenario.InitPod) error {
 	for _, in := range x.sc.Init {
 		if in.Name != ip.Name {
 			continue
 		}
 		sel := metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: in.Labels})
-		pods, err := x.client.CoreV1().Pods(x.ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
-		if err != nil {
-			return err
+		if len(ip.Nodes) == 0 {
+			return x.deletePods(ctx, metav1.ListOptions{LabelSelector: sel})
 		}
-		for _, p := range pods.Items {
-			if len(ip.Nodes) > 0 && !slices.Contains(ip.Nodes, p.Spec.NodeName) {
-				continue
-			}
-			err := x.client.CoreV1().Pods(x.ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
-			if client.IgnoreNotFound(err) != nil {
+		for _, node := range ip.Nodes {
+			if err := x.deletePods(ctx, metav1.ListOptions{LabelSelector: sel, FieldSelector: "spec.nodeName=" + node}); err != nil {
 				return err
 			}
 		}
@@ -322,8 +317,14 @@ func (x *run) deleteInitPods(ctx context.Context, ip *scenario.InitPod) error {
 	return nil
 }
 
+// deletePodsOn deletes every Pod of the run bound to node.
 func (x *run) deletePodsOn(ctx context.Context, node string) error {
-	pods, err := x.client.CoreV1().Pods(x.ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	return x.deletePods(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+}
+
+// deletePods deletes, at once, the run's Pods that opts selects.
+func (x *run) deletePods(ctx context.Context, opts metav1.ListOptions) error {
+	pods, err := x.client.CoreV1().Pods(x.ns).List(ctx, opts)
 	if err != nil {
 		return err
 	}

@@ -409,20 +409,22 @@ func (h *Harness) installAdmission(ctx context.Context) error {
 		if ts := h.webhook.TimeoutSeconds; ts > 0 {
 			wh.Webhooks[0].TimeoutSeconds = ptr.To(ts)
 		}
-		_ = api.MutatingWebhookConfigurations().Delete(ctx, wh.Name, metav1.DeleteOptions{})
-		if _, err := api.MutatingWebhookConfigurations().Create(ctx, wh, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("installing webhook configuration: %w", err)
+		if err := install(ctx, h, api.MutatingWebhookConfigurations(), wh.Name, wh, "webhook configuration"); err != nil {
+			return err
 		}
-		h.cleanups = append(h.cleanups, func(ctx context.Context) error {
-			return ignoreNotFound(api.MutatingWebhookConfigurations().Delete(ctx, name, metav1.DeleteOptions{}))
-		})
 	} else if !h.reactive {
 		objs, err := policy.For(&h.cfg)
 		if err != nil {
 			return err
 		}
 		for _, o := range objs {
-			if err := h.installPolicy(ctx, o, strings.Replace(o.Policy.Name, policy.Name, name, 1)); err != nil {
+			// One policy and binding per rule, named for the scenario.
+			n := strings.Replace(o.Policy.Name, policy.Name, name, 1)
+			o.Policy.Name, o.Binding.Name, o.Binding.Spec.PolicyName = n, n, n
+			if err := install(ctx, h, api.MutatingAdmissionPolicies(), n, o.Policy, "admission policy"); err != nil {
+				return err
+			}
+			if err := install(ctx, h, api.MutatingAdmissionPolicyBindings(), n, o.Binding, "admission policy binding"); err != nil {
 				return err
 			}
 		}
@@ -432,33 +434,28 @@ func (h *Harness) installAdmission(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		_ = api.ValidatingWebhookConfigurations().Delete(ctx, vw.Name, metav1.DeleteOptions{})
-		if _, err := api.ValidatingWebhookConfigurations().Create(ctx, vw, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("installing pod guard: %w", err)
+		if err := install(ctx, h, api.ValidatingWebhookConfigurations(), vw.Name, vw, "pod guard"); err != nil {
+			return err
 		}
-		h.cleanups = append(h.cleanups, func(ctx context.Context) error {
-			return ignoreNotFound(api.ValidatingWebhookConfigurations().Delete(ctx, vw.Name, metav1.DeleteOptions{}))
-		})
 	}
 	return nil
 }
 
-// installPolicy installs one rule's policy and binding under name (scoped per scenario).
-func (h *Harness) installPolicy(ctx context.Context, o policy.Objects, name string) error {
-	api := h.cs.AdmissionregistrationV1()
-	o.Policy.Name, o.Binding.Name, o.Binding.Spec.PolicyName = name, name, name
-	_ = api.MutatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})
-	_ = api.MutatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{})
-	if _, err := api.MutatingAdmissionPolicies().Create(ctx, o.Policy, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("installing admission policy %s: %w", name, err)
-	}
-	if _, err := api.MutatingAdmissionPolicyBindings().Create(ctx, o.Binding, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("installing admission policy binding %s: %w", name, err)
+// createDeleter is what client-go's typed clients of the admission objects have in common.
+type createDeleter[T any] interface {
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// install creates obj, named name, in place of a leftover of an earlier run, and registers
+// its removal with Stop (which removes in reverse order: a binding before its policy).
+func install[T any](ctx context.Context, h *Harness, c createDeleter[T], name string, obj T, what string) error {
+	_ = c.Delete(ctx, name, metav1.DeleteOptions{})
+	if _, err := c.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("installing %s %s: %w", what, name, err)
 	}
 	h.cleanups = append(h.cleanups, func(ctx context.Context) error {
-		return errors.Join(
-			ignoreNotFound(api.MutatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})),
-			ignoreNotFound(api.MutatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{})))
+		return ignoreNotFound(c.Delete(ctx, name, metav1.DeleteOptions{}))
 	})
 	return nil
 }

@@ -235,14 +235,12 @@ func (r *Recorder) rules(rec *NodeRecord, cur *corev1.Node, m Mark) {
 	}
 	var outside []string
 	for _, rl := range r.cfg.EffectiveRules() {
-		v, set := cur.Annotations[rl.CompletedAnnotation]
-		if last, seen := rec.completed[rl.CompletedAnnotation]; (set || seen) && (v != last || !seen) {
-			rec.CompletedAt = append(rec.CompletedAt, rl.CompletedAnnotation+"="+v)
-		}
-		if set {
+		v, set := cur.Annotations[rl.CompletedAnnotation] // v is "" when not set
+		if last, seen := rec.completed[rl.CompletedAnnotation]; set || seen {
+			if !seen || v != last {
+				rec.CompletedAt = append(rec.CompletedAt, rl.CompletedAnnotation+"="+v)
+			}
 			rec.completed[rl.CompletedAnnotation] = v
-		} else if _, seen := rec.completed[rl.CompletedAnnotation]; seen {
-			rec.completed[rl.CompletedAnnotation] = ""
 		}
 		if rl.Mode == rule.Continuous && !rl.DryRun {
 			if rec.retainted == nil {
@@ -331,11 +329,18 @@ func (r *Recorder) Barrier(ctx context.Context, cs kubernetes.Interface, name st
 	})
 }
 
-func (r *Recorder) nodeDeleted(o any) {
+// deletedObject is the object an informer's delete event carries, unwrapping the tombstone
+// it hands over when its watch missed the deletion itself.
+func deletedObject[T any](o any) (T, bool) {
 	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
 		o = d.Obj
 	}
-	n, ok := o.(*corev1.Node)
+	t, ok := o.(T)
+	return t, ok
+}
+
+func (r *Recorder) nodeDeleted(o any) {
+	n, ok := deletedObject[*corev1.Node](o)
 	if !ok {
 		return
 	}
@@ -415,10 +420,7 @@ func (r *Recorder) pod(p *corev1.Pod) {
 // podDeleted: a deleted init Pod no longer counts; while its DaemonSet targets the node,
 // its component is unready until a new Pod is.
 func (r *Recorder) podDeleted(o any) {
-	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
-	p, ok := o.(*corev1.Pod)
+	p, ok := deletedObject[*corev1.Pod](o)
 	if !ok {
 		return
 	}
