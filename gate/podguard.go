@@ -112,10 +112,7 @@ func (c *Config) holdingTaint(node *corev1.Node, tolerations []corev1.Toleration
 			continue
 		}
 		for _, t := range node.Spec.Taints {
-			if t.Key != r.Taint.Key || t.Effect != r.Taint.Effect {
-				continue
-			}
-			if !(&Rule{Taint: t}).Tolerates(tolerations) {
+			if t.Key == r.Taint.Key && t.Effect == r.Taint.Effect && !rule.Tolerated(tolerations, &t) {
 				return t, true
 			}
 		}

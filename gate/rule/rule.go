@@ -306,8 +306,14 @@ func (r *Rule) taintIndex(taints []corev1.Taint) int {
 
 // Tolerates reports whether the tolerations let a Pod schedule onto a node with the taint.
 func (r *Rule) Tolerates(tolerations []corev1.Toleration) bool {
+	return Tolerated(tolerations, &r.Taint)
+}
+
+// Tolerated reports whether the tolerations let a Pod schedule onto a node with taint, as
+// the scheduler judges it.
+func Tolerated(tolerations []corev1.Toleration, taint *corev1.Taint) bool {
 	for i := range tolerations {
-		if tolerations[i].ToleratesTaint(klog.Background(), &r.Taint, true) {
+		if tolerations[i].ToleratesTaint(klog.Background(), taint, true) {
 			return true
 		}
 	}
