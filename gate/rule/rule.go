@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
@@ -24,6 +25,9 @@ const (
 	Startup Mode = "startup"
 	// Continuous rules put their taint back while their requirements do not hold.
 	Continuous Mode = "continuous"
+	// Condition rules (tainter's) keep their taint on exactly while the node's conditions
+	// match, with any effect; they add nothing at creation.
+	Condition Mode = "condition"
 )
 
 // TimeoutPolicy says what happens when MaxHold passes before the node is ready.
@@ -76,8 +80,20 @@ type Rule struct {
 	SettleTime metav1.Duration `json:"settleTime,omitempty"`
 	// CompletedAnnotation is written on the Node when the rule first releases it. The gate
 	// defaults it: the contract's startup.k8s.io/completedAt for the rule named "default",
-	// startup.k8s.io/completedAt.<name> for every other.
+	// startup.k8s.io/completedAt.<name> for every other. A condition rule writes it with its
+	// taint and removes it with it (default startup.k8s.io/taintedAt.<name>): it marks a
+	// taint the rule placed, the only kind the rule ever lifts.
 	CompletedAnnotation string `json:"completedAnnotation,omitempty"`
+	// Match (condition rules) are the node conditions that must all be present and match
+	// for the taint to be on.
+	Match []Match `json:"match,omitempty"`
+	// KeepAfterClear (condition rules) leaves the taint on when the conditions stop
+	// matching: the operator removes it, as the out-of-service flow wants.
+	KeepAfterClear bool `json:"keepAfterClear,omitempty"`
+	// MaxTainted (NoExecute condition rules) is the eviction budget: how many of the nodes
+	// the selector matches may carry the taint at once, a count or a percentage (rounded
+	// up). Default DefaultMaxTainted.
+	MaxTainted *intstr.IntOrString `json:"maxTainted,omitempty"`
 
 	c *compiled
 }
@@ -86,6 +102,7 @@ type compiled struct {
 	nodes      labels.Selector
 	components []compiledComponent
 	conditions []condition
+	match      []compiledMatch
 }
 
 type compiledComponent struct {
@@ -125,7 +142,7 @@ func (r *Rule) CompileSelectors(at string, errs *Errors) {
 	if r.TimeoutPolicy == "" {
 		r.TimeoutPolicy = TimeoutRelease
 	}
-	if r.SettleTime.Duration == 0 {
+	if r.SettleTime.Duration == 0 && r.Mode != Condition {
 		r.SettleTime.Duration = DefaultSettleTime
 	}
 	out := &compiled{}
@@ -147,6 +164,10 @@ func (r *Rule) CompileSelectors(at string, errs *Errors) {
 func (r *Rule) CompileLimits(at string, errs *Errors) {
 	field := fieldIn(at)
 	c := r.compiled()
+	c.match = r.compileMatch(field, errs)
+	if r.Mode == Condition {
+		return
+	}
 	c.conditions = r.compileConditions(field, errs)
 	if len(r.Components) == 0 && len(r.Conditions) == 0 {
 		errs.Add(field("components"), "a rule needs at least one component or condition")
@@ -173,13 +194,13 @@ func (r *Rule) validateName(field func(string) string, errs *Errors) {
 		errs.Add(field("name"), "%q: %s", r.Name, msg)
 	}
 	switch r.Mode {
-	case Startup:
+	case Startup, Condition:
 	case Continuous:
 		if r.Taint.Effect != corev1.TaintEffectNoSchedule {
 			errs.Add(field("taint.effect"), "%q: a continuous rule uses NoSchedule only; it never evicts", r.Taint.Effect)
 		}
 	default:
-		errs.Add(field("mode"), "%q: must be %q or %q", r.Mode, Startup, Continuous)
+		errs.Add(field("mode"), "%q: must be %q, %q or %q", r.Mode, Startup, Continuous, Condition)
 	}
 }
 
@@ -335,6 +356,11 @@ func (r *Rule) AddTaint(n *corev1.Node) bool {
 // already released keeps its original completion time: it is set exactly once.
 func (r *Rule) Release(n *corev1.Node, now time.Time) {
 	r.RemoveTaint(n)
+	r.mark(n, now)
+}
+
+// mark sets the rule's annotation on the node to now, unless it is set.
+func (r *Rule) mark(n *corev1.Node, now time.Time) {
 	if r.Completed(n) {
 		return
 	}
@@ -343,6 +369,10 @@ func (r *Rule) Release(n *corev1.Node, now time.Time) {
 	}
 	n.Annotations[r.CompletedAnnotation] = strconv.FormatInt(now.Unix(), 10)
 }
+
+// metaTime is now at the apiserver's resolution (seconds), so that a write compares equal
+// to what is read back.
+func metaTime(now time.Time) metav1.Time { return metav1.NewTime(now.Truncate(time.Second)) }
 
 // RemoveTaint removes every entry that matches the rule's key and effect, and nothing else.
 func (r *Rule) RemoveTaint(n *corev1.Node) {
@@ -411,6 +441,9 @@ func (r *Rule) ConditionTypes() []corev1.NodeConditionType {
 	var out []corev1.NodeConditionType
 	for _, c := range r.compiled().conditions {
 		out = append(out, c.Type)
+	}
+	for _, m := range r.compiled().match {
+		out = append(out, m.Type)
 	}
 	return out
 }
