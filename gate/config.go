@@ -25,6 +25,9 @@ const (
 	DefaultInitLabel           = "startup.k8s.io/component=init"
 	DefaultReadyAnnotation     = "startup.k8s.io/ready"
 	DefaultCompletedAnnotation = "startup.k8s.io/completedAt"
+	// DefaultTaintedAnnotation, suffixed with the rule's name, marks the nodes a condition
+	// rule tainted: the rule lifts only a taint it placed.
+	DefaultTaintedAnnotation = "startup.k8s.io/taintedAt"
 	// DefaultNodeSelector gates every node except AKS system-pool and control-plane nodes:
 	// the gate's own Pods run there, so gating them could deadlock the cluster.
 	DefaultNodeSelector = "kubernetes.azure.com/mode!=system,!node-role.kubernetes.io/control-plane"
@@ -229,7 +232,11 @@ func (c *Config) ruleList(errs *rule.Errors) []*Rule {
 	out := make([]*Rule, len(c.Rules))
 	for i := range c.Rules {
 		r := c.Rules[i]
-		if r.CompletedAnnotation == "" {
+		switch {
+		case r.CompletedAnnotation != "":
+		case r.Mode == rule.Condition:
+			r.CompletedAnnotation = DefaultTaintedAnnotation + "." + r.Name
+		default:
 			r.CompletedAnnotation = c.CompletedAnnotation
 			if r.Name != DefaultRuleName {
 				r.CompletedAnnotation += "." + r.Name
@@ -285,9 +292,22 @@ func (c *Config) enforced() []*Rule {
 	return out
 }
 
-// Gated reports whether a rule that writes applies to this node: it must be held.
-func (c *Config) Gated(node *corev1.Node) bool {
+// Gating are the rules that hold a node from its creation: every rule that writes but the
+// condition rules, which taint only while conditions match and never at creation.
+func (c *Config) Gating() []*Rule {
+	var out []*Rule
 	for _, r := range c.enforced() {
+		if r.Mode != rule.Condition {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Gated reports whether a rule that holds nodes from creation applies to this node: it
+// must be held.
+func (c *Config) Gated(node *corev1.Node) bool {
+	for _, r := range c.Gating() {
 		if r.Matches(node) {
 			return true
 		}
@@ -295,12 +315,12 @@ func (c *Config) Gated(node *corev1.Node) bool {
 	return false
 }
 
-// Released reports whether every rule that writes and applies to this node has released it
+// Released reports whether every rule that holds nodes from creation and applies to this node has released it
 // once (its completion annotation is set). The gate never holds such a node again at
 // creation; a continuous rule may still re-taint it.
 func (c *Config) Released(node *corev1.Node) bool {
 	applies := false
-	for _, r := range c.enforced() {
+	for _, r := range c.Gating() {
 		if r.Matches(node) {
 			applies = true
 			if !r.Completed(node) {
@@ -311,11 +331,11 @@ func (c *Config) Released(node *corev1.Node) bool {
 	return applies
 }
 
-// HasTaint reports whether the node carries the taint of a rule that writes (matched on
+// HasTaint reports whether the node carries the taint of a rule that holds nodes from creation (matched on
 // key and effect, so a value set by kubelet --register-with-taints or Karpenter still
 // counts).
 func (c *Config) HasTaint(node *corev1.Node) bool {
-	for _, r := range c.enforced() {
+	for _, r := range c.Gating() {
 		if r.HasTaint(node) {
 			return true
 		}
@@ -324,9 +344,9 @@ func (c *Config) HasTaint(node *corev1.Node) bool {
 }
 
 // Tolerates reports whether the tolerations let a Pod schedule onto a node with the taint
-// of every rule that writes.
+// of every rule that holds nodes from creation.
 func (c *Config) Tolerates(tolerations []corev1.Toleration) bool {
-	for _, r := range c.enforced() {
+	for _, r := range c.Gating() {
 		if !r.Tolerates(tolerations) {
 			return false
 		}

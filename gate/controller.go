@@ -61,6 +61,8 @@ type Reconciler struct {
 
 	mu    sync.Mutex
 	nodes map[string]*nodeState
+	// budgetMu serializes the eviction budgets' decisions with their writes.
+	budgetMu sync.Mutex
 }
 
 type nodeState struct {
@@ -77,6 +79,9 @@ type ruleState struct {
 	wouldRelease bool
 	// left: the node's labels left the rule's selector.
 	left bool
+	// wouldTaint: a dry-run condition rule has reported its taint; budgetDenied: a
+	// condition rule's budget has held the node back (both reported once).
+	wouldTaint, budgetDenied bool
 }
 
 // facts are what the rules read about a node, gathered once per reconcile.
@@ -119,7 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // anyCompleted: some rule that writes has released the node once.
 func (r *Reconciler) anyCompleted(node *corev1.Node) bool {
-	for _, rl := range r.Config.enforced() {
+	for _, rl := range r.Config.Gating() {
 		if rl.Completed(node) {
 			return true
 		}
@@ -151,6 +156,8 @@ func (r *Reconciler) decide(ctx context.Context, f *facts, rl *Rule, unmetSince 
 func (r *Reconciler) rule(ctx context.Context, f *facts, rl *Rule) (time.Duration, error) {
 	node := f.node
 	switch {
+	case rl.Mode == rule.Condition:
+		return r.conditionRule(ctx, f, rl)
 	case rl.DryRun:
 		return r.dryRun(ctx, f, rl)
 	case !rl.Matches(node):

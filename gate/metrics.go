@@ -36,8 +36,20 @@ var (
 	}, []string{"rule"})
 	dryRunTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "startupgate_dry_run_decisions_total",
-		Help: "What dry-run rules would have done, by rule and decision (would_hold, would_release).",
+		Help: "What dry-run rules would have done, by rule and decision (would_hold, would_release, would_taint).",
 	}, []string{"rule", "decision"})
+	conditionTaintsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "startupgate_condition_taints_total",
+		Help: "Taints a condition rule put on or took off, by rule and action (tainted, cleared).",
+	}, []string{"rule", "action"})
+	conditionTaintedNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "startupgate_condition_tainted_nodes",
+		Help: "Nodes that carry a NoExecute condition rule's taint, counted when its eviction budget was last asked, by rule.",
+	}, []string{"rule"})
+	budgetExhausted = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "startupgate_budget_exhausted",
+		Help: "1 when a NoExecute condition rule's eviction budget last held back a matching node, 0 when it last allowed one, by rule.",
+	}, []string{"rule"})
 	webhookRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "startupgate_webhook_requests_total",
 		Help: "Node admission requests, by result (tainted, already_tainted, excluded, released, rejected).",
@@ -58,5 +70,5 @@ var (
 
 func init() { //nolint:gochecknoinits // registering collectors is the one sanctioned use
 	metrics.Registry.MustRegister(gatedNodes, holdSeconds, releaseLatencySeconds, releasesTotal,
-		timeoutsTotal, retaintsTotal, dryRunTotal, webhookRequests, backfillsTotal, missingToleration, podGuardRequests)
+		timeoutsTotal, retaintsTotal, dryRunTotal, conditionTaintsTotal, conditionTaintedNodes, budgetExhausted, webhookRequests, backfillsTotal, missingToleration, podGuardRequests)
 }

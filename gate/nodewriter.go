@@ -100,7 +100,7 @@ func taintMutation(rules ...*Rule) Mutation {
 // of every rule that writes, applies to the node and has not released it. It returns the
 // rules that apply, and which of them it tainted.
 func (c *Config) admit(n *corev1.Node) (applies, tainted []*Rule) {
-	for _, r := range c.enforced() {
+	for _, r := range c.Gating() {
 		if !r.Matches(n) || r.Completed(n) {
 			continue
 		}
@@ -123,7 +123,7 @@ func ReleaseNodes(ctx context.Context, c client.Client, cfg *Config, now time.Ti
 	w := &NodeWriter{Client: c, Reader: c}
 	var released []string
 	releaseAll := func(n *corev1.Node) {
-		for _, r := range cfg.enforced() {
+		for _, r := range cfg.Gating() {
 			if r.HasTaint(n) {
 				r.Release(n, now)
 			}

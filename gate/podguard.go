@@ -107,7 +107,7 @@ func (g *PodGuard) initPodsOn(ctx context.Context, nodeName string) ([]*corev1.P
 // scheduler compares with that one. A startup rule that has released the node no longer
 // holds it, whatever its taint; a continuous rule holds it while its taint is on.
 func (c *Config) holdingTaint(node *corev1.Node, tolerations []corev1.Toleration) (corev1.Taint, bool) {
-	for _, r := range c.enforced() {
+	for _, r := range c.Gating() {
 		if r.Mode == rule.Startup && r.Completed(node) {
 			continue
 		}

@@ -97,7 +97,7 @@ func (c *Config) componentOf(ds *appsv1.DaemonSet) (*Rule, string) {
 // that waits for another rule's release while that rule waits for it never starts.
 func (c *Config) taintList() string {
 	var out []string
-	for _, r := range c.enforced() {
+	for _, r := range c.Gating() {
 		out = append(out, r.Taint.ToString())
 	}
 	return strings.Join(out, ", ")

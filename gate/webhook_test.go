@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	dto "github.com/prometheus/client_model/go"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -38,6 +39,16 @@ func admissionRequest(kind metav1.GroupVersionKind, op admissionv1.Operation, ra
 // counterValue reads one counter from controller-runtime's registry, where the gate registers
 // its metrics; 0 if the series does not exist yet.
 func counterValue(tb testing.TB, name, label, value string) float64 {
+	return findMetric(tb, name, label, value).GetCounter().GetValue()
+}
+
+// gaugeValue reads one gauge, as counterValue reads a counter.
+func gaugeValue(tb testing.TB, name, label, value string) float64 {
+	return findMetric(tb, name, label, value).GetGauge().GetValue()
+}
+
+// findMetric is the series of name with the label set to value, or nil.
+func findMetric(tb testing.TB, name, label, value string) *dto.Metric {
 	tb.Helper()
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
@@ -50,12 +61,12 @@ func counterValue(tb testing.TB, name, label, value string) float64 {
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
 				if l.GetName() == label && l.GetValue() == value {
-					return m.GetCounter().GetValue()
+					return m
 				}
 			}
 		}
 	}
-	return 0
+	return nil
 }
 
 // decodeNode decodes as the apiserver does: case-sensitive field names, unknown fields

@@ -124,3 +124,42 @@ func TestGoldenStatusTable(t *testing.T) {
 		golden.Compare(t, "status/"+tc.golden+".output.txt", buf.Bytes())
 	}
 }
+
+// TestConditionStatusRows: a condition rule shows the nodes whose conditions match or that
+// carry its taint, and why; the others have no row for it.
+func TestConditionStatusRows(t *testing.T) {
+	cfg, err := gate.LoadConfig([]byte(`rules:
+  - name: oos
+    mode: condition
+    taint: {key: node.kubernetes.io/out-of-service, value: nodeshutdown, effect: NoExecute}
+    match: [{type: example.com/Preempted, status: "True"}]
+    keepAfterClear: true
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	oos := corev1.Taint{Key: "node.kubernetes.io/out-of-service", Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}
+	mark := map[string]string{"startup.k8s.io/taintedAt.oos": "1"}
+	preempted := func(n *corev1.Node, s corev1.ConditionStatus) *corev1.Node {
+		n.Status.Conditions = []corev1.NodeCondition{{Type: "example.com/Preempted", Status: s}}
+		return n
+	}
+	nodes := []corev1.Node{
+		*preempted(node("tainted", nil, mark, oos), corev1.ConditionTrue),
+		*preempted(node("waiting", nil, nil), corev1.ConditionTrue),
+		*preempted(node("kept", nil, mark, oos), corev1.ConditionFalse),
+		*preempted(node("by-hand", nil, nil, oos), corev1.ConditionFalse),
+		*preempted(node("healthy", nil, nil), corev1.ConditionFalse),
+	}
+	got := map[string]string{}
+	for _, r := range statusRows(&cfg, nodes, nil, nil, time.Now()) {
+		got[r.Node] = r.State
+	}
+	want := map[string]string{"tainted": StateTainted, "waiting": StateMatching, "kept": StateKept, "by-hand": StateTainted}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("states (-want +got):\n%s", diff)
+	}
+}

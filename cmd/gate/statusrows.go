@@ -24,6 +24,11 @@ const (
 	StateUntainted    = "untainted"     // the rule applies, but the node came up without its taint
 	StateWouldHold    = "would-hold"    // dry run: the rule would hold it
 	StateWouldRelease = "would-release" // dry run: the rule would have released it
+	StateTainted      = "tainted"       // a condition rule's conditions match, its taint is on
+	StateMatching     = "matching"      // they match, the taint is not on yet (budget, or write pending)
+	StateKept         = "kept"          // they stopped matching; keepAfterClear keeps the taint
+	StateClearing     = "clearing"      // they stopped matching; the taint comes off
+	StateWouldTaint   = "would-taint"   // dry run: the conditions match
 )
 
 // StatusRow is one node and one rule that applies to it: why the node is held, read with
@@ -56,6 +61,12 @@ func statusRows(cfg *gate.Config, nodes []corev1.Node, pods []corev1.Pod, dss []
 		n := &nodes[i]
 		for _, rl := range cfg.EffectiveRules() {
 			if !rl.Matches(n) && !rl.HasTaint(n) {
+				continue
+			}
+			if rl.Mode == rule.Condition {
+				if row, ok := conditionStatusOf(rl, n); ok {
+					rows = append(rows, row)
+				}
 				continue
 			}
 			in := rule.Input{Node: n, Pods: byNode[n.Name], Expected: rl.ExpectedOn(n, dss), Now: now}
@@ -95,6 +106,32 @@ func statusOf(rl *gate.Rule, rd rule.Readiness, in rule.Input) StatusRow {
 		row.Deadline = &metav1.Time{Time: n.CreationTimestamp.Add(rl.MaxHold.Duration)}
 	}
 	return row
+}
+
+// conditionStatusOf is a condition rule's row, for a node whose conditions match or that
+// carries the rule's taint; other nodes have nothing to say about the rule.
+func conditionStatusOf(rl *gate.Rule, n *corev1.Node) (StatusRow, bool) {
+	d := rule.DecideCondition(rl, n)
+	row := StatusRow{Node: n.Name, Rule: rl.Name, Mode: string(rl.Mode), Taint: rl.Taint.ToString(), DryRun: rl.DryRun, WaitingOn: d.Reason}
+	switch {
+	case rl.DryRun && d.Match:
+		row.State = StateWouldTaint
+	case rl.DryRun:
+		return row, false
+	case d.Match && rl.HasTaint(n):
+		row.State = StateTainted
+	case d.Match:
+		row.State, row.WaitingOn = StateMatching, d.Reason+"; not tainted yet: the eviction budget, or the write is pending"
+	case d.Clear && rl.HasTaint(n):
+		row.State = StateClearing
+	case rl.HasTaint(n) && rl.Completed(n):
+		row.State = StateKept
+	case rl.HasTaint(n):
+		row.State, row.WaitingOn = StateTainted, "the taint was not placed by the rule (set by hand?); the rule never lifts it"
+	default:
+		return row, false
+	}
+	return row, true
 }
 
 // releasedAfter is creation to the rule's release, from its completion annotation.

@@ -23,15 +23,13 @@ type Objects struct {
 	Binding *admissionregistrationv1.MutatingAdmissionPolicyBinding
 }
 
-// For renders one policy and binding per rule that writes (dry-run rules write nothing,
-// not even at creation), in rule order. The default rule's objects keep the name Name;
+// For renders one policy and binding per rule that holds nodes from creation (dry-run
+// rules write nothing, not even at creation; condition rules never taint at creation), in
+// rule order. The default rule's objects keep the name Name;
 // another rule's are Name-<rule>.
 func For(c *gate.Config) ([]Objects, error) {
 	var out []Objects
-	for _, r := range c.EffectiveRules() {
-		if r.DryRun {
-			continue
-		}
+	for _, r := range c.Gating() {
 		name := Name
 		if r.Name != gate.DefaultRuleName {
 			name += "-" + r.Name
@@ -171,10 +169,7 @@ func labelSelector(s string) (*metav1.LabelSelector, error) {
 func ObjectSelector(c *gate.Config) (*metav1.LabelSelector, error) {
 	var common labels.Requirements
 	first := true
-	for _, r := range c.EffectiveRules() {
-		if r.DryRun {
-			continue
-		}
+	for _, r := range c.Gating() {
 		sel, err := labels.Parse(r.NodeSelector)
 		if err != nil {
 			return nil, err

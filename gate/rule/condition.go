@@ -82,11 +82,12 @@ func (r *Rule) validateConditionMode(field func(string) string, errs *Errors) {
 			errs.Add(field(f.name), "a condition rule does not use it: its taint is on exactly while match holds")
 		}
 	}
-	if r.MaxTainted != nil && r.Taint.Effect != corev1.TaintEffectNoExecute {
+	evicts := r.Taint.Effect == corev1.TaintEffectNoExecute
+	if r.MaxTainted != nil && !evicts && validEffect(r.Taint.Effect) {
 		errs.Add(field("maxTainted"), "only a NoExecute rule evicts, so only it has an eviction budget")
 		return
 	}
-	if r.Taint.Effect != corev1.TaintEffectNoExecute {
+	if !evicts {
 		return
 	}
 	if r.MaxTainted == nil {

@@ -215,11 +215,17 @@ func (r *Rule) validateTaint(field func(string) string, errs *Errors) {
 			errs.Add(field("taint.value"), "%q: %s", r.Taint.Value, msg)
 		}
 	}
-	switch r.Taint.Effect {
-	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
-	default:
+	if !validEffect(r.Taint.Effect) {
 		errs.Add(field("taint.effect"), "%q: must be NoSchedule, PreferNoSchedule or NoExecute", r.Taint.Effect)
 	}
+}
+
+func validEffect(e corev1.TaintEffect) bool {
+	switch e {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+		return true
+	}
+	return false
 }
 
 // compileComponents parses each component's selector and checks its namespace. A component

@@ -1,0 +1,183 @@
+package gate
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/startupgate/startupgate/gate/rule"
+)
+
+var oosTaint = corev1.Taint{Key: "node.kubernetes.io/out-of-service", Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}
+
+// conditionConfig: the default startup rule, and an out-of-service condition rule on a
+// preempted node that is not Ready.
+func conditionConfig(t *testing.T, mod func(*Rule)) *Config {
+	return validConfig(t, func(c *Config) {
+		oos := Rule{Name: "oos", Mode: rule.Condition, Taint: oosTaint, Match: []rule.Match{
+			{Type: "example.com/Preempted", Status: "True"}, {Type: corev1.NodeReady, Status: "False|Unknown"},
+		}}
+		if mod != nil {
+			mod(&oos)
+		}
+		c.Rules = []Rule{
+			{Name: DefaultRuleName, NodeSelector: DefaultNodeSelector, Taint: gateTaint, Components: []Component{{Name: "init", Selector: DefaultInitLabel}}},
+			oos,
+		}
+	})
+}
+
+func preempted(since time.Time) nodeOpt {
+	return func(n *corev1.Node) {
+		n.Status.Conditions = append(n.Status.Conditions,
+			corev1.NodeCondition{Type: "example.com/Preempted", Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(since)},
+			corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, LastTransitionTime: metav1.NewTime(since)})
+	}
+}
+
+const releasedMark = DefaultCompletedAnnotation
+
+// TestConditionRuleTaintsWhileMatching: never at creation; on while every condition
+// matches, with timeAdded and the rule's mark, in one write; off, mark and all, when a
+// condition clears.
+func TestConditionRuleTaintsWhileMatching(t *testing.T) {
+	cfg := conditionConfig(t, func(r *Rule) { r.MaxTainted = &intstr.IntOrString{Type: intstr.Int, IntVal: 5} })
+	created := newNode("n", t0)
+	if applies, _ := cfg.admit(created.DeepCopy()); len(applies) != 1 || applies[0].Name != DefaultRuleName {
+		t.Fatalf("rules applied at creation: %v, want the startup rule only", ruleNames(applies))
+	}
+	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{},
+		newNode("n", t0, withNodeAnnotation(releasedMark, "1"), preempted(t0.Add(time.Minute))))
+	e.reconcile(t, "n")
+	n := getNode(t, e.c, "n")
+	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != oosTaint.Key || n.Spec.Taints[0].TimeAdded == nil {
+		t.Fatalf("taints %+v, want the out-of-service taint with timeAdded", n.Spec.Taints)
+	}
+	if n.Annotations[DefaultTaintedAnnotation+".oos"] == "" {
+		t.Errorf("annotations %v: want the rule's mark", n.Annotations)
+	}
+	e.reconcile(t, "n") // matching still, tainted: nothing to do
+	if w := e.calls.writes(); w != 1 {
+		t.Errorf("%d writes, want 1", w)
+	}
+
+	n.Status.Conditions[0].Status = corev1.ConditionFalse
+	if err := e.c.Status().Update(t.Context(), n); err != nil {
+		t.Fatal(err)
+	}
+	if got := getNode(t, e.c, "n").Status.Conditions[0].Status; got != corev1.ConditionFalse {
+		t.Fatalf("condition after update = %s", got)
+	}
+	e.reconcile(t, "n")
+	n = getNode(t, e.c, "n")
+	if len(n.Spec.Taints) != 0 || n.Annotations[DefaultTaintedAnnotation+".oos"] != "" {
+		t.Errorf("after the condition cleared: taints %v, annotations %v; want neither taint nor mark", n.Spec.Taints, n.Annotations)
+	}
+	want := []string{"Warning " + ReasonConditionTainted, "Normal " + ReasonConditionCleared}
+	if diff := cmp.Diff(want, e.drain()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// TestConditionRuleNeverLiftsAForeignTaint: an operator's own out-of-service taint (the
+// manual flow) stays when the rule's conditions do not match.
+func TestConditionRuleNeverLiftsAForeignTaint(t *testing.T) {
+	e := newReconcilerEnv(t, conditionConfig(t, nil), false, interceptor.Funcs{},
+		newNode("n", t0, withNodeAnnotation(releasedMark, "1"), withTaints(oosTaint)))
+	e.reconcile(t, "n")
+	if w := e.calls.writes(); w != 0 {
+		t.Errorf("%d writes, want 0: the rule did not place the taint", w)
+	}
+}
+
+// TestConditionBudget: four of ten nodes match and the budget is 10%: one node is tainted,
+// the earliest match; the others wait, each reported once, and nothing is lifted for them.
+func TestConditionBudget(t *testing.T) {
+	cfg := conditionConfig(t, nil) // default budget, 10%
+	var objs []client.Object
+	for i := range 10 {
+		opts := []nodeOpt{withNodeAnnotation(releasedMark, "1")}
+		if i < 4 {
+			opts = append(opts, preempted(t0.Add(time.Duration(4-i)*time.Second))) // n3 matched first
+		}
+		objs = append(objs, newNode(fmt.Sprintf("n%d", i), t0, opts...))
+	}
+	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, objs...)
+	for round := range 2 {
+		for i := range 4 {
+			got := e.reconcile(t, fmt.Sprintf("n%d", i))
+			if tainted := i == 3; !tainted && got.RequeueAfter != budgetRetry {
+				t.Errorf("round %d, n%d: %+v, want a retry after %s", round, i, got, budgetRetry)
+			}
+		}
+	}
+	for i := range 10 {
+		if has := cfg.EffectiveRules()[1].HasTaint(getNode(t, e.c, fmt.Sprintf("n%d", i))); has != (i == 3) {
+			t.Errorf("n%d tainted = %v, want %v", i, has, i == 3)
+		}
+	}
+	want := []string{"Warning " + ReasonBudgetExhausted, "Warning " + ReasonBudgetExhausted, "Warning " + ReasonBudgetExhausted, "Warning " + ReasonConditionTainted}
+	if diff := cmp.Diff(want, e.drain()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if v := gaugeValue(t, "startupgate_budget_exhausted", "rule", "oos"); v != 1 {
+		t.Errorf("budget_exhausted{rule=oos} = %v, want 1", v)
+	}
+}
+
+// TestConditionBudgetCountsWritesTheCacheLags: the budget counts a taint this process
+// wrote before the cache shows it; else a second worker would take the same place.
+func TestConditionBudgetCountsWritesTheCacheLags(t *testing.T) {
+	cfg := conditionConfig(t, func(r *Rule) { r.MaxTainted = &intstr.IntOrString{Type: intstr.Int, IntVal: 1} })
+	objs := func() []client.Object {
+		return []client.Object{
+			newNode("a", t0, withNodeAnnotation(releasedMark, "1"), preempted(t0)),
+			newNode("b", t0, withNodeAnnotation(releasedMark, "1"), preempted(t0)),
+		}
+	}
+	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, objs()...)
+	stale, _ := newFakeClient(interceptor.Funcs{}, objs()...) // a cache that never sees a write
+	e.r.Client = stale
+	e.reconcile(t, "a")
+	e.reconcile(t, "b")
+	if w := e.calls.writes(); w != 1 {
+		t.Errorf("%d writes, want 1: the budget is one node", w)
+	}
+}
+
+// TestConditionDryRunReportsEvictions: a dry-run NoExecute rule writes nothing and names the
+// Pods its taint would evict, once.
+func TestConditionDryRunReportsEvictions(t *testing.T) {
+	cfg := conditionConfig(t, func(r *Rule) { r.DryRun = true })
+	tolerates := corev1.Toleration{Key: oosTaint.Key, Operator: corev1.TolerationOpExists}
+	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{},
+		newNode("n", t0, withNodeAnnotation(releasedMark, "1"), preempted(t0)),
+		newPod("web-0", "n", t0, withNamespace("shop"), withLabels(nil)),
+		newPod("logger", "n", t0, withNamespace("shop"), withLabels(nil), withTolerations(tolerates)))
+	e.reconcile(t, "n")
+	e.reconcile(t, "n")
+	if w := e.calls.writes(); w != 0 {
+		t.Errorf("%d writes, want 0", w)
+	}
+	var got []string
+	for {
+		select {
+		case ev := <-e.events.Events:
+			got = append(got, ev)
+			continue
+		default:
+		}
+		break
+	}
+	if len(got) != 1 || !strings.Contains(got[0], ReasonWouldTaint) || !strings.Contains(got[0], "evicting 1 pod(s): shop/web-0") {
+		t.Errorf("events %q, want one %s naming shop/web-0 only", got, ReasonWouldTaint)
+	}
+}
