@@ -31,6 +31,8 @@ func (x *run) bounds() check.Bounds {
 func (x *run) judge() *report.Result {
 	recs := x.recorder.Snapshot()
 	v := check.Check(recs, x.start, x.bounds())
+	more, replaced := check.Conditions(recs, x.start, time.Now(), x.sc.Expect)
+	v.Violations = append(v.Violations, more...)
 	obs := x.observed(v, recs)
 	res := &report.Result{
 		Name: x.sc.Name, File: x.sc.File, Description: x.sc.Description, Gate: string(x.Opts.Gate), Seed: x.Opts.Seed,
@@ -48,6 +50,9 @@ func (x *run) judge() *report.Result {
 		res.RetaintLatencyMS = &p
 	}
 	res.BoundWhileUnready = v.BoundWhileUnready
+	for _, d := range replaced {
+		res.ReplacementMS = append(res.ReplacementMS, d.Milliseconds())
+	}
 	hold := check.PercentilesOf(v.Hold)
 	res.HoldMS = report.HoldPercentiles{P50: hold.P50, P99: hold.P99}
 	x.mu.Lock()

@@ -36,11 +36,17 @@ func (x *run) setup(ctx context.Context) error {
 	}
 	want := 0
 	for _, w := range x.sc.Workloads {
+		x.replicas[w.Name] = w.Replicas
+		if w.Kind == scenario.KindStatefulSet {
+			if _, err := cs.AppsV1().StatefulSets(x.ns).Create(ctx, x.sc.StatefulSet(x.ns, w), metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("creating statefulset %s: %w", w.Name, err)
+			}
+			continue // its controller creates a Pod at a time
+		}
 		if _, err := cs.AppsV1().Deployments(x.ns).Create(ctx, x.sc.Deployment(x.ns, w), metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating deployment %s: %w", w.Name, err)
 		}
 		want += int(w.Replicas)
-		x.replicas[w.Name] = w.Replicas
 	}
 	// Workloads are pending before the first join: wait until every replica exists. The
 	// ReplicaSets count their Pods, so this costs one small list, not a list of every Pod.
@@ -69,6 +75,7 @@ func (x *run) cleanup(ctx context.Context) error {
 	now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}
 	errs := []error{
 		client.IgnoreNotFound(cs.AppsV1().Deployments(x.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)),
+		client.IgnoreNotFound(cs.AppsV1().StatefulSets(x.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)),
 		client.IgnoreNotFound(cs.AppsV1().DaemonSets(x.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)),
 		client.IgnoreNotFound(cs.AppsV1().ReplicaSets(x.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)),
 		client.IgnoreNotFound(cs.CoreV1().Pods(x.ns).DeleteCollection(ctx, now, all)),

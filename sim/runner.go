@@ -135,7 +135,8 @@ type run struct {
 	joins    map[string]*scenario.Join
 	replicas map[string]int32
 	steps    int
-	refused  int // registrations refused by admission
+	lastStep time.Time // when the last step to finish did
+	refused  int       // registrations refused by admission
 }
 
 // Run runs one scenario and judges it. An error means the run itself could not be carried
@@ -164,6 +165,10 @@ func (r *Runner) Run(ctx context.Context, sc *scenario.Scenario) (*report.Result
 			x.fail(fmt.Errorf("cleanup: %w", err))
 		}
 	}()
+	if err := x.usePlane(); err != nil {
+		return nil, err
+	}
+	defer x.restorePlane()
 	if err := x.setup(ctx); err != nil {
 		return nil, err
 	}
@@ -213,7 +218,29 @@ func (r *Runner) newRun(sc *scenario.Scenario) (*run, error) {
 		gateundertest.Options{As: r.Opts.GateAs, Shipped: r.Opts.Hooks != nil && r.Opts.Hooks.Shipped})
 	x.kubelet = &kubelet.Kubelet{Client: r.client, Namespace: ns, Scenario: sc.Name, Seed: r.Opts.Seed, Init: sc.Init,
 		Version: controlplane.KubeVersion, Errors: x.fail, ReadyAccepted: x.recorder.ReadyAccepted}
+	if sc.Plane != nil {
+		x.kubelet.LeaseRenew = sc.Plane.NodeMonitorGracePeriod / 4
+	}
 	return x, nil
+}
+
+// usePlane restarts the embedded controller-manager with the scenario's plane settings.
+func (x *run) usePlane() error {
+	if x.sc.Plane == nil {
+		return nil
+	}
+	if x.Opts.Plane == nil {
+		return fmt.Errorf("scenario %s sets plane: it needs the embedded backend", x.sc.Name)
+	}
+	return x.Opts.Plane.SetNodeMonitorGracePeriod(x.sc.Plane.NodeMonitorGracePeriod)
+}
+
+// restorePlane gives the controller-manager its defaults back after a scenario that
+// changed them.
+func (x *run) restorePlane() {
+	if x.sc.Plane != nil && x.Opts.Plane != nil {
+		x.fail(x.Opts.Plane.SetNodeMonitorGracePeriod(controlplane.DefaultNodeMonitorGracePeriod))
+	}
 }
 
 // ScopeConfig narrows every rule of cfg to the nodes of one scenario (those labelled

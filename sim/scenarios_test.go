@@ -8,6 +8,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"k8s.io/client-go/rest"
 
 	"github.com/startupgate/startupgate/gate/rule"
@@ -113,6 +115,21 @@ func TestNegativeControls(t *testing.T) {
 		{file: "continuous-flap", mutate: func(sc *scenario.Scenario) {
 			sc.GateConfig.Rules[1].SettleTime = metav1.Duration{Duration: time.Millisecond}
 		}, want: "write(s) per rule release"},
+		// No out-of-service rule: the preempted node's StatefulSet Pod stays Terminating and
+		// its replacement never starts within the window.
+		{file: "spot-preemption-out-of-service", mutate: func(sc *scenario.Scenario) {
+			sc.GateConfig.Rules = sc.GateConfig.Rules[:1]
+		}, want: check.KindReplacementLate},
+		// A rule that reads one condition of two taints (and evicts) the nodes that match one.
+		{file: "condition-taint-regex", mutate: func(sc *scenario.Scenario) {
+			sc.GateConfig.Rules[1].Match = sc.GateConfig.Rules[1].Match[:1]
+		}, want: check.KindTaintedWithoutMatch},
+		// No budget to speak of: every matching node is tainted.
+		{file: "noexecute-budget", mutate: func(sc *scenario.Scenario) {
+			sc.GateConfig.Rules[1].MaxTainted = ptr.To(intstr.FromString("100%"))
+		}, want: check.KindBudgetExceeded},
+		// The NoExecute rule out of dry run evicts.
+		{file: "condition-dry-run", mutate: func(sc *scenario.Scenario) { sc.GateConfig.Rules[2].DryRun = false }, want: check.KindEvicted},
 	}
 	for _, tt := range tests {
 		mode := tt.gate
@@ -120,7 +137,11 @@ func TestNegativeControls(t *testing.T) {
 			mode = gateundertest.InProcess
 		}
 		t.Run(tt.file+"/"+tt.want, func(t *testing.T) {
-			t.Parallel()
+			// A scenario that changes the plane runs alone: Go runs every subtest that is not
+			// parallel before the parallel ones start.
+			if !exclusivePlane(t, tt.file) {
+				t.Parallel()
+			}
 			res := runFile(t, rc, tt.file, Options{Gate: mode, Plane: plane}, tt.mutate)
 			if res.Passed {
 				t.Fatalf("%s passed; the checker missed %s", res.Name, tt.want)
@@ -173,6 +194,15 @@ func TestKubeconfigBackend(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = kb.Stop() })
 	assertPassed(t, runFile(t, rc, "basic-join", Options{Gate: gateundertest.InProcess}, nil))
+}
+
+// exclusivePlane reports whether scenarios/FILE.yaml changes the plane.
+func exclusivePlane(t *testing.T, file string) bool {
+	sc, err := scenario.Load("../scenarios/" + file + ".yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc.Plane != nil
 }
 
 // runFile loads scenarios/FILE.yaml, lets mutate adjust it, and runs it.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/startupgate/startupgate/sim/check"
 	"github.com/startupgate/startupgate/sim/faults"
+	"github.com/startupgate/startupgate/sim/kubelet"
 	"github.com/startupgate/startupgate/sim/report"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
@@ -49,6 +50,7 @@ func (x *run) play(ctx, gateCtx context.Context) {
 			x.step(ctx, step)
 			x.mu.Lock()
 			x.steps++
+			x.lastStep = time.Now()
 			x.mu.Unlock()
 		}()
 	}
@@ -125,6 +127,10 @@ func (x *run) action(a any) func(context.Context) error {
 		return func(ctx context.Context) error { return x.relabel(ctx, a) }
 	case *scenario.InitPod:
 		return func(ctx context.Context) error { return x.initPod(ctx, a) }
+	case *scenario.NodeCondition:
+		return func(ctx context.Context) error { return x.nodeCondition(ctx, a) }
+	case *scenario.KubeletStop:
+		return func(ctx context.Context) error { return x.kubeletStop(ctx, a) }
 	case *scenario.WebhookOutage:
 		return func(ctx context.Context) error { return faults.WebhookOutage(ctx, env, a) }
 	case *scenario.WebhookLatency:
@@ -355,7 +361,7 @@ func (x *run) scale(ctx context.Context, s *scenario.Scale) error {
 // there it is enough that the init Pods are ready.
 func (x *run) settled() bool {
 	x.mu.Lock()
-	steps := x.steps
+	steps, lastStep := x.steps, x.lastStep
 	want := 0
 	for _, n := range x.replicas {
 		want += int(n)
@@ -365,6 +371,9 @@ func (x *run) settled() bool {
 		return false
 	}
 	recs := x.recorder.Snapshot()
+	if w := x.sc.Expect.Window; w > 0 && time.Since(lastStep) < w && (x.sc.Expect.ReplacementWithin == 0 || check.ReplacementsPending(recs)) {
+		return false
+	}
 	v := check.Check(recs, x.start, x.bounds())
 	if v.WorkloadPods < want || v.Stuck > x.sc.Expect.Stuck {
 		return false
@@ -405,4 +414,58 @@ func (x *run) progress(phase report.Phase) {
 		return
 	}
 	fmt.Fprintln(x.Opts.Progress, p)
+}
+
+// nodesOf resolves a step's nodes: by name, or the node a Pod of the run is bound to now.
+func (x *run) nodesOf(ctx context.Context, ref scenario.NodeRef) ([]string, error) {
+	if ref.PodNode == "" {
+		return ref.Nodes, nil
+	}
+	p, err := x.client.CoreV1().Pods(x.ns).Get(ctx, ref.PodNode, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("finding the node of pod %s: %w", ref.PodNode, err)
+	}
+	if p.Spec.NodeName == "" {
+		return nil, fmt.Errorf("pod %s is not bound to a node", ref.PodNode)
+	}
+	return []string{p.Spec.NodeName}, nil
+}
+
+// nodeCondition sets or clears a node condition, as a termination handler or
+// node-problem-detector would: a status write that keeps every other condition.
+func (x *run) nodeCondition(ctx context.Context, c *scenario.NodeCondition) error {
+	nodes, err := x.nodesOf(ctx, c.NodeRef)
+	if err != nil {
+		return err
+	}
+	for _, name := range nodes {
+		err := kubelet.Retry(ctx, func() error {
+			n, err := x.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			n.Status.Conditions = scenario.SetNodeCondition(n.Status.Conditions, c, metav1.Now())
+			_, err = x.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("setting condition %s on node %s: %w", c.Type, name, err)
+		}
+	}
+	x.note("condition %s=%s on %v", c.Type, map[bool]string{true: "(cleared)", false: c.Status}[c.Clear], nodes)
+	return nil
+}
+
+// kubeletStop stops the fake kubelet of the nodes, and records when.
+func (x *run) kubeletStop(ctx context.Context, k *scenario.KubeletStop) error {
+	nodes, err := x.nodesOf(ctx, k.NodeRef)
+	if err != nil {
+		return err
+	}
+	for _, name := range nodes {
+		x.kubelet.Deregister(name)
+		x.recorder.KubeletStopped(name, time.Now())
+	}
+	x.note("kubelet stopped on %v", nodes)
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -84,7 +85,10 @@ type Embedded struct {
 	env        *envtest.Environment
 	kubeconfig string
 	dir        string
+	bin        string
+	mu         sync.Mutex
 	children   []*exec.Cmd
+	kcm        *exec.Cmd // the controller-manager, among children
 	started    time.Duration
 }
 
@@ -190,33 +194,69 @@ leaderElection:
 	if err != nil {
 		return fmt.Errorf("writing scheduler config: %w", err)
 	}
-	procs := map[string][]string{
-		"kube-scheduler": {"--config=" + schedCfg, "--secure-port=0"},
-		"kube-controller-manager": {
-			"--kubeconfig=" + e.kubeconfig, "--leader-elect=false", "--secure-port=0",
-			"--controllers=daemonset,nodelifecycle,replicaset,deployment,podgc,namespace",
-			"--use-service-account-credentials=false",
-			"--node-monitor-period=1s", "--node-monitor-grace-period=3m", // see the fake kubelet's leaseRenew
-			"--kube-api-qps=2000", "--kube-api-burst=4000",
-			"--concurrent-daemonset-syncs=8", "--concurrent-replicaset-syncs=8",
-		},
+	e.bin = bin
+	if err := e.startChild("kube-scheduler", []string{"--config=" + schedCfg, "--secure-port=0"}); err != nil {
+		return err
 	}
-	for _, name := range []string{"kube-scheduler", "kube-controller-manager"} {
-		logf, err := os.Create(filepath.Join(e.LogDir, name+".log"))
-		if err != nil {
-			return fmt.Errorf("creating %s log: %w", name, err)
-		}
-		cmd := exec.Command(filepath.Join(bin, name), procs[name]...)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			logf.Close()
-			return fmt.Errorf("starting %s: %w", name, err)
-		}
-		e.children = append(e.children, cmd)
-		go func() { _ = cmd.Wait(); logf.Close() }()
+	return e.startChild("kube-controller-manager", e.controllerManagerArgs(DefaultNodeMonitorGracePeriod))
+}
+
+// DefaultNodeMonitorGracePeriod is how long the embedded controller-manager waits for a
+// node's heartbeat: see the fake kubelet's lease renewal.
+const DefaultNodeMonitorGracePeriod = 3 * time.Minute
+
+// controllerManagerArgs are the controller-manager's flags. It runs the controllers a
+// scenario needs: the DaemonSet, ReplicaSet, Deployment and StatefulSet controllers, node
+// lifecycle, taint eviction (NoExecute taints) and pod GC (which force-deletes the Pods of
+// an out-of-service node), and the namespace controller for clean-up.
+func (e *Embedded) controllerManagerArgs(grace time.Duration) []string {
+	return []string{
+		"--kubeconfig=" + e.kubeconfig, "--leader-elect=false", "--secure-port=0",
+		"--controllers=daemonset,nodelifecycle,replicaset,deployment,statefulset-controller,taint-eviction-controller,podgc,namespace",
+		"--use-service-account-credentials=false",
+		"--node-monitor-period=1s", "--node-monitor-grace-period=" + grace.String(),
+		"--kube-api-qps=2000", "--kube-api-burst=4000",
+		"--concurrent-daemonset-syncs=8", "--concurrent-replicaset-syncs=8",
 	}
+}
+
+// startChild starts one of the plane's binaries as a child that dies with this process.
+func (e *Embedded) startChild(name string, args []string) error {
+	logf, err := os.OpenFile(filepath.Join(e.LogDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("creating %s log: %w", name, err)
+	}
+	cmd := exec.Command(filepath.Join(e.bin, name), args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	e.mu.Lock()
+	e.children = append(e.children, cmd)
+	if name == "kube-controller-manager" {
+		e.kcm = cmd
+	}
+	e.mu.Unlock()
+	go func() { _ = cmd.Wait(); logf.Close() }()
 	return nil
+}
+
+// SetNodeMonitorGracePeriod restarts the controller-manager with this grace period (a
+// scenario that stops a kubelet needs a short one). The caller must have the plane to
+// itself: every other scenario would feel the restart.
+func (e *Embedded) SetNodeMonitorGracePeriod(grace time.Duration) error {
+	e.mu.Lock()
+	old := e.kcm
+	e.mu.Unlock()
+	if old != nil && old.Process != nil {
+		_ = syscall.Kill(-old.Process.Pid, syscall.SIGKILL)
+		for syscall.Kill(old.Process.Pid, 0) == nil { // until its Wait has reaped it
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return e.startChild("kube-controller-manager", e.controllerManagerArgs(grace))
 }
 
 // Stop kills the children and stops envtest.

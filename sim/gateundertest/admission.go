@@ -104,14 +104,12 @@ func loadManifest(path string, obj any) error {
 	return nil
 }
 
-// waitAdmission dry-run creates, for every rule that writes, a probe node its selector
-// matches, until admission adds that rule's taint. Each rule has its own policy, and the
-// apiserver activates policies one by one: one rule's taint says nothing of another's.
+// waitAdmission dry-run creates, for every rule that taints at creation, a probe node its
+// selector matches, until admission adds that rule's taint. Each rule has its own policy,
+// and the apiserver activates policies one by one: one rule's taint says nothing of
+// another's.
 func waitAdmission(ctx context.Context, cs kubernetes.Interface, cfg *gate.Config, name string) error {
-	for _, r := range cfg.EffectiveRules() {
-		if r.DryRun {
-			continue
-		}
+	for _, r := range cfg.Gating() {
 		if err := waitRule(ctx, cs, r, name); err != nil {
 			return err
 		}

@@ -63,6 +63,9 @@ type Kubelet struct {
 	Errors func(error)
 	// ReadyAccepted, if set, hears when a write making an init Pod ready was accepted.
 	ReadyAccepted func(node string, at time.Time)
+	// LeaseRenew is how often each node's Lease is renewed (default 30s); a plane with a
+	// shorter node-monitor grace period needs a shorter one.
+	LeaseRenew time.Duration
 
 	mu      sync.Mutex
 	nodes   map[string]struct{}              // names of registered nodes
@@ -130,7 +133,9 @@ func (k *Kubelet) Register(ctx context.Context, name string, extraLabels map[str
 	return nil
 }
 
-// Deregister forgets a node (before its deletion), so its Pods are no longer driven.
+// Deregister forgets a node (before its deletion, or to stop its kubelet: the node then
+// goes NotReady as a dead one would), so its Lease is no longer renewed and its Pods are no
+// longer driven.
 func (k *Kubelet) Deregister(name string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -244,7 +249,11 @@ func ignoreExists(err error) error {
 // heartbeat renews every node's Lease, as kubelets do, so the node-lifecycle controller
 // keeps the nodes healthy for as long as a scenario runs.
 func (k *Kubelet) heartbeat(ctx context.Context) {
-	t := time.NewTicker(leaseRenew)
+	every := k.LeaseRenew
+	if every <= 0 {
+		every = leaseRenew
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {

@@ -97,6 +97,14 @@ type NodeRecord struct {
 	// these, not from when this process received the Pod event: under a burst the Pod watch
 	// carries far more traffic than the Node watch and lags it.
 	ReadyAccepted []time.Time
+	// KubeletStopped is when the scenario stopped the node's fake kubelet (zero: never).
+	KubeletStopped time.Time
+	// Conditions are the node's condition statuses (Type=Status, sorted), each time they
+	// change; Taints are its taints (key:Effect, sorted), each time they change.
+	Conditions []Snapshot
+	Taints     []Snapshot
+	// Evictions are the Pods the taint-eviction controller evicted from the node.
+	Evictions []Eviction
 
 	inits     []*podSeen
 	completed map[string]string // completion annotation -> last value seen
@@ -122,6 +130,21 @@ type Binding struct {
 	Mark      Mark
 	Tolerates bool // tolerates the gate taint (DaemonSet agents, init Pods)
 	Init      bool
+	// Stateful: a StatefulSet's Pod; Running is when it was first seen Running (zero: never).
+	Stateful bool
+	Running  Mark
+}
+
+// Snapshot is a set of a node's facts (conditions or taints) as of a moment.
+type Snapshot struct {
+	Mark  Mark
+	Facts []string
+}
+
+// Eviction is a Pod the taint-eviction controller evicted.
+type Eviction struct {
+	Pod  string
+	Mark Mark
 }
 
 type podSeen struct {
@@ -130,6 +153,8 @@ type podSeen struct {
 	component string
 	ready     bool
 	gone      bool
+	binding   int // index in node.Bindings
+	evicted   bool
 }
 
 // NewRecorder prepares a recorder for one scenario namespace.
@@ -214,6 +239,8 @@ func (r *Recorder) node(old, cur *corev1.Node) {
 		rec.Tainted = m
 	}
 	r.rules(rec, cur, m)
+	rec.Conditions = appendChanged(rec.Conditions, conditionFacts(cur), m)
+	rec.Taints = appendChanged(rec.Taints, taintFacts(cur), m)
 	if r.cfg.Released(cur) && !r.cfg.HasTaint(cur) && rec.Released.IsZero() {
 		rec.Released = m
 	}
@@ -236,7 +263,9 @@ func (r *Recorder) rules(rec *NodeRecord, cur *corev1.Node, m Mark) {
 	var outside []string
 	for _, rl := range r.cfg.EffectiveRules() {
 		v, set := cur.Annotations[rl.CompletedAnnotation] // v is "" when not set
-		if last, seen := rec.completed[rl.CompletedAnnotation]; set || seen {
+		// A condition rule's annotation marks its taint and comes and goes with it; it is
+		// not a completion.
+		if last, seen := rec.completed[rl.CompletedAnnotation]; (set || seen) && rl.Mode != rule.Condition {
 			if !seen || v != last {
 				rec.CompletedAt = append(rec.CompletedAt, rl.CompletedAnnotation+"="+v)
 			}
@@ -397,15 +426,17 @@ func (r *Recorder) pod(p *corev1.Pod) {
 			return
 		}
 		comp := r.componentOf(p)
-		seen = &podSeen{node: rec, init: comp != "", component: comp}
+		seen = &podSeen{node: rec, init: comp != "", component: comp, binding: len(rec.Bindings)}
 		r.pods[string(p.UID)] = seen
 		rec.Bindings = append(rec.Bindings, Binding{
 			Pod: p.Namespace + "/" + p.Name, Mark: m, Tolerates: r.cfg.Tolerates(p.Spec.Tolerations), Init: seen.init,
+			Stateful: ownedBy(p, "StatefulSet"),
 		})
 		if seen.init {
 			rec.inits = append(rec.inits, seen)
 		}
 	}
+	r.podState(seen, p, m)
 	if !seen.init {
 		return
 	}
@@ -415,6 +446,64 @@ func (r *Recorder) pod(p *corev1.Pod) {
 		rec.InitReady = m
 	}
 	r.continuousWindow(rec, m)
+}
+
+// podState records when a Pod first runs, and its eviction by the taint-eviction
+// controller (which marks the Pod with a DisruptionTarget condition before it deletes it).
+func (r *Recorder) podState(seen *podSeen, p *corev1.Pod, m Mark) {
+	b := &seen.node.Bindings[seen.binding]
+	if b.Running.IsZero() && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+		b.Running = m
+	}
+	if seen.evicted {
+		return
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == "DeletionByTaintManager" {
+			seen.evicted = true
+			seen.node.Evictions = append(seen.node.Evictions, Eviction{Pod: b.Pod, Mark: m})
+		}
+	}
+}
+
+func ownedBy(p *corev1.Pod, kind string) bool {
+	ref := metav1.GetControllerOf(p)
+	return ref != nil && ref.Kind == kind
+}
+
+// appendChanged appends facts as of m unless they equal the last ones.
+func appendChanged(list []Snapshot, facts []string, m Mark) []Snapshot {
+	if n := len(list); n > 0 && slices.Equal(list[n-1].Facts, facts) {
+		return list
+	}
+	return append(list, Snapshot{Mark: m, Facts: facts})
+}
+
+func conditionFacts(n *corev1.Node) []string {
+	out := make([]string, 0, len(n.Status.Conditions))
+	for _, c := range n.Status.Conditions {
+		out = append(out, string(c.Type)+"="+string(c.Status))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func taintFacts(n *corev1.Node) []string {
+	out := make([]string, 0, len(n.Spec.Taints))
+	for _, t := range n.Spec.Taints {
+		out = append(out, t.Key+":"+string(t.Effect))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// KubeletStopped notes that the scenario stopped the node's fake kubelet at at.
+func (r *Recorder) KubeletStopped(node string, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ids := r.byName[node]; len(ids) > 0 {
+		r.nodes[ids[len(ids)-1]].KubeletStopped = at
+	}
 }
 
 // podDeleted: a deleted init Pod no longer counts; while its DaemonSet targets the node,
@@ -567,6 +656,9 @@ func (r *Recorder) Snapshot() []NodeRecord {
 		c.Bindings = append([]Binding(nil), rec.Bindings...)
 		c.Components = append([]string(nil), rec.Components...)
 		c.ReadyAccepted = append([]time.Time(nil), rec.ReadyAccepted...)
+		c.Conditions = append([]Snapshot(nil), rec.Conditions...)
+		c.Taints = append([]Snapshot(nil), rec.Taints...)
+		c.Evictions = append([]Eviction(nil), rec.Evictions...)
 		c.inits = nil
 		out = append(out, c)
 	}

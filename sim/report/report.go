@@ -36,6 +36,9 @@ type Result struct {
 	// taint back (nil: no re-taint). BoundWhileUnready: workload Pods bound in such windows.
 	RetaintLatencyMS  *check.Percentiles `json:"retaint_latency_ms,omitempty"`
 	BoundWhileUnready int                `json:"bound_while_unready,omitempty"`
+	// ReplacementMS: for each StatefulSet Pod of a node whose kubelet stopped, the time from
+	// the stop to the Pod running on another node.
+	ReplacementMS []int64 `json:"replacement_ms,omitempty"`
 	DurationMS        int64              `json:"duration_ms"`
 	Failures          []string           `json:"failures,omitempty"`
 	Errors            []string           `json:"errors,omitempty"`

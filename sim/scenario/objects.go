@@ -51,6 +51,23 @@ func (sc *Scenario) Deployment(ns string, w Workload) *appsv1.Deployment {
 	}
 }
 
+// StatefulSet is a StatefulSet of pause Pods with a grace period of 30s: deleted on a dead
+// node, one stays Terminating until it is force-deleted, and its replacement (same name)
+// waits for that.
+func (sc *Scenario) StatefulSet(ns string, w Workload) *appsv1.StatefulSet {
+	lbl := map[string]string{"sim.startupgate.io/workload": w.Name}
+	spec := sc.PodSpec(nil, coreTolerations(w.Tolerations), w.CPU, "")
+	spec.TerminationGracePeriodSeconds = ptr.To(int64(30))
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: ns},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To(w.Replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: lbl},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: lbl}, Spec: spec},
+		},
+	}
+}
+
 // PodSpec is a pause Pod that can land only on the scenario's nodes (and those matching
 // nodeSelector), requesting cpu if set.
 func (sc *Scenario) PodSpec(nodeSelector map[string]string, tols []corev1.Toleration, cpu, priorityClass string) corev1.PodSpec {
@@ -83,6 +100,33 @@ func coreTolerations(ts []Toleration) []corev1.Toleration {
 	out := make([]corev1.Toleration, 0, len(ts))
 	for _, t := range ts {
 		out = append(out, t.Core())
+	}
+	return out
+}
+
+// SetNodeCondition applies a nodeCondition step to a node's conditions: it sets the
+// condition (its transition time moves only when its status changes), or removes it.
+func SetNodeCondition(conds []corev1.NodeCondition, c *NodeCondition, now metav1.Time) []corev1.NodeCondition {
+	out := make([]corev1.NodeCondition, 0, len(conds)+1)
+	found := false
+	for _, nc := range conds {
+		if string(nc.Type) != c.Type {
+			out = append(out, nc)
+			continue
+		}
+		found = true
+		if c.Clear {
+			continue
+		}
+		if string(nc.Status) != c.Status {
+			nc.LastTransitionTime = now
+		}
+		nc.Status, nc.Reason, nc.LastHeartbeatTime = corev1.ConditionStatus(c.Status), c.Reason, now
+		out = append(out, nc)
+	}
+	if !found && !c.Clear {
+		out = append(out, corev1.NodeCondition{Type: corev1.NodeConditionType(c.Type), Status: corev1.ConditionStatus(c.Status),
+			Reason: c.Reason, LastHeartbeatTime: now, LastTransitionTime: now})
 	}
 	return out
 }

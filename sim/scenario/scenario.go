@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -50,6 +51,9 @@ type Scenario struct {
 	// Timeout bounds the whole run (default 2m); a run that is not settled by then stops and
 	// is judged as it stands.
 	Timeout time.Duration `yaml:"timeout"`
+	// Plane changes the embedded plane's controller-manager for this scenario, which then
+	// runs alone (embedded backend only).
+	Plane *Plane `yaml:"plane"`
 
 	// File is filled by Load; GateConfig by Parse: the gate's defaults with the gate
 	// section applied, validated. A test may adjust it (a negative control turns a
@@ -59,6 +63,15 @@ type Scenario struct {
 
 	// doc is the file's node tree, kept to name the line of a validation error.
 	doc *yaml.Node
+}
+
+// Plane is what a scenario changes in the embedded plane. The controller-manager restarts
+// with it for the scenario and with the defaults after.
+type Plane struct {
+	// NodeMonitorGracePeriod is how long the node lifecycle controller waits for a node's
+	// heartbeat before it marks the node NotReady (Unknown). The fake kubelet renews every
+	// quarter of it, so that live nodes stay Ready.
+	NodeMonitorGracePeriod time.Duration `yaml:"nodeMonitorGracePeriod"`
 }
 
 // GateProcess is the process-mode gate.
@@ -101,6 +114,12 @@ type PodTimeline struct {
 	Flaps int `yaml:"flaps"`
 }
 
+// Workload kinds.
+const (
+	KindDeployment  = "Deployment"
+	KindStatefulSet = "StatefulSet"
+)
+
 // Pod timeline modes.
 const (
 	ModeReady     = "ready"
@@ -116,9 +135,13 @@ type DaemonSet struct {
 	Tolerations []Toleration `yaml:"tolerations"`
 }
 
-// Workload is a Deployment of pause Pods pinned to the scenario's nodes.
+// Workload is a Deployment (or a StatefulSet) of pause Pods pinned to the scenario's nodes.
 type Workload struct {
-	Name     string `yaml:"name"`
+	Name string `yaml:"name"`
+	// Kind is Deployment (default) or StatefulSet. A StatefulSet's Pods keep their names and
+	// have a grace period, as a database's would: one on a dead node stays Terminating, and
+	// its replacement waits, until the Pod is force-deleted.
+	Kind     string `yaml:"kind"`
 	Replicas int32  `yaml:"replicas"`
 	// CPU request per Pod (default 100m).
 	CPU         string       `yaml:"cpu"`
@@ -154,6 +177,12 @@ type Step struct {
 	// InitPod changes an init DaemonSet's Pods after their timeline: an agent that
 	// becomes unready, recovers, is deleted, or flaps.
 	InitPod *InitPod `yaml:"initPod"`
+	// NodeCondition sets or clears a node condition, as a termination handler or
+	// node-problem-detector would.
+	NodeCondition *NodeCondition `yaml:"nodeCondition"`
+	// KubeletStop stops a node's fake kubelet: no heartbeat, no Pod status. The node lifecycle
+	// controller then marks it NotReady, as it would a preempted spot node.
+	KubeletStop *KubeletStop `yaml:"kubeletStop"`
 	// Faults.
 	WebhookOutage       *WebhookOutage    `yaml:"webhookOutage"`
 	WebhookLatency      *WebhookLatency   `yaml:"webhookLatency"`
@@ -171,7 +200,7 @@ type Step struct {
 // accepted and then silently not run (and the runner's dispatch is tested against it).
 func (s *Step) Actions() []any {
 	var acts []any
-	for _, a := range []any{s.Join, s.Reregister, s.Scale, s.NodeDelete, s.Relabel, s.InitPod, s.WebhookOutage, s.WebhookLatency,
+	for _, a := range []any{s.Join, s.Reregister, s.Scale, s.NodeDelete, s.Relabel, s.InitPod, s.NodeCondition, s.KubeletStop, s.WebhookOutage, s.WebhookLatency,
 		s.GateCrash, s.LeaderFailover, s.TaintWriters, s.APIServerRestart, s.WatchDrops, s.DeleteInitDaemonSet, s.BypassPods} {
 		if !reflect.ValueOf(a).IsNil() {
 			acts = append(acts, a)
@@ -218,6 +247,28 @@ type InitPod struct {
 	State    string        `yaml:"state"`
 	Every    time.Duration `yaml:"every"`
 	Duration time.Duration `yaml:"duration"`
+}
+
+// NodeRef names the nodes a step acts on: Nodes by name, or PodNode, the node the named
+// Pod of the scenario's namespace is bound to when the step runs.
+type NodeRef struct {
+	Nodes   []string `yaml:"nodes"`
+	PodNode string   `yaml:"podNode"`
+}
+
+// NodeCondition sets condition Type to Status (with Reason) on the nodes, or removes it
+// when Clear is set.
+type NodeCondition struct {
+	NodeRef `yaml:",inline"`
+	Type    string `yaml:"type"`
+	Status  string `yaml:"status"`
+	Reason  string `yaml:"reason"`
+	Clear   bool   `yaml:"clear"`
+}
+
+// KubeletStop stops the fake kubelet of the nodes.
+type KubeletStop struct {
+	NodeRef `yaml:",inline"`
 }
 
 // InitPod states.
@@ -337,6 +388,41 @@ type Expect struct {
 	// WritesPerRelease, if set, is how many Node writes the gate may make per rule release
 	// (counted at the gate's own client; in-process gate only).
 	WritesPerRelease int `yaml:"writesPerRelease"`
+	// ConditionTaint is the simulator's ground truth of a condition rule: the taint, and the
+	// conditions that alone may put it on. It is judged against the taints the nodes carry,
+	// whatever the gate's config says.
+	ConditionTaint *ConditionTaint `yaml:"conditionTaint"`
+	// MaxEvictions bounds the Pods evicted by the taint-eviction controller (nil: not judged).
+	MaxEvictions *int `yaml:"maxEvictions"`
+	// ReplacementWithin bounds how long after a node's kubelet stops its StatefulSet Pods
+	// run again elsewhere (0: not judged).
+	ReplacementWithin time.Duration `yaml:"replacementWithin"`
+	// Window is how long the run keeps watching after its last step before it may settle:
+	// condition taints, evictions and replacements happen after the steps that cause them.
+	// A run whose StatefulSet Pods have all been replaced settles before it ends.
+	Window time.Duration `yaml:"window"`
+}
+
+// ConditionTaint: the taint is on a node exactly while every condition in While matches
+// (anchored status regexes), within Within; at most MaxTainted nodes carry it at once (0:
+// not judged). Keep: the taint may stay after the conditions stop matching.
+type ConditionTaint struct {
+	Taint      Taint           `yaml:"taint"`
+	While      []ConditionWant `yaml:"while"`
+	Within     time.Duration   `yaml:"within"`
+	MaxTainted int             `yaml:"maxTainted"`
+	Keep       bool            `yaml:"keep"`
+}
+
+// ConditionWant is a node condition and an anchored regular expression for its status.
+type ConditionWant struct {
+	Type   string `yaml:"type"`
+	Status string `yaml:"status"`
+}
+
+// Regexp is the status expression, anchored to the whole status.
+func (w ConditionWant) Regexp() (*regexp.Regexp, error) {
+	return regexp.Compile(`^(?:` + w.Status + `)$`)
 }
 
 // EventMatch says that Reason events number exactly as many as Like events.
@@ -528,6 +614,13 @@ func (sc *Scenario) defaultWorkloads() error {
 		if w.Name == "" || w.Replicas < 0 {
 			return at(sc.line("workloads", i), "workloads[%d]: name and a non-negative replicas are required", i)
 		}
+		switch w.Kind {
+		case "":
+			w.Kind = KindDeployment
+		case KindDeployment, KindStatefulSet:
+		default:
+			return at(sc.line("workloads", i, "kind"), "workloads[%d].kind %q: want Deployment or StatefulSet", i, w.Kind)
+		}
 		if w.CPU == "" {
 			w.CPU = "100m"
 		}
@@ -581,8 +674,34 @@ func (sc *Scenario) validateNodes(s *Step, joined map[string]bool) error {
 		return fmt.Errorf("relabel: node %q has not joined before", s.Relabel.Node)
 	case s.Relabel != nil && len(s.Relabel.Labels) == 0:
 		return fmt.Errorf("relabel: no labels")
+	case s.NodeCondition != nil:
+		return s.NodeCondition.validate("nodeCondition", joined)
+	case s.KubeletStop != nil:
+		return s.KubeletStop.validate("kubeletStop", joined)
 	}
 	return nil
+}
+
+func (r *NodeRef) validate(step string, joined map[string]bool) error {
+	if (len(r.Nodes) == 0) == (r.PodNode == "") {
+		return fmt.Errorf("%s: name the nodes or a podNode, one of the two", step)
+	}
+	for _, n := range r.Nodes {
+		if !joined[n] {
+			return fmt.Errorf("%s: node %q has not joined before", step, n)
+		}
+	}
+	return nil
+}
+
+func (c *NodeCondition) validate(step string, joined map[string]bool) error {
+	switch {
+	case c.Type == "":
+		return fmt.Errorf("%s: type is required", step)
+	case c.Clear == (c.Status != ""):
+		return fmt.Errorf("%s: set a status or clear, one of the two", step)
+	}
+	return c.NodeRef.validate(step, joined)
 }
 
 // validateChoices checks the fields that take one of a few words.
@@ -599,6 +718,19 @@ func (sc *Scenario) validateChoices() error {
 	case "", "Fail", "Ignore":
 	default:
 		return at(sc.line("webhook", "failurePolicy"), "webhook.failurePolicy %q: want Fail or Ignore", sc.Webhook.FailurePolicy)
+	}
+	if sc.Plane != nil && sc.Plane.NodeMonitorGracePeriod < 4*time.Second {
+		return at(sc.line("plane", "nodeMonitorGracePeriod"), "plane.nodeMonitorGracePeriod %s: at least 4s", sc.Plane.NodeMonitorGracePeriod)
+	}
+	if ct := sc.Expect.ConditionTaint; ct != nil {
+		if ct.Taint.Key == "" || len(ct.While) == 0 {
+			return at(sc.line("expect", "conditionTaint"), "expect.conditionTaint needs a taint key and at least one while condition")
+		}
+		for i, w := range ct.While {
+			if _, err := w.Regexp(); err != nil {
+				return at(sc.line("expect", "conditionTaint", "while", i), "expect.conditionTaint.while[%d].status: %v", i, err)
+			}
+		}
 	}
 	switch sc.Expect.Violations {
 	case "":
@@ -624,6 +756,8 @@ func (sc *Scenario) validateFault(s *Step) error {
 		return fmt.Errorf("watchDrops.every must be positive")
 	case s.BypassPods != nil && s.BypassPods.Count <= 0:
 		return fmt.Errorf("bypassPods.count must be positive")
+	case s.KubeletStop != nil && sc.Plane == nil:
+		return fmt.Errorf("kubeletStop needs plane.nodeMonitorGracePeriod: the default waits minutes before a node goes NotReady")
 	case s.Scale != nil && !sc.hasWorkload(s.Scale.Workload):
 		return fmt.Errorf("scale: no workload %q", s.Scale.Workload)
 	case s.InitPod != nil && !sc.hasInit(s.InitPod.Name):
@@ -700,8 +834,12 @@ func (t Taint) Core() corev1.Taint {
 const exclusiveNodes = 100
 
 // Exclusive reports whether a scenario must have the plane to itself: it restarts the
-// apiserver (which every other scenario would feel), or it is a large burst.
+// apiserver or changes the controller-manager (which every other scenario would feel), or
+// it is a large burst.
 func (sc *Scenario) Exclusive() bool {
+	if sc.Plane != nil {
+		return true
+	}
 	nodes := 0
 	for _, s := range sc.Timeline {
 		if s.APIServerRestart != nil {
