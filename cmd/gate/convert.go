@@ -61,11 +61,7 @@ func readInput(path string, stdin io.Reader) ([]byte, error) {
 		}
 		return data, nil
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading %w", err)
-	}
-	return data, nil
+	return os.ReadFile(path) // its error names the file
 }
 
 const convertUsage = `Usage: gate convert --from tainter|nrc FILE

@@ -179,7 +179,8 @@ func tainterComments(r *gate.Rule, i int) []string {
 		"drop it to have the gate lift the taint when the conditions stop matching.",
 		"tainter searches a status for its regex; the gate matches the whole status, so each",
 		"status RE is written (?s:.*)(?:RE)(?s:.*), which matches exactly what RE found.",
-		fmt.Sprintf("Types are exact: tainter also matched any condition type containing %s.", strings.Join(types, ", ")),
+		"Types are exact names: tainter also matched any condition type that contains",
+		strings.Join(types, ", ") + ".",
 	}
 	if r.Taint.Effect == corev1.TaintEffectNoExecute {
 		out = append(out,
