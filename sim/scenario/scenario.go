@@ -760,6 +760,8 @@ func (sc *Scenario) validateFault(s *Step) error {
 		return fmt.Errorf("kubeletStop needs plane.nodeMonitorGracePeriod: the default waits minutes before a node goes NotReady")
 	case s.Scale != nil && !sc.hasWorkload(s.Scale.Workload):
 		return fmt.Errorf("scale: no workload %q", s.Scale.Workload)
+	case s.Scale != nil && sc.workloadKind(s.Scale.Workload) != KindDeployment:
+		return fmt.Errorf("scale: workload %q is a StatefulSet; scale changes Deployments", s.Scale.Workload)
 	case s.InitPod != nil && !sc.hasInit(s.InitPod.Name):
 		return fmt.Errorf("initPod: no init DaemonSet %q", s.InitPod.Name)
 	case s.InitPod != nil && !slices.Contains([]string{InitPodUnready, InitPodReady, InitPodDelete, InitPodFlap}, s.InitPod.State):
@@ -779,6 +781,15 @@ func (sc *Scenario) hasWorkload(name string) bool {
 		}
 	}
 	return false
+}
+
+func (sc *Scenario) workloadKind(name string) string {
+	for _, w := range sc.Workloads {
+		if w.Name == name {
+			return w.Kind
+		}
+	}
+	return ""
 }
 
 func (sc *Scenario) hasInit(name string) bool {

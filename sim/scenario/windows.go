@@ -61,6 +61,12 @@ func fault(s *Step) (name string, d time.Duration, ok bool) {
 		return fmt.Sprintf("%d bypass Pods", s.BypassPods.Count), 0, true
 	case s.InitPod != nil:
 		return fmt.Sprintf("%s Pods %s", s.InitPod.Name, s.InitPod.State), s.InitPod.Duration, true
+	case s.NodeCondition != nil && s.NodeCondition.Clear:
+		return fmt.Sprintf("condition %s cleared", s.NodeCondition.Type), 0, true
+	case s.NodeCondition != nil:
+		return fmt.Sprintf("condition %s=%s", s.NodeCondition.Type, s.NodeCondition.Status), 0, true
+	case s.KubeletStop != nil:
+		return "kubelet stopped", 0, true
 	}
 	return "", 0, false
 }
