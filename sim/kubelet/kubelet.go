@@ -122,6 +122,9 @@ func (k *Kubelet) Register(ctx context.Context, name string, extraLabels map[str
 	k.nodes[name] = struct{}{}
 	k.mu.Unlock()
 	created, err := k.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		created, err = k.adopt(ctx, name, err)
+	}
 	if err != nil {
 		k.Deregister(name)
 		return fmt.Errorf("registering node %s: %w", name, err)
@@ -131,6 +134,20 @@ func (k *Kubelet) Register(ctx context.Context, name string, extraLabels map[str
 	}
 	time.AfterFunc(readyAfter, func() { k.fail(k.reportReady(created)) })
 	return nil
+}
+
+// adopt takes over a node of this scenario that already exists, as a real kubelet does
+// when its registration answers AlreadyExists: an earlier CREATE was committed and its
+// answer lost (the apiserver restarted under it), and the retry finds the node.
+func (k *Kubelet) adopt(ctx context.Context, name string, exists error) (*corev1.Node, error) {
+	n, err := k.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if n.Labels[scenario.Label] != k.Scenario {
+		return nil, exists
+	}
+	return n, nil
 }
 
 // Deregister forgets a node (before its deletion, or to stop its kubelet: the node then
