@@ -18,11 +18,17 @@ var meta = Meta{Version: "v0.1.0", Revision: "0123456789abcdef", Source: "https:
 // staticBinary builds testdata/hello the way `make image` builds the gate.
 func staticBinary(t *testing.T) []byte {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "hello")
-	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", out, "./testdata/hello")
+	return build(t, ".", "./testdata/hello")
+}
+
+// build builds pkg in the module at dir with `make image`'s flags and returns the binary.
+func build(t *testing.T, dir, pkg string) []byte {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "bin")
+	cmd := exec.Command("go", "build", "-C", dir, "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", out, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building testdata/hello: %v\n%s", err, b)
+		t.Fatalf("building %s: %v\n%s", pkg, err, b)
 	}
 	bin, err := os.ReadFile(out)
 	if err != nil {
@@ -139,4 +145,30 @@ func sameConfig(t *testing.T, img v1.Image, id string) bool {
 	t.Helper()
 	want, err := img.ConfigName()
 	return err == nil && want.String() == id
+}
+
+// TestGateImage builds the real gate into an image, opens the tarball, and runs the /gate it
+// holds: a command that needs no cluster prints the gate's admission policy.
+func TestGateImage(t *testing.T) {
+	bin := build(t, "../..", "./cmd/gate")
+	path := buildTar(t, bin, meta)
+	if _, err := Verify(path, bin); err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	img, _, err := openArchive(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate, _, err := onlyFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(t.TempDir(), "gate")
+	if err := os.WriteFile(exe, gate, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(exe, "--print-policy").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "kind: MutatingAdmissionPolicy") {
+		t.Errorf("/gate --print-policy: %v\n%s", err, out)
+	}
 }
