@@ -58,6 +58,8 @@ func TestBadValuesFailInstall(t *testing.T) {
 		"webhook timeout":        {map[string]any{"webhook": map[string]any{"timeoutSeconds": 60}}, "timeoutSeconds"},
 		"pod guard in policy mode": {map[string]any{"mode": "policy", "podGuard": map[string]any{"enabled": true}},
 			"podGuard.enabled needs mode webhook"},
+		"pdb blocks drains": {map[string]any{"replicas": 1}, "pdb.minAvailable must be below replicas"},
+		"pdb set as int64":  {map[string]any{"pdb": map[string]any{"minAvailable": int64(2)}}, "pdb.minAvailable must be below replicas"},
 		"rules in policy mode": {map[string]any{"mode": "policy", "config": map[string]any{"rules": []any{}}},
 			"pass `gate --print-policy --config F` as policyManifest"},
 	} {

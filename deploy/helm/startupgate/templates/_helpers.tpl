@@ -54,6 +54,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- if and .Values.podGuard.enabled (ne .Values.mode "webhook") -}}
 {{- fail "podGuard.enabled needs mode webhook: the Pod guard is served by the gate's webhook server" -}}
 {{- end -}}
+{{- if and .Values.pdb.enabled (not (kindIs "string" .Values.pdb.minAvailable)) (ge (int .Values.pdb.minAvailable) (int .Values.replicas)) -}}
+{{- fail "pdb.minAvailable must be below replicas: otherwise a drain can never evict a gate Pod" -}}
+{{- end -}}
 {{- if and (eq .Values.mode "policy") (hasKey .Values.config "rules") (not .Values.policyManifest) -}}
 {{- fail "mode policy with config.rules: the chart renders the policy of the default rule only; pass `gate --print-policy --config F` as policyManifest (--set-file policyManifest=policy.yaml)" -}}
 {{- end -}}
