@@ -51,9 +51,9 @@ func buildTar(t *testing.T, bin []byte, m Meta) string {
 	return path
 }
 
-// TestImage opens the tarball and checks the entrypoint, the user, the labels and the binary.
-func TestImage(t *testing.T) {
-	bin := staticBinary(t)
+// verifiedImage builds bin into an image tarball, checks it with Verify, and opens it again.
+func verifiedImage(t *testing.T, bin []byte) (string, v1.Image, tarball.Manifest) {
+	t.Helper()
 	path := buildTar(t, bin, meta)
 	if _, err := Verify(path, bin); err != nil {
 		t.Fatalf("Verify: %v", err)
@@ -62,6 +62,12 @@ func TestImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return path, img, docker
+}
+
+// TestImage opens the tarball and checks the entrypoint, the user, the labels and the binary.
+func TestImage(t *testing.T) {
+	path, img, docker := verifiedImage(t, staticBinary(t))
 	if len(docker) != 1 || len(docker[0].RepoTags) != 1 || docker[0].RepoTags[0] != "example.com/startupgate:test" {
 		t.Errorf("manifest.json %+v: want the one tag example.com/startupgate:test for docker load", docker)
 	}
@@ -150,15 +156,7 @@ func sameConfig(t *testing.T, img v1.Image, id string) bool {
 // TestGateImage builds the real gate into an image, opens the tarball, and runs the /gate it
 // holds: a command that needs no cluster prints the gate's admission policy.
 func TestGateImage(t *testing.T) {
-	bin := build(t, "../..", "./cmd/gate")
-	path := buildTar(t, bin, meta)
-	if _, err := Verify(path, bin); err != nil {
-		t.Fatalf("Verify: %v", err)
-	}
-	img, _, err := openArchive(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, img, _ := verifiedImage(t, build(t, "../..", "./cmd/gate"))
 	gate, _, err := onlyFile(img)
 	if err != nil {
 		t.Fatal(err)
