@@ -160,6 +160,43 @@ func readManifests(t *testing.T, path string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return decodeManifests(t, path, raw)
+}
+
+// An install source renders what an overlay installs: kustomize itself, or the Helm chart
+// with the values that deploy/helm's tests prove render the same objects.
+type source struct {
+	name   string
+	render func(t *testing.T, overlay string) []*unstructured.Unstructured
+}
+
+var sources = []source{
+	{"kustomize", func(t *testing.T, overlay string) []*unstructured.Unstructured {
+		return render(t, filepath.Join("overlays", overlay))
+	}},
+	{"helm", renderedChart},
+}
+
+// renderedChart is the chart as rendered for overlay's values. deploy/helm is a module of its
+// own (Helm stays out of the gate's dependencies), so its tests render the chart into
+// helm/testdata and fail when that file differs from the chart. Helm creates the Namespace
+// (helm install --create-namespace); it comes first here.
+func renderedChart(t *testing.T, overlay string) []*unstructured.Unstructured {
+	t.Helper()
+	path := filepath.Join("helm", "testdata", overlay+".yaml")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName(gateNamespace)
+	return append([]*unstructured.Unstructured{ns}, decodeManifests(t, path, raw)...)
+}
+
+func decodeManifests(t *testing.T, path string, raw []byte) []*unstructured.Unstructured {
+	t.Helper()
 	var out []*unstructured.Unstructured
 	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(raw), -1) {
 		if strings.TrimSpace(stripComments(doc)) == "" {
@@ -974,68 +1011,72 @@ func probeNode(name string, labels map[string]string) *corev1.Node {
 func TestOverlaysApply(t *testing.T) {
 	c := adminClient(t)
 	cfg := defaultConfig(t)
-	for _, overlay := range overlays {
-		t.Run(overlay, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-			defer cancel()
-			objs := render(t, filepath.Join("overlays", overlay))
-			t.Cleanup(func() { deleteAll(t, c, objs) })
+	for _, src := range sources {
+		for _, overlay := range overlays {
+			t.Run(src.name+"/"+overlay, func(t *testing.T) { checkApply(t, c, &cfg, src.render(t, overlay), overlay) })
+		}
+	}
+}
 
-			// Apply in kustomize's order, but take each webhook configuration out again as
-			// soon as it has been checked: it points at a Service with no endpoints and, for
-			// Nodes, fails closed — left in place it would block every later Node CREATE.
-			var applied []*unstructured.Unstructured
-			failed := map[*unstructured.Unstructured]error{}
-			for _, o := range objs {
-				a, f := applyAll(ctx, c, []*unstructured.Unstructured{o})
-				applied = append(applied, a...)
-				for k, v := range f {
-					failed[k] = v
-				}
-				if len(a) == 0 {
-					continue
-				}
-				switch o.GetKind() {
-				case "MutatingWebhookConfiguration":
-					checkWebhookFailsClosed(ctx, t, c, &cfg)
-					deleteNow(ctx, t, c, o)
-				case "ValidatingWebhookConfiguration":
-					deleteNow(ctx, t, c, o)
-				}
-			}
+// checkApply applies an overlay's objects, as rendered by one source, to the plane.
+func checkApply(t *testing.T, c client.Client, cfg *gate.Config, objs []*unstructured.Unstructured, overlay string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	t.Cleanup(func() { deleteAll(t, c, objs) })
 
-			for o, err := range failed {
-				if overlay == "cert-manager" && o.GroupVersionKind().Group == certManagerGroup && meta.IsNoMatchError(err) {
-					continue // no cert-manager CRDs on this plane
-				}
-				t.Errorf("applying %s: %v", describe(o), err)
-			}
-			if overlay == "cert-manager" {
-				var cm []string
-				for o := range failed {
-					cm = append(cm, o.GetKind())
-				}
-				slices.Sort(cm)
-				if !slices.Equal(cm, []string{"Certificate", "Issuer"}) {
-					t.Errorf("cert-manager overlay: failed kinds %v, want exactly the cert-manager.io Certificate and Issuer", cm)
-				}
-			}
-			// Everything applied (webhook configurations aside, deleted above) is stored.
-			for _, o := range applied {
-				switch o.GetKind() {
-				case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
-					continue
-				}
-				got := &unstructured.Unstructured{}
-				got.SetGroupVersionKind(o.GroupVersionKind())
-				if err := c.Get(ctx, client.ObjectKeyFromObject(o), got); err != nil {
-					t.Errorf("reading back %s: %v", describe(o), err)
-				}
-			}
-			if overlay == "policy" {
-				checkPolicyTaints(ctx, t, c, &cfg)
-			}
-		})
+	// Apply in kustomize's order, but take each webhook configuration out again as
+	// soon as it has been checked: it points at a Service with no endpoints and, for
+	// Nodes, fails closed — left in place it would block every later Node CREATE.
+	var applied []*unstructured.Unstructured
+	failed := map[*unstructured.Unstructured]error{}
+	for _, o := range objs {
+		a, f := applyAll(ctx, c, []*unstructured.Unstructured{o})
+		applied = append(applied, a...)
+		for k, v := range f {
+			failed[k] = v
+		}
+		if len(a) == 0 {
+			continue
+		}
+		switch o.GetKind() {
+		case "MutatingWebhookConfiguration":
+			checkWebhookFailsClosed(ctx, t, c, cfg)
+			deleteNow(ctx, t, c, o)
+		case "ValidatingWebhookConfiguration":
+			deleteNow(ctx, t, c, o)
+		}
+	}
+
+	for o, err := range failed {
+		if overlay == "cert-manager" && o.GroupVersionKind().Group == certManagerGroup && meta.IsNoMatchError(err) {
+			continue // no cert-manager CRDs on this plane
+		}
+		t.Errorf("applying %s: %v", describe(o), err)
+	}
+	if overlay == "cert-manager" {
+		var cm []string
+		for o := range failed {
+			cm = append(cm, o.GetKind())
+		}
+		slices.Sort(cm)
+		if !slices.Equal(cm, []string{"Certificate", "Issuer"}) {
+			t.Errorf("cert-manager overlay: failed kinds %v, want exactly the cert-manager.io Certificate and Issuer", cm)
+		}
+	}
+	// Everything applied (webhook configurations aside, deleted above) is stored.
+	for _, o := range applied {
+		switch o.GetKind() {
+		case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
+			continue
+		}
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(o.GroupVersionKind())
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), got); err != nil {
+			t.Errorf("reading back %s: %v", describe(o), err)
+		}
+	}
+	if overlay == "policy" {
+		checkPolicyTaints(ctx, t, c, cfg)
 	}
 }
 

@@ -68,12 +68,13 @@ func saConfig(t *testing.T) *rest.Config {
 	return rc
 }
 
-// applyRBAC applies, for real, the RBAC objects of the default (self-signed) overlay: the
-// Namespace, the ServiceAccount, and the roles and bindings. It deletes them at the end.
-func applyRBAC(t *testing.T, c client.Client) []*unstructured.Unstructured {
+// applyRBAC applies, for real, the RBAC objects of the default (self-signed) overlay as src
+// renders it: the Namespace, the ServiceAccount, and the roles and bindings. It deletes them
+// at the end.
+func applyRBAC(t *testing.T, c client.Client, src source) []*unstructured.Unstructured {
 	t.Helper()
 	var objs []*unstructured.Unstructured
-	for _, o := range render(t, "overlays/self-signed") {
+	for _, o := range src.render(t, "self-signed") {
 		switch o.GetKind() {
 		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
 			objs = append(objs, o)
@@ -110,7 +111,7 @@ func leaderElectionID(t *testing.T) string {
 
 func TestGateUnderDeployedRBAC(t *testing.T) {
 	c := adminClient(t)
-	applyRBAC(t, c)
+	applyRBAC(t, c, sources[0])
 
 	// The identity really is impersonated (and is not an admin): it cannot read Secrets.
 	sa, err := client.New(saConfig(t), client.Options{Scheme: gate.Scheme()})
@@ -251,9 +252,16 @@ var (
 	leasesUpdate    = perm{"coordination.k8s.io", "leases", "update"}
 )
 
+// TestRBACIsMinimal runs for the roles of both installs, kustomize's and the Helm chart's.
 func TestRBACIsMinimal(t *testing.T) {
+	for _, src := range sources {
+		t.Run(src.name, func(t *testing.T) { checkRBACIsMinimal(t, src) })
+	}
+}
+
+func checkRBACIsMinimal(t *testing.T, src source) {
 	c := adminClient(t)
-	objs := applyRBAC(t, c)
+	objs := applyRBAC(t, c, src)
 	clusterRole := mustGet[rbacv1.ClusterRole](t, objs, "ClusterRole", "startupgate")
 	role := mustGet[rbacv1.Role](t, objs, "Role", "startupgate-leader-election")
 	f := newFixture(t, c)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# startupgate on kind: create a cluster, build and load the gate's image, install it the way
+# startupgate on kind: create a cluster, build the gate's image without Docker (make image)
+# and load it, install it the way
 # deploy/README.md says (self-signed overlay + generate-certs.sh + the example init
 # DaemonSet), then play autoscaled node joins and print a timeline per node.
 #
@@ -11,6 +12,7 @@
 # Usage: deploy/kind/demo.sh            (make kind-demo)
 # Environment:
 #   IMG            image to build and load (default ghcr.io/startupgate/startupgate:dev)
+#   IMAGE_TAR      an image tarball from `make image` to load (default: run make image now)
 #   CLUSTER        kind cluster name (default startupgate-demo); reused if it exists
 #   KIND_IMAGE     kindest/node image (default: kind's own default)
 #   KEEP_CLUSTER=0 delete the cluster at the end (default: keep it for exploring)
@@ -18,6 +20,7 @@
 set -euo pipefail
 
 IMG="${IMG:-ghcr.io/startupgate/startupgate:dev}"
+IMAGE_TAR="${IMAGE_TAR:-}"
 CLUSTER="${CLUSTER:-startupgate-demo}"
 KIND_IMAGE="${KIND_IMAGE:-}"
 KEEP_CLUSTER="${KEEP_CLUSTER:-1}"
@@ -90,11 +93,14 @@ else
 fi
 "${KIND}" get kubeconfig --name "${CLUSTER}" >"${KUBECONFIG}"
 
-# 2. Image.
-log "building ${IMG}"
-"${DOCKER}" build -t "${IMG}" "${ROOT}"
-log "loading ${IMG} into ${CLUSTER}"
-"${KIND}" load docker-image "${IMG}" --name "${CLUSTER}"
+# 2. Image: built in Go (hack/image), no docker build; kind imports the tarball into every node.
+if [[ -z "${IMAGE_TAR}" ]]; then
+  log "building ${IMG} (make image)"
+  make -C "${ROOT}" image IMG="${IMG}"
+  IMAGE_TAR="${ROOT}/out/startupgate.tar"
+fi
+log "loading ${IMAGE_TAR} (${IMG}) into ${CLUSTER}"
+"${KIND}" load image-archive "${IMAGE_TAR}" --name "${CLUSTER}"
 
 # 3. Install, as deploy/README.md says (the image swapped for the one just loaded).
 log "applying deploy/overlays/self-signed"

@@ -1,0 +1,244 @@
+package helm_test
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v4/pkg/action"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"sigs.k8s.io/yaml"
+)
+
+// TestChartLints: the SDK's `helm lint --strict` finds nothing above INFO, for every install.
+func TestChartLints(t *testing.T) {
+	for _, in := range installs {
+		t.Run(in.overlay, func(t *testing.T) {
+			lint := action.NewLint()
+			lint.Strict = true
+			lint.Namespace = namespace
+			lint.KubeVersion = &kubeVersion
+			res := lint.Run([]string{chartDir}, in.values)
+			if res.TotalChartsLinted != 1 {
+				t.Fatalf("linted %d charts: %v", res.TotalChartsLinted, res.Errors)
+			}
+			if action.HasWarningsOrErrors(res) {
+				for _, m := range res.Messages {
+					t.Errorf("lint: %s", m)
+				}
+				t.Errorf("lint errors: %v", res.Errors)
+			}
+		})
+	}
+}
+
+// TestBadValuesFailInstall: a bad value is a clear error at install, naming what is wrong,
+// through values.schema.json or, for combinations a schema cannot express, `fail`.
+func TestBadValuesFailInstall(t *testing.T) {
+	for name, tc := range map[string]struct {
+		values map[string]any
+		want   string
+	}{
+		"unknown mode":           {map[string]any{"mode": "both"}, "mode"},
+		"failure policy case":    {map[string]any{"failurePolicy": "fail"}, "failurePolicy"},
+		"no replicas":            {map[string]any{"replicas": 0}, "replicas"},
+		"typo at top level":      {map[string]any{"replica": 2}, "replica"},
+		"image tag not a string": {map[string]any{"image": map[string]any{"tag": 5}}, "tag"},
+		"certificate mode":       {map[string]any{"certificates": map[string]any{"mode": "vault"}}, "mode"},
+		"pod guard policy":       {map[string]any{"podGuard": map[string]any{"failurePolicy": "Never"}}, "failurePolicy"},
+		"webhook timeout":        {map[string]any{"webhook": map[string]any{"timeoutSeconds": 60}}, "timeoutSeconds"},
+		"pod guard in policy mode": {map[string]any{"mode": "policy", "podGuard": map[string]any{"enabled": true}},
+			"podGuard.enabled needs mode webhook"},
+		"pdb blocks drains": {map[string]any{"replicas": 1}, "pdb.minAvailable must be below replicas"},
+		"pdb set as int64":  {map[string]any{"pdb": map[string]any{"minAvailable": int64(2)}}, "pdb.minAvailable must be below replicas"},
+		"rules in policy mode": {map[string]any{"mode": "policy", "config": map[string]any{"rules": []any{}}},
+			"pass `gate --print-policy --config F` as policyManifest"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := renderFiles(t, tc.values, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("rendering with %v: error %v, want one that mentions %q", tc.values, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestRulesRollDeployment: the rules given as values are the ConfigMap's config.yaml, and a
+// change of rules changes the Pod template (checksum/config), so the Deployment rolls; the
+// rest of the Deployment stays as it was.
+func TestRulesRollDeployment(t *testing.T) {
+	var rules map[string]any
+	if err := yaml.Unmarshal(readFile(t, "../examples/rules.yaml"), &rules); err != nil {
+		t.Fatal(err)
+	}
+	before := renderChart(t, nil, nil)
+	after := renderChart(t, map[string]any{"config": rules}, nil)
+
+	cm := mustFind(t, after, "ConfigMap", "startupgate-config")
+	got, _, _ := unstructured.NestedString(cm.Object, "data", "config.yaml")
+	var gotRules map[string]any
+	if err := yaml.Unmarshal([]byte(got), &gotRules); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(rules, gotRules); diff != "" {
+		t.Errorf("ConfigMap config.yaml is not deploy/examples/rules.yaml (-want +got):\n%s", diff)
+	}
+
+	d0 := mustFind(t, before, "Deployment", "startupgate")
+	d1 := mustFind(t, after, "Deployment", "startupgate")
+	sum0 := d0.Object["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)["annotations"].(map[string]any)[checksumAnnotation]
+	sum1 := d1.Object["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)["annotations"].(map[string]any)[checksumAnnotation]
+	if sum0 == nil || sum0 == sum1 {
+		t.Errorf("checksum/config %v -> %v: a change of rules must change the Pod template", sum0, sum1)
+	}
+	if diff := cmp.Diff(normalize(t, d0), normalize(t, d1)); diff != "" {
+		t.Errorf("a change of rules changed more of the Deployment than its checksum (-before +after):\n%s", diff)
+	}
+}
+
+// TestSelfSignedCertificate: the generated pair serves the webhook Service's name, the
+// webhooks trust its CA, and `helm upgrade` (which sees the existing Secret through
+// `lookup`) keeps the pair instead of rotating it under the running Pods.
+func TestSelfSignedCertificate(t *testing.T) {
+	podGuard := map[string]any{"podGuard": map[string]any{"enabled": true}}
+	first := renderChart(t, podGuard, nil)
+	secret := mustFind(t, first, "Secret", "startupgate-webhook-tls")
+	data := secretData(t, secret)
+	checkServingPair(t, data, "startupgate-webhook.startupgate-system.svc")
+	for _, wh := range []string{"MutatingWebhookConfiguration/startupgate", "ValidatingWebhookConfiguration/startupgate-pod-guard"} {
+		kind, name, _ := strings.Cut(wh, "/")
+		if got := caBundles(t, mustFind(t, first, kind, name)); len(got) != 1 || got[0] != string(data["ca.crt"]) {
+			t.Errorf("%s caBundle is not the generated ca.crt", wh)
+		}
+	}
+
+	// A fresh install generates a new pair; only lookup keeps the old one.
+	if again := secretData(t, mustFind(t, renderChart(t, podGuard, nil), "Secret", "startupgate-webhook-tls")); string(again["tls.crt"]) == string(data["tls.crt"]) {
+		t.Fatalf("two installs generated the same certificate: the upgrade check below would prove nothing")
+	}
+	upgraded := renderChart(t, podGuard, existing{secret})
+	if diff := cmp.Diff(secret.Object["data"], mustFind(t, upgraded, "Secret", "startupgate-webhook-tls").Object["data"]); diff != "" {
+		t.Errorf("helm upgrade replaced the serving certificate (-installed +upgraded):\n%s", diff)
+	}
+	if got := caBundles(t, mustFind(t, upgraded, "MutatingWebhookConfiguration", "startupgate")); got[0] != string(data["ca.crt"]) {
+		t.Errorf("helm upgrade changed the webhook caBundle")
+	}
+}
+
+// existing answers the chart's `lookup` with the objects of a previous install, as the
+// apiserver would on `helm upgrade`.
+type existing []*unstructured.Unstructured
+
+func (e existing) GetClientFor(apiVersion, kind string) (dynamic.NamespaceableResourceInterface, bool, error) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return nil, false, err
+	}
+	var objs []runtime.Object
+	for _, o := range e {
+		objs = append(objs, o.DeepCopy())
+	}
+	gvr := gv.WithResource(strings.ToLower(kind) + "s")
+	c := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: kind + "List"}, objs...)
+	return c.Resource(gvr), true, nil
+}
+
+func secretData(t *testing.T, u *unstructured.Unstructured) map[string][]byte {
+	t.Helper()
+	var s corev1.Secret
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Type != corev1.SecretTypeTLS {
+		t.Errorf("Secret type %q, want %q", s.Type, corev1.SecretTypeTLS)
+	}
+	return s.Data
+}
+
+// caBundles returns each webhook's caBundle, decoded.
+func caBundles(t *testing.T, u *unstructured.Unstructured) []string {
+	t.Helper()
+	hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
+	var out []string
+	for _, h := range hooks {
+		b64, _, _ := unstructured.NestedString(h.(map[string]any), "clientConfig", "caBundle")
+		ca, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil {
+			t.Fatalf("%s caBundle: %v", u.GetName(), err)
+		}
+		out = append(out, string(ca))
+	}
+	return out
+}
+
+// checkServingPair: tls.key is tls.crt's key, and tls.crt chains to ca.crt for dnsName.
+func checkServingPair(t *testing.T, data map[string][]byte, dnsName string) {
+	t.Helper()
+	pair, err := tls.X509KeyPair(data["tls.crt"], data["tls.key"])
+	if err != nil {
+		t.Fatalf("tls.crt and tls.key: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data["ca.crt"]) {
+		t.Fatalf("ca.crt holds no certificate")
+	}
+	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{DNSName: dnsName, Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		t.Errorf("serving certificate does not verify for %s: %v", dnsName, err)
+	}
+	if block, _ := pem.Decode(data["ca.crt"]); block == nil || block.Type != "CERTIFICATE" {
+		t.Errorf("ca.crt is not a PEM certificate")
+	}
+}
+
+// TestServiceMonitor: with metrics.serviceMonitor.enabled the chart scrapes the metrics
+// Service: its selector selects that Service, and its port is the Service's port name.
+func TestServiceMonitor(t *testing.T) {
+	if objs := renderChart(t, nil, nil); find(objs, "ServiceMonitor", "startupgate") != nil {
+		t.Errorf("ServiceMonitor rendered while metrics.serviceMonitor.enabled is false")
+	}
+	objs := renderChart(t, map[string]any{"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "interval": "15s"}}}, nil)
+	sm := mustFind(t, objs, "ServiceMonitor", "startupgate")
+	svc := mustFind(t, objs, "Service", "startupgate-metrics")
+	sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+	labels := svc.GetLabels()
+	for k, v := range sel {
+		if labels[k] != v {
+			t.Errorf("ServiceMonitor selector %s=%s does not select Service %s (labels %v)", k, v, svc.GetName(), labels)
+		}
+	}
+	if other := mustFind(t, objs, "Service", "startupgate-webhook").GetLabels(); other["app.kubernetes.io/component"] == sel["app.kubernetes.io/component"] {
+		t.Errorf("ServiceMonitor also selects the webhook Service")
+	}
+	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if len(endpoints) != 1 || endpoints[0].(map[string]any)["port"] != ports[0].(map[string]any)["name"] || endpoints[0].(map[string]any)["interval"] != "15s" {
+		t.Errorf("ServiceMonitor endpoints %v, want the Service's port %v every 15s", endpoints, ports)
+	}
+}
+
+// TestNotes: NOTES.txt tells the operator how to see the held nodes.
+func TestNotes(t *testing.T) {
+	files, err := renderFiles(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := files["startupgate/templates/NOTES.txt"]
+	for _, want := range []string{"gate status", "kubectl startupgate status", "gate release --all", "rollout status deploy/startupgate"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("NOTES.txt lacks %q:\n%s", want, notes)
+		}
+	}
+}

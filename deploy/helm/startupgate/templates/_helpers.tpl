@@ -1,0 +1,63 @@
+{{/* The chart's name, "startupgate" unless nameOverride says otherwise. */}}
+{{- define "startupgate.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+The prefix of every object's name. A release named "startupgate" (as the README installs it)
+gives the same names as the kustomize base, so both installs can be compared and replaced
+by each other.
+*/}}
+{{- define "startupgate.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "startupgate.name" . -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Selects the gate's Pods: the base's name label plus Helm's instance label. */}}
+{{- define "startupgate.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "startupgate.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The base's labels plus Helm's standard ones. */}}
+{{- define "startupgate.labels" -}}
+{{ include "startupgate.selectorLabels" . }}
+app.kubernetes.io/part-of: startupgate
+app.kubernetes.io/version: {{ .Values.image.tag | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* The webhook Service's name; its DNS names are what the serving certificate covers. */}}
+{{- define "startupgate.webhookService" -}}
+{{ include "startupgate.fullname" . }}-webhook
+{{- end -}}
+
+{{- define "startupgate.certSecret" -}}
+{{ include "startupgate.fullname" . }}-webhook-tls
+{{- end -}}
+
+{{- define "startupgate.webhookMode" -}}
+{{- if eq .Values.mode "webhook" }}true{{ end -}}
+{{- end -}}
+
+{{/* Combinations the schema cannot express, refused with a clear message at install. */}}
+{{- define "startupgate.validate" -}}
+{{- if and .Values.podGuard.enabled (ne .Values.mode "webhook") -}}
+{{- fail "podGuard.enabled needs mode webhook: the Pod guard is served by the gate's webhook server" -}}
+{{- end -}}
+{{- if and .Values.pdb.enabled (not (kindIs "string" .Values.pdb.minAvailable)) (ge (int .Values.pdb.minAvailable) (int .Values.replicas)) -}}
+{{- fail "pdb.minAvailable must be below replicas: otherwise a drain can never evict a gate Pod" -}}
+{{- end -}}
+{{- if and (eq .Values.mode "policy") (hasKey .Values.config "rules") (not .Values.policyManifest) -}}
+{{- fail "mode policy with config.rules: the chart renders the policy of the default rule only; pass `gate --print-policy --config F` as policyManifest (--set-file policyManifest=policy.yaml)" -}}
+{{- end -}}
+{{- end -}}
