@@ -87,6 +87,8 @@ type ruleState struct {
 // facts are what the rules read about a node, gathered once per reconcile.
 type facts struct {
 	node *corev1.Node
+	// start is when the reconcile began: a release's decide stage is timed from it.
+	start time.Time
 	// pods and dss are read on first use (loaded): most Node events concern nodes that no
 	// rule has to decide about (excluded, long released), and they read nothing more.
 	loaded bool
@@ -108,7 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, r.Backfill.Node(ctx, node)
 		}
 	}
-	f := &facts{node: node}
+	f := &facts{node: node, start: time.Now()}
 	var requeue time.Duration
 	for _, rl := range r.Config.EffectiveRules() {
 		after, err := r.rule(ctx, f, rl)
@@ -204,6 +206,7 @@ func (r *Reconciler) initPods(ctx context.Context, nodeName string) ([]*corev1.P
 func (r *Reconciler) release(ctx context.Context, f *facts, rl *Rule, d Decision) error {
 	node, now := f.node, r.Clock.Now()
 	first := !rl.Completed(node)
+	observeStage(stageDecide, f.start)
 	written, wrote, err := r.Writer.Write(ctx, node, releaseMutation(rl, now))
 	if err != nil {
 		return fmt.Errorf("releasing node %q from rule %q: %w", node.Name, rl.Name, err)

@@ -39,6 +39,7 @@ type NodeWriter struct {
 // on the hot path; every retry starts from a fresh read. It returns the node as written (or
 // as read, when there was nothing to write) and whether it wrote.
 func (w *NodeWriter) Write(ctx context.Context, node *corev1.Node, mutate Mutation) (*corev1.Node, bool, error) {
+	defer observeStage(stageWrite, time.Now())
 	current := node
 	var (
 		result *corev1.Node

@@ -45,6 +45,8 @@ type Hooks struct {
 	// hop), and lets the first node join only once it leads: the benchmark measures a
 	// running gate, not its start.
 	Shipped bool
+	// GateArgs are extra cmd/gate flags for the shipped gate.
+	GateArgs []string
 	// Started runs once the gate is up, before the first join.
 	Started func(ctx context.Context, l Live)
 	// Settled runs once the run has settled and the recorder has caught up, before the
@@ -215,7 +217,7 @@ func (r *Runner) newRun(sc *scenario.Scenario) (*run, error) {
 		joins: map[string]*scenario.Join{}, replicas: map[string]int32{}}
 	x.recorder = record.NewRecorder(&x.cfg, x.ledger, ns, sc.Init)
 	x.harness = gateundertest.New(r.Config, r.client, r.Opts.Gate, x.cfg, sc, ns,
-		gateundertest.Options{As: r.Opts.GateAs, Shipped: r.Opts.Hooks != nil && r.Opts.Hooks.Shipped})
+		gateundertest.Options{As: r.Opts.GateAs, Shipped: r.Opts.Hooks != nil && r.Opts.Hooks.Shipped, Args: r.gateArgs()})
 	x.kubelet = &kubelet.Kubelet{Client: r.client, Namespace: ns, Scenario: sc.Name, Seed: r.Opts.Seed, Init: sc.Init,
 		Version: controlplane.KubeVersion, Errors: x.fail, ReadyAccepted: x.recorder.ReadyAccepted}
 	if sc.Plane != nil {
@@ -241,6 +243,13 @@ func (x *run) restorePlane() {
 	if x.sc.Plane != nil && x.Opts.Plane != nil {
 		x.fail(x.Opts.Plane.SetNodeMonitorGracePeriod(controlplane.DefaultNodeMonitorGracePeriod))
 	}
+}
+
+func (r *Runner) gateArgs() []string {
+	if r.Opts.Hooks == nil {
+		return nil
+	}
+	return r.Opts.Hooks.GateArgs
 }
 
 // ScopeConfig narrows every rule of cfg to the nodes of one scenario (those labelled

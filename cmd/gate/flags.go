@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/setup"
 )
 
 // settings is everything the command line says: the gate's Config and how to run it.
@@ -137,7 +138,7 @@ func (s *settings) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.pprofAddr, "pprof-bind-address", "", "address of the Go profiler's /debug/pprof endpoints (empty: off); keep it on localhost")
 	fs.IntVar(&s.webhookPort, "webhook-port", 9443, "port of the webhook server")
 	fs.StringVar(&s.certDir, "cert-dir", "", "directory holding tls.crt and tls.key; reloaded when they rotate (default: controller-runtime's temp dir)")
-	fs.IntVar(&s.workers, "workers", 16, "nodes reconciled concurrently")
+	fs.IntVar(&s.workers, "workers", setup.DefaultWorkers, "nodes reconciled concurrently")
 	fs.Float64Var(&s.qps, "kube-api-qps", 100, "client QPS to the apiserver")
 	fs.IntVar(&s.burst, "kube-api-burst", 200, "client burst to the apiserver")
 }

@@ -55,7 +55,7 @@ func TestParseDefaults(t *testing.T) {
 		metricsAddr:   ":8080",
 		probeAddr:     ":8081",
 		webhookPort:   9443,
-		workers:       16,
+		workers:       64,
 		qps:           100,
 		burst:         200,
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/startupgate/startupgate/sim/bench"
 	"github.com/startupgate/startupgate/sim/report"
@@ -24,10 +25,16 @@ func runBench(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	sizes := fs.String("sizes", "100,1000,5000", "burst sizes (nodes joining at once), comma-separated")
-	ref := fs.Int("reference", 0, "size at which admission policy and the reactive peer run and the targets are judged (default: 1000 if listed, else the largest)")
+	ref := fs.Int("reference", 0, "size at which admission and the reactive peer run and the targets are judged (default: 1000 if listed, else the largest)")
 	pods := fs.Int("pods", 100000, "workload Pods added for the gate's memory figure at the largest size")
+	pairs := fs.Int("pairs", 3, "gate/floor pairs per burst size, on the same admission (the policy), run alternately")
+	largestPairs := fs.Int("pairs-largest", 0, "gate/floor pairs at the largest size only (default: --pairs), to fit a run in its time")
+	rates := fs.String("rates", "5,20,50", "paced join rates, nodes per second, comma-separated")
+	pacedFor := fs.Duration("paced-for", time.Minute, "how long nodes join at each paced rate")
+	zero := fs.Int("zero-jitter", 200, "nodes of the burst whose init Pods all turn Ready together (gate and floor, taken apart by stage)")
+	workers := fs.String("compare-workers", "16", "gate --workers settings to run beside the shipped default at the reference size and in the zero-jitter burst, comma-separated")
 	seed := fs.Uint64("seed", 1, "seed of every random choice")
-	skip := fs.String("skip", "", "modes not to run, comma-separated: gate-policy, reactive (for a shorter experiment)")
+	skip := fs.String("skip", "", "phases not to run, comma-separated: reactive, webhook, zero-jitter, paced (what they measure reads \"not measured\")")
 	out := fs.String("out", "out", "directory for bench.json, bench.md, bench.html and the plane's and gate's logs")
 	from := fs.String("from", "", "run nothing: write bench.md and bench.html from this bench.json")
 	verbose := fs.Bool("v", false, "print the logs of client-go, klog and the in-process gate on stderr as well")
@@ -50,23 +57,29 @@ func runBench(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	con := newConsole(stdout)
 	defer con.Close()
-	opts := bench.Options{Reference: *ref, Pods: *pods, Seed: *seed, Progress: con}
-	for _, f := range strings.Split(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return 2, fmt.Errorf("--sizes: %q is not a node count", f)
-		}
-		opts.Sizes = append(opts.Sizes, n)
+	opts := bench.Options{Reference: *ref, Pods: *pods, Seed: *seed, Progress: con, Pairs: *pairs, LargestPairs: *largestPairs, PacedFor: *pacedFor, ZeroJitter: *zero}
+	var err error
+	if opts.Sizes, err = counts("--sizes", *sizes); err != nil {
+		return 2, err
+	}
+	if opts.Rates, err = counts("--rates", *rates); err != nil {
+		return 2, err
+	}
+	if opts.CompareWorkers, err = counts("--compare-workers", *workers); err != nil {
+		return 2, err
 	}
 	opts.Skip = map[string]bool{}
 	for _, m := range strings.Split(*skip, ",") {
 		switch m = strings.TrimSpace(m); m {
 		case "":
-		case "gate-policy", "reactive":
+		case bench.PhaseReactive, bench.PhaseWebhook, bench.PhaseZeroJitter, bench.PhasePaced:
 			opts.Skip[m] = true
 		default:
-			return 2, fmt.Errorf("--skip: %q is not a mode that can be skipped (gate-policy, reactive)", m)
+			return 2, fmt.Errorf("--skip: %q is not a phase that can be skipped (reactive, webhook, zero-jitter, paced)", m)
 		}
+	}
+	if *pairs < 1 || *largestPairs < 0 || *zero < 1 || *pacedFor < time.Second {
+		return 2, fmt.Errorf("--pairs and --zero-jitter must be at least 1, --paced-for at least 1s")
 	}
 	if *pods < 1 {
 		return 2, fmt.Errorf("--pods must be at least 1")
@@ -88,6 +101,19 @@ func runBench(args []string, stdout, stderr io.Writer) (int, error) {
 		return 1, err
 	}
 	return writeBench(rep, *out, stdout, true)
+}
+
+// counts parses a comma-separated list of positive integers.
+func counts(flagName, list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s: %q is not a positive count", flagName, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // writeBench writes DIR/bench.json (unless the report was read from one), bench.md and

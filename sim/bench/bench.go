@@ -1,16 +1,14 @@
 package bench
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
+	"slices"
+	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -35,11 +33,15 @@ import (
 // from the same run, because these machines are shared and noisy: an absolute latency says
 // as much about the neighbours as about the gate, a ratio to the plane's own floor does not.
 //
-// Phases, in order (the memory phase last, because its 100k Pods are never cleaned up):
+// Phases, in order (the largest size last, because its memory phase's 100k Pods are never
+// cleaned up):
 //
-//	for each burst size: the floor controller, then (at the reference size) the gate with
-//	admission policy and the gate without admission (reactive), then the gate with its
-//	webhook — at the largest size followed by the memory phase, while its nodes still exist.
+//	for each burst size but the largest: pairs of the gate and the floor on the same
+//	admission (the policy), alternating, then at the reference size the reactive peer, then
+//	the gate with its webhook on a line of its own;
+//	a burst whose init Pods all turn Ready at once (zero jitter), gate and floor;
+//	paced joins, per rate: the gate, then the floor;
+//	the largest size as the others, its webhook gate run followed by the memory phase.
 //
 // The gate runs as the built cmd/gate with its shipped client limits and workers.
 
@@ -47,12 +49,26 @@ import (
 type Options struct {
 	// Sizes are the burst sizes (nodes joining at once); default 100, 1000, 5000.
 	Sizes []int
-	// Reference is the size at which admission policy and the reactive peer are measured and
-	// the targets are judged; default 1000 if in Sizes, else the largest.
+	// Reference is the size at which admission and the reactive peer are measured and the
+	// targets are judged; default 1000 if in Sizes, else the largest.
 	Reference int
 	// Pods is how many workload Pods the memory phase adds; default 100000.
 	Pods int
-	// Skip names modes not to run (gate-policy, reactive), to shorten an experiment.
+	// Pairs is how many gate/floor pairs run at each size; default 3. LargestPairs, if set,
+	// overrides it at the largest size, whose runs take the longest.
+	Pairs, LargestPairs int
+	// Rates are the paced join rates, nodes per second; default 5, 20, 50.
+	Rates []int
+	// PacedFor is how long nodes join at each rate; default 60s.
+	PacedFor time.Duration
+	// ZeroJitter is the size of the burst whose init Pods turn Ready together; default 200.
+	ZeroJitter int
+	// CompareWorkers are --workers settings to run the gate with beside the shipped default,
+	// at the reference size and in the zero-jitter burst (one gate run each, on the policy):
+	// the cut in the gate's latency, as a ratio within one run. Default: 16 (the old default).
+	CompareWorkers []int
+	// Skip names phases not to run (reactive, webhook, zero-jitter, paced), to shorten an
+	// experiment. What a skipped phase measures reads "not measured".
 	Skip map[string]bool
 	Seed uint64
 	// Progress receives live lines (nil: quiet).
@@ -61,47 +77,131 @@ type Options struct {
 	LogDir string
 }
 
-// BenchReport is out/bench.json.
+// Phases that can be skipped.
+const (
+	PhaseReactive   = "reactive"
+	PhaseWebhook    = "webhook"
+	PhaseZeroJitter = "zero-jitter"
+	PhasePaced      = "paced"
+)
+
+// BenchReport is out/bench.json. A figure that was not measured is absent (null, or a zero
+// count beside it), and reads "not measured" in bench.md; it meets no target.
 type BenchReport struct {
-	Machine string `json:"machine"`
+	Machine Machine `json:"machine"`
 	// Reference is the burst size the targets are judged at (and admission and the reactive
 	// peer are measured at).
-	Reference        int                          `json:"reference_nodes"`
+	Reference int `json:"reference_nodes"`
+	// Pairs are the gate/floor pairs per size, in the order they ran; PairRatio sums up
+	// their p99 ratios.
+	Pairs     map[string][]Pair       `json:"pairs"`
+	PairRatio map[string]RatioSummary `json:"pair_ratio_p99"`
+	// ReleaseLatencyMS is the webhook-admitted gate's run per size (a line of its own, not
+	// paired: its admission loads the plane differently).
 	ReleaseLatencyMS map[string]check.Percentiles `json:"release_latency_ms"`
-	FloorLatencyMS   map[string]check.Percentiles `json:"floor_latency_ms"`
-	// FloorRatioP99 is gate p99 / floor p99 per size.
-	FloorRatioP99 map[string]float64 `json:"floor_ratio_p99"`
-	AdmissionMS   struct {
+	// Paced are the paced join rates, slowest first.
+	Paced []Paced `json:"paced"`
+	// BreakdownMS takes the gate's release latency apart, per run it was measured on
+	// (the reference burst, the zero-jitter burst).
+	BreakdownMS map[string]Breakdown `json:"breakdown_ms"`
+	AdmissionMS struct {
 		Webhook Quantiles `json:"webhook"`
 		Policy  Quantiles `json:"policy"`
 		// GateHandler is the gate's own timing of its webhook handler (the webhook's share).
 		GateHandler Quantiles `json:"gate_handler"`
 	} `json:"admission_ms"`
 	// WritesPerRelease counts the gate's successful Node writes (audit log) per released
-	// node, over every webhook-mode gate run; conflicts are the 409s among its attempts.
+	// node, over every gate run; conflicts are the 409s among its attempts.
 	WritesPerRelease      float64 `json:"writes_per_release"`
 	WriteConflicts        int     `json:"write_conflicts"`
 	FloorWritesPerRelease float64 `json:"floor_writes_per_release"`
+	FloorWriteConflicts   int     `json:"floor_write_conflicts"`
 	GateHeapBytes         struct {
 		Pods0    uint64 `json:"pods_0"`
 		Pods100k uint64 `json:"pods_100k"`
-	} `json:"gate_heap_bytes"`
+	} `json:"heap_bytes"`
 	GateRSSBytes struct {
 		Pods0    uint64 `json:"pods_0"`
 		Pods100k uint64 `json:"pods_100k"`
-	} `json:"gate_rss_bytes"`
+	} `json:"rss_bytes"`
 	GateHeapRatio float64 `json:"gate_heap_ratio"`
 	// MemoryNodes and FillerPods say at what the memory figures were taken.
 	MemoryNodes int `json:"memory_nodes"`
 	FillerPods  int `json:"filler_pods"`
-	// GateCPUSecondsPer1000 is the gate process's CPU time, from start to all released, per
-	// 1000 released nodes at the largest size (it includes start-up and admission).
-	GateCPUSecondsPer1000 float64            `json:"gate_cpu_s_per_1000_releases"`
-	SimWallS              map[string]float64 `json:"sim_wall_s"`
-	PlaneStartS           float64            `json:"plane_start_s"`
-	ReactiveEarlyPods     int                `json:"reactive_early_pods"`
-	GateEarlyPods         int                `json:"gate_early_pods"`
-	Runs                  []BenchRun         `json:"runs"`
+	// CPUPer1000 is each process's CPU time, from its start to the run settled, per 1000
+	// released nodes, over the pairs at the reference size (start-up included for both).
+	CPUPer1000 struct {
+		Gate  float64 `json:"gate"`
+		Floor float64 `json:"floor"`
+		Ratio float64 `json:"ratio"`
+	} `json:"cpu_s_per_1000"`
+	// SimWallS is first join to last release of the webhook gate's run per size.
+	SimWallS          map[string]float64 `json:"sim_wall_s"`
+	PlaneStartS       float64            `json:"plane_start_s"`
+	ReactiveEarlyPods int                `json:"reactive_early_pods"`
+	GateEarlyPods     int                `json:"gate_early_pods"`
+	// Workers compares the gate's --workers settings with the shipped default, per burst.
+	Workers []WorkersRun `json:"workers"`
+	// Skipped names the phases this run left out.
+	Skipped []string   `json:"skipped,omitempty"`
+	Runs    []BenchRun `json:"runs"`
+}
+
+// Machine is where the benchmark ran, and what it ran.
+type Machine struct {
+	CPUs   int    `json:"cpus"`
+	Model  string `json:"model"`
+	OSArch string `json:"os_arch"`
+	Go     string `json:"go"`
+	Commit string `json:"commit"`
+}
+
+func (m Machine) String() string {
+	return fmt.Sprintf("%d CPUs (%s), %s, %s, commit %s", m.CPUs, m.Model, m.OSArch, m.Go, m.Commit)
+}
+
+// Pair is one gate run and the floor run after it, same size, same admission (the policy).
+type Pair struct {
+	Gate     string  `json:"gate_run"`
+	Floor    string  `json:"floor_run"`
+	GateP99  float64 `json:"gate_p99_ms"`
+	FloorP99 float64 `json:"floor_p99_ms"`
+	// Ratio is gate p99 / floor p99; 0 when either run did not release every node.
+	Ratio float64 `json:"ratio"`
+}
+
+// WorkersRun is a gate run with --workers set, beside the shipped default's run on the same
+// burst (the first pair's gate run, or the zero-jitter gate run).
+type WorkersRun struct {
+	Burst   string `json:"burst"`
+	Workers int    `json:"workers"`
+	Run     string `json:"run"`
+	// P99 and WorkqueueP99 are this run's; the Shipped ones the default's. Ratio is
+	// shipped p99 / this p99 (above 1: the shipped default is slower).
+	P99             float64 `json:"p99_ms"`
+	WorkqueueP99    float64 `json:"workqueue_p99_ms"`
+	ShippedP99      float64 `json:"shipped_p99_ms"`
+	ShippedQueueP99 float64 `json:"shipped_workqueue_p99_ms"`
+	Ratio           float64 `json:"shipped_over_this_p99"`
+}
+
+// RatioSummary is the median and range of the pairs' ratios (complete pairs only).
+type RatioSummary struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	N      int     `json:"n"`
+}
+
+// Paced is one join rate: nodes join at Rate per second for Seconds.
+type Paced struct {
+	Rate    int               `json:"rate_per_s"`
+	Seconds float64           `json:"seconds"`
+	Nodes   int               `json:"nodes"`
+	Gate    check.Percentiles `json:"gate_ms"`
+	Floor   check.Percentiles `json:"floor_ms"`
+	// Complete: both runs released every node.
+	Complete bool `json:"complete"`
 }
 
 // Quantiles of a latency, in ms.
@@ -126,9 +226,14 @@ type BenchRun struct {
 	LatencyMS check.Percentiles `json:"release_latency_ms"`
 	Writes    int               `json:"node_writes"`
 	Conflicts int               `json:"node_write_conflicts"`
-	Failures  []string          `json:"failures,omitempty"`
-	// Stuck names up to five nodes never released, with the checker's reason.
+	// CPUS is the gate's (or floor's) process CPU time at the run's end.
+	CPUS     float64  `json:"cpu_s"`
+	Failures []string `json:"failures,omitempty"`
+	// Stuck names every node never released (up to 100), with the checker's reason, whether
+	// its init Pod was ever bound, and the taints the node carried at the end.
 	Stuck []string `json:"stuck,omitempty"`
+	// ReleaseMS are the run's release latencies, one per release, in ms.
+	ReleaseMS []float64 `json:"release_ms,omitempty"`
 }
 
 // Bench modes.
@@ -146,24 +251,15 @@ type bench struct {
 	audit   string
 	rep     *BenchReport
 	largest int
+	// samples keep each run's per-node moments until the audit log is read at the end.
+	samples map[string][]sample
+	// gateStages keep each gate run's own stage histograms, scraped when it settled.
+	gateStages map[string]map[string]Quantiles
 }
 
 // Run starts an embedded plane and runs the benchmark on it.
 func Run(ctx context.Context, opts Options) (*BenchReport, error) {
-	if len(opts.Sizes) == 0 {
-		opts.Sizes = []int{100, 1000, 5000}
-	}
-	if opts.Pods == 0 {
-		opts.Pods = 100000
-	}
-	if opts.Reference == 0 {
-		opts.Reference = opts.Sizes[len(opts.Sizes)-1]
-		for _, n := range opts.Sizes {
-			if n == 1000 {
-				opts.Reference = n
-			}
-		}
-	}
+	opts = defaults(opts)
 	dir, err := os.MkdirTemp("", "startupgate-bench-")
 	if err != nil {
 		return nil, err
@@ -186,23 +282,85 @@ func Run(ctx context.Context, opts Options) (*BenchReport, error) {
 		return nil, err
 	}
 	b := &bench{opts: opts, rc: rc, cs: cs, audit: audit, rep: &BenchReport{
-		Machine:          fmt.Sprintf("%d CPUs, %s/%s, %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version()),
-		ReleaseLatencyMS: map[string]check.Percentiles{}, FloorLatencyMS: map[string]check.Percentiles{},
-		FloorRatioP99: map[string]float64{}, SimWallS: map[string]float64{},
-		PlaneStartS: plane.StartDuration().Seconds(), Reference: opts.Reference,
-	}}
+		Machine: machine(), Reference: opts.Reference,
+		Pairs: map[string][]Pair{}, PairRatio: map[string]RatioSummary{},
+		ReleaseLatencyMS: map[string]check.Percentiles{}, BreakdownMS: map[string]Breakdown{},
+		SimWallS: map[string]float64{}, PlaneStartS: plane.StartDuration().Seconds(),
+	}, samples: map[string][]sample{}, gateStages: map[string]map[string]Quantiles{}}
+	for p := range opts.Skip {
+		b.rep.Skipped = append(b.rep.Skipped, p)
+	}
+	sort.Strings(b.rep.Skipped)
 	for _, n := range opts.Sizes {
 		b.largest = max(b.largest, n)
 	}
-	for _, n := range opts.Sizes {
-		if err := b.size(ctx, n); err != nil {
-			return b.rep, err
-		}
+	if err := b.phases(ctx); err != nil {
+		return b.rep, err
 	}
-	return b.rep, b.writes()
+	return b.rep, b.fromAudit()
 }
 
-// auditPolicy logs every write to a Node, and nothing else: the count of the gate's writes.
+func defaults(opts Options) Options {
+	if len(opts.Sizes) == 0 {
+		opts.Sizes = []int{100, 1000, 5000}
+	}
+	if opts.Pods == 0 {
+		opts.Pods = 100000
+	}
+	if opts.Pairs == 0 {
+		opts.Pairs = 3
+	}
+	if len(opts.Rates) == 0 {
+		opts.Rates = []int{5, 20, 50}
+	}
+	if opts.PacedFor == 0 {
+		opts.PacedFor = time.Minute
+	}
+	if opts.ZeroJitter == 0 {
+		opts.ZeroJitter = 200
+	}
+	if opts.CompareWorkers == nil {
+		opts.CompareWorkers = []int{16}
+	}
+	if opts.Reference == 0 {
+		opts.Reference = opts.Sizes[len(opts.Sizes)-1]
+		for _, n := range opts.Sizes {
+			if n == 1000 {
+				opts.Reference = n
+			}
+		}
+	}
+	return opts
+}
+
+// phases runs every phase in order: the sizes but the largest, the zero-jitter burst, the
+// paced rates, the largest size.
+func (b *bench) phases(ctx context.Context) error {
+	sizes := slices.Clone(b.opts.Sizes)
+	slices.Sort(sizes)
+	sizes = slices.Compact(sizes)
+	for _, n := range sizes[:len(sizes)-1] {
+		if err := b.size(ctx, n); err != nil {
+			return err
+		}
+	}
+	if !b.opts.Skip[PhaseZeroJitter] {
+		if err := b.zeroJitter(ctx); err != nil {
+			return err
+		}
+	}
+	if !b.opts.Skip[PhasePaced] {
+		for _, rate := range b.opts.Rates {
+			if err := b.paced(ctx, rate); err != nil {
+				return err
+			}
+		}
+	}
+	return b.size(ctx, sizes[len(sizes)-1])
+}
+
+// auditPolicy logs every write to a Node, and nothing else: the count of the gate's writes,
+// and (from the timestamps) when each release reached the apiserver and was stored.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
@@ -213,50 +371,209 @@ rules:
   - level: None
 `
 
-// size runs every mode at one burst size.
+// size runs every mode at one burst size: the pairs, the reactive peer (at the reference),
+// then the webhook gate on its own line.
 func (b *bench) size(ctx context.Context, n int) error {
-	floorRun, err := b.run(ctx, benchFloor, n, nil)
-	if err != nil {
-		return err
-	}
 	key := strconv.Itoa(n)
-	b.rep.FloorLatencyMS[key] = floorRun.LatencyMS
-	if n == b.opts.Reference && !b.opts.Skip[benchPolicy] {
-		var adm histogramDelta
-		if _, err := b.run(ctx, benchPolicy, n, &adm); err != nil {
+	var cpu [2]float64 // gate, floor: CPU seconds over the pairs
+	var rel [2]int
+	var first *BenchRun // the first pair's gate run
+	pairs := b.opts.Pairs
+	if n == b.largest && b.opts.LargestPairs > 0 {
+		pairs = b.opts.LargestPairs
+	}
+	for i := 1; i <= pairs; i++ {
+		var adm *histogramDelta
+		if n == b.opts.Reference && i == 1 {
+			adm = &histogramDelta{}
+		}
+		g, err := b.run(ctx, load{mode: benchPolicy, nodes: n, pair: i, jitter: time.Second}, adm)
+		if err != nil {
 			return err
 		}
-		b.rep.AdmissionMS.Policy = adm.quantiles()
+		if adm != nil {
+			b.rep.AdmissionMS.Policy = adm.quantiles()
+		}
+		f, err := b.run(ctx, load{mode: benchFloor, nodes: n, pair: i, jitter: time.Second}, nil)
+		if err != nil {
+			return err
+		}
+		b.rep.Pairs[key] = append(b.rep.Pairs[key], pairOf(g, f))
+		if i == 1 {
+			first = g
+			if n == b.opts.Reference {
+				b.breakdownOf(fmt.Sprintf("%d-node burst, policy gate, pair 1", n), g.Name)
+				b.breakdownOf(fmt.Sprintf("%d-node burst, policy floor, pair 1", n), f.Name)
+			}
+		}
+		for j, r := range []*BenchRun{g, f} {
+			if r.CPUS > 0 {
+				cpu[j] += r.CPUS
+				rel[j] += r.Released
+			}
+		}
 	}
-	if n == b.opts.Reference && !b.opts.Skip[benchReactive] {
-		reactive, err := b.run(ctx, benchReactive, n, nil)
+	b.rep.PairRatio[key] = summarize(b.rep.Pairs[key])
+	if n == b.opts.Reference {
+		if err := b.compareWorkers(ctx, load{mode: benchPolicy, nodes: n, jitter: time.Second}, first); err != nil {
+			return err
+		}
+	}
+	if n == b.opts.Reference && rel[0] > 0 && rel[1] > 0 {
+		c := &b.rep.CPUPer1000
+		c.Gate, c.Floor = round2(cpu[0]/float64(rel[0])*1000), round2(cpu[1]/float64(rel[1])*1000)
+		if c.Floor > 0 {
+			c.Ratio = round2(c.Gate / c.Floor)
+		}
+	}
+	if n == b.opts.Reference && !b.opts.Skip[PhaseReactive] {
+		reactive, err := b.run(ctx, load{mode: benchReactive, nodes: n, jitter: time.Second}, nil)
 		if err != nil {
 			return err
 		}
 		b.rep.ReactiveEarlyPods = reactive.EarlyPods
 	}
+	if b.opts.Skip[PhaseWebhook] {
+		return nil
+	}
 	var adm histogramDelta
-	gateRun, err := b.run(ctx, benchGate, n, &adm)
+	gateRun, err := b.run(ctx, load{mode: benchGate, nodes: n, jitter: time.Second}, &adm)
 	if err != nil {
 		return err
 	}
 	b.rep.ReleaseLatencyMS[key] = gateRun.LatencyMS
 	b.rep.SimWallS[key] = gateRun.WallS
-	b.rep.GateEarlyPods += gateRun.EarlyPods
-	if floorRun.LatencyMS.P99 > 0 {
-		b.rep.FloorRatioP99[key] = round2(gateRun.LatencyMS.P99 / floorRun.LatencyMS.P99)
-	}
 	if n == b.opts.Reference {
 		b.rep.AdmissionMS.Webhook = adm.quantiles()
+		b.breakdownOf(fmt.Sprintf("%d-node burst, webhook gate", n), gateRun.Name)
 	}
 	return nil
 }
 
-// benchScenario is a burst of n nodes with n pending workload Pods and one init DaemonSet
-// whose Pods are ready 2s ± 1s after they are bound.
-func benchScenario(mode string, n int) (*scenario.Scenario, error) {
+// zeroJitter is a burst whose init Pods all turn Ready 2s after they are bound, with no
+// jitter: every release is due at about the same moment. Gate, then floor.
+func (b *bench) zeroJitter(ctx context.Context) error {
+	n := b.opts.ZeroJitter
+	g, err := b.run(ctx, load{mode: benchPolicy, nodes: n, zero: true}, nil)
+	if err != nil {
+		return err
+	}
+	b.breakdownOf(fmt.Sprintf("%d-node burst, zero jitter, gate", n), g.Name)
+	f, err := b.run(ctx, load{mode: benchFloor, nodes: n, zero: true}, nil)
+	if err != nil {
+		return err
+	}
+	b.breakdownOf(fmt.Sprintf("%d-node burst, zero jitter, floor", n), f.Name)
+	b.rep.Pairs["zero-jitter-"+strconv.Itoa(n)] = []Pair{pairOf(g, f)}
+	return b.compareWorkers(ctx, load{mode: benchPolicy, nodes: n, zero: true}, g)
+}
+
+// compareWorkers runs the gate on l once per CompareWorkers setting, beside shipped (the
+// same load with the shipped default).
+func (b *bench) compareWorkers(ctx context.Context, l load, shipped *BenchRun) error {
+	for _, w := range b.opts.CompareWorkers {
+		l.workers = w
+		r, err := b.run(ctx, l, nil)
+		if err != nil {
+			return err
+		}
+		wr := WorkersRun{Burst: shipped.Name, Workers: w, Run: r.Name, P99: r.LatencyMS.P99, ShippedP99: shipped.LatencyMS.P99,
+			WorkqueueP99: b.gateStages[r.Name][stageWorkqueue].P99, ShippedQueueP99: b.gateStages[shipped.Name][stageWorkqueue].P99}
+		if complete(r) && complete(shipped) && r.LatencyMS.P99 > 0 {
+			wr.Ratio = round2(shipped.LatencyMS.P99 / r.LatencyMS.P99)
+		}
+		b.rep.Workers = append(b.rep.Workers, wr)
+	}
+	return nil
+}
+
+// paced joins nodes at rate per second for PacedFor, gate then floor, both on the policy.
+func (b *bench) paced(ctx context.Context, rate int) error {
+	l := load{nodes: rate * int(b.opts.PacedFor/time.Second), rate: rate, jitter: time.Second}
+	l.mode = benchPolicy
+	g, err := b.run(ctx, l, nil)
+	if err != nil {
+		return err
+	}
+	l.mode = benchFloor
+	f, err := b.run(ctx, l, nil)
+	if err != nil {
+		return err
+	}
+	b.rep.Paced = append(b.rep.Paced, Paced{Rate: rate, Seconds: b.opts.PacedFor.Seconds(), Nodes: l.nodes,
+		Gate: g.LatencyMS, Floor: f.LatencyMS, Complete: complete(g) && complete(f)})
+	return nil
+}
+
+func complete(r *BenchRun) bool { return r.Nodes > 0 && r.Released == r.Nodes }
+
+func pairOf(g, f *BenchRun) Pair {
+	p := Pair{Gate: g.Name, Floor: f.Name, GateP99: g.LatencyMS.P99, FloorP99: f.LatencyMS.P99}
+	if complete(g) && complete(f) && f.LatencyMS.P99 > 0 {
+		p.Ratio = round2(g.LatencyMS.P99 / f.LatencyMS.P99)
+	}
+	return p
+}
+
+// summarize is the median, min and max of the complete pairs' ratios.
+func summarize(pairs []Pair) RatioSummary {
+	var rs []float64
+	for _, p := range pairs {
+		if p.Ratio > 0 {
+			rs = append(rs, p.Ratio)
+		}
+	}
+	if len(rs) == 0 {
+		return RatioSummary{}
+	}
+	slices.Sort(rs)
+	med := rs[len(rs)/2]
+	if len(rs)%2 == 0 {
+		med = round2((rs[len(rs)/2-1] + rs[len(rs)/2]) / 2)
+	}
+	return RatioSummary{Median: med, Min: rs[0], Max: rs[len(rs)-1], N: len(rs)}
+}
+
+// load is what one run puts on the plane.
+type load struct {
+	mode  string
+	nodes int
+	// pair numbers a run of a pair (0: not paired).
+	pair int
+	// jitter spreads the init Pods' readiness: 2s ± jitter after binding.
+	jitter time.Duration
+	// zero: a zero-jitter burst.
+	zero bool
+	// rate > 0 paces the joins: rate nodes per second.
+	rate int
+	// workers > 0 runs the gate with --workers set so.
+	workers int
+}
+
+// name is the run's scenario name; node names are it plus "-n<i>", which the audit log's
+// counts rely on.
+func (l load) name() string {
+	if l.workers > 0 {
+		w := l
+		w.workers = 0
+		return fmt.Sprintf("%s-w%d", w.name(), l.workers)
+	}
+	switch {
+	case l.rate > 0:
+		return fmt.Sprintf("bench-paced-%s-r%d", l.mode, l.rate)
+	case l.zero:
+		return fmt.Sprintf("bench-zero-%s-%d", l.mode, l.nodes)
+	case l.pair > 1:
+		return fmt.Sprintf("%s-p%d", benchName(l.mode, l.nodes), l.pair)
+	}
+	return benchName(l.mode, l.nodes)
+}
+
+// benchScenario is n nodes joining (at once, or paced) with n pending workload Pods and one
+// init DaemonSet whose Pods are ready 2s ± jitter after they are bound.
+func benchScenario(l load) (*scenario.Scenario, error) {
 	extra := "gateProcess: {replicas: 1}\n"
-	switch mode {
+	switch l.mode {
 	case benchPolicy:
 		extra += "admission: policy\n"
 	case benchReactive:
@@ -264,20 +581,30 @@ func benchScenario(mode string, n int) (*scenario.Scenario, error) {
 	case benchFloor:
 		extra = ""
 	}
-	return scenario.Parse([]byte(fmt.Sprintf(`name: bench-%s-%d
-description: benchmark burst of %[2]d nodes (%[1]s)
-%[3]sworkloads:
+	ready := "{after: 2s}"
+	if l.jitter > 0 && !l.zero {
+		ready = fmt.Sprintf("{after: 2s, jitter: %s}", l.jitter)
+	}
+	join := fmt.Sprintf("{count: %d, prefix: n}", l.nodes)
+	timeout := benchTimeout(l.nodes)
+	if l.rate > 0 {
+		join = fmt.Sprintf("{count: %d, prefix: n, interval: %s}", l.nodes, time.Second/time.Duration(l.rate))
+		timeout += time.Duration(l.nodes/l.rate) * time.Second
+	}
+	return scenario.Parse([]byte(fmt.Sprintf(`name: %s
+description: benchmark run of %d nodes (%s)
+%sworkloads:
   - {name: batch, replicas: %[2]d, cpu: 10m}
 init:
   - name: init
-    ready: {after: 2s, jitter: 1s}
+    ready: %[5]s
 timeline:
   - at: 0s
-    join: {count: %[2]d, prefix: n}
+    join: %[6]s
 expect:
-  violations: %[4]s
-timeout: %[5]s
-`, mode, n, extra, map[bool]string{true: "some", false: "none"}[mode == benchReactive], benchTimeout(n))))
+  violations: %[7]s
+timeout: %[8]s
+`, l.name(), l.nodes, l.mode, extra, ready, join, map[bool]string{true: "some", false: "none"}[l.mode == benchReactive], timeout)))
 }
 
 // benchTimeout bounds a run of n nodes generously: a run that hits it is reported as such.
@@ -285,27 +612,28 @@ func benchTimeout(n int) time.Duration {
 	return 2*time.Minute + time.Duration(n)*120*time.Millisecond
 }
 
-// run runs one mode at one size; adm, if set, receives the admission latency histogram
-// delta over the run (webhook or policy, by mode).
-func (b *bench) run(ctx context.Context, mode string, n int, adm *histogramDelta) (*BenchRun, error) {
-	sc, err := benchScenario(mode, n)
+// run runs one load; adm, if set, receives the admission latency histogram delta over the
+// run (webhook or policy, by mode).
+func (b *bench) run(ctx context.Context, l load, adm *histogramDelta) (*BenchRun, error) {
+	sc, err := benchScenario(l)
 	if err != nil {
 		return nil, err
 	}
 	gm := gateundertest.InProcess
-	if mode == benchFloor {
+	if l.mode == benchFloor {
 		gm = gateundertest.Floor
 	}
 	hooks := &sim.Hooks{Shipped: true}
-	var cpuSeconds float64
-	if mode == benchGate {
-		b.gateHooks(hooks, n, &cpuSeconds)
+	if l.workers > 0 {
+		hooks.GateArgs = []string{fmt.Sprintf("--workers=%d", l.workers)}
 	}
+	var end runEnd
+	b.hooks(hooks, l, &end)
 	r, err := sim.NewRunner(b.rc, sim.Options{Gate: gm, Seed: b.opts.Seed, Progress: b.opts.Progress, Hooks: hooks})
 	if err != nil {
 		return nil, err
 	}
-	metric, match, err := admissionMetric(mode)
+	metric, match, err := admissionMetric(l.mode)
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +643,7 @@ func (b *bench) run(ctx context.Context, mode string, n int, adm *histogramDelta
 			return nil, err
 		}
 	}
-	b.progress("%s: %d nodes", sc.Name, n)
+	b.progress("%s: %d nodes", sc.Name, l.nodes)
 	res, err := r.Run(ctx, sc)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", sc.Name, err)
@@ -329,46 +657,74 @@ func (b *bench) run(ctx context.Context, mode string, n int, adm *histogramDelta
 			return nil, fmt.Errorf("%s: %w", sc.Name, err)
 		}
 	}
-	br := &BenchRun{Name: sc.Name, Mode: mode, Nodes: res.Nodes, Released: res.Released, Passed: res.Passed,
-		LatencyMS: res.ReleaseLatencyMS, WallS: round2(wallToReleased(res).Seconds()), Failures: res.Failures}
+	br := &BenchRun{Name: sc.Name, Mode: l.mode, Nodes: res.Nodes, Released: res.Released, Passed: res.Passed,
+		LatencyMS: res.ReleaseLatencyMS, WallS: round2(wallToReleased(res).Seconds()), Failures: res.Failures,
+		CPUS: round2(end.cpu)}
 	for _, v := range res.Violations {
-		switch {
-		case v.Kind == check.KindEarlyPod:
+		if v.Kind == check.KindEarlyPod {
 			br.EarlyPods++
-		case v.Kind == check.KindStuck && len(br.Stuck) < 5:
-			br.Stuck = append(br.Stuck, v.Node+": "+v.Detail)
 		}
 	}
-	if cpuSeconds > 0 && res.Released > 0 {
-		b.rep.GateCPUSecondsPer1000 = round2(cpuSeconds / float64(res.Released) * 1000)
+	for _, d := range res.ReleaseLatency {
+		br.ReleaseMS = append(br.ReleaseMS, round2(float64(d)/float64(time.Millisecond)))
+	}
+	br.Stuck = stuckNodes(res, end.nodes)
+	b.samples[sc.Name] = samplesOf(res)
+	if end.stages != nil {
+		b.gateStages[sc.Name] = end.stages
+	}
+	if l.mode == benchGate {
+		b.rep.GateEarlyPods += br.EarlyPods
 	}
 	b.rep.Runs = append(b.rep.Runs, *br)
-	b.progress("%s: released %d/%d, p99 %.1f ms, wall %.1fs, early pods %d, passed %v",
-		sc.Name, res.Released, res.Nodes, br.LatencyMS.P99, br.WallS, br.EarlyPods, res.Passed)
+	b.progress("%s: released %d/%d, p99 %.1f ms, wall %.1fs, early pods %d, cpu %.1fs, passed %v",
+		sc.Name, res.Released, res.Nodes, br.LatencyMS.P99, br.WallS, br.EarlyPods, br.CPUS, res.Passed)
+	for _, s := range br.Stuck {
+		b.progress("%s: stuck %s", sc.Name, s)
+	}
 	return br, nil
 }
 
-// gateHooks arranges what the benchmark looks at in a gate run: a CPU profile over the
-// reference burst, the gate's own webhook timing once it has settled, and at the largest
-// size the memory phase (cpuSeconds receives the gate's CPU time up to then).
-func (b *bench) gateHooks(h *sim.Hooks, n int, cpuSeconds *float64) {
-	if n == b.opts.Reference && b.opts.LogDir != "" {
+// runEnd is what the Settled hook read while the run's processes and nodes still existed.
+type runEnd struct {
+	cpu    float64
+	nodes  map[string]nodeEnd
+	stages map[string]Quantiles
+}
+
+// hooks arrange what the benchmark looks at in a run: at its end, the gate's (or floor's)
+// CPU time, the nodes' taints (for stuck nodes) and the gate's stage histograms; for the
+// webhook gate at the reference size, a CPU profile and its webhook timing; at the largest
+// size, the memory phase.
+func (b *bench) hooks(h *sim.Hooks, l load, end *runEnd) {
+	webhookRef := l.mode == benchGate && l.nodes == b.opts.Reference
+	if webhookRef && b.opts.LogDir != "" {
 		h.Started = func(ctx context.Context, x sim.Live) {
 			go b.profile(ctx, x, filepath.Join(b.opts.LogDir, "bench-gate-cpu.pprof"))
 		}
 	}
 	h.Settled = func(ctx context.Context, x sim.Live) error {
-		if n == b.opts.Reference {
+		var err error
+		if end.nodes, err = nodesAtEnd(ctx, x, l.name()); err != nil {
+			return err
+		}
+		if reps := x.Gate().Replicas(); len(reps) > 0 {
+			end.cpu, _ = processCPU(reps[0].Pid())
+		}
+		if l.mode != benchFloor && len(x.Gate().Replicas()) > 0 {
+			if end.stages, err = gateStages(ctx, x.Gate().Replicas()[0]); err != nil {
+				return err
+			}
+		}
+		if webhookRef {
 			if err := b.handlerLatency(ctx, x); err != nil {
 				return err
 			}
 		}
-		if n != b.largest {
+		if l.mode != benchGate || l.nodes != b.largest {
 			return nil
 		}
-		var err error
-		*cpuSeconds, err = b.memory(ctx, x)
-		return err
+		return b.memory(ctx, x)
 	}
 }
 
@@ -420,35 +776,34 @@ func (b *bench) progress(format string, args ...any) {
 
 // memory measures the gate process at the settled largest burst: heap and RSS after a
 // forced GC, then again once the filler Pods are stored. (The gate's label-selected watch
-// is never sent them, so there is nothing of theirs to wait for on its side.) It returns the CPU seconds the gate
-// had used by the time every node was released.
-func (b *bench) memory(ctx context.Context, x sim.Live) (float64, error) {
+// is never sent them, so there is nothing of theirs to wait for on its side.)
+func (b *bench) memory(ctx context.Context, x sim.Live) error {
 	if len(x.Gate().Replicas()) == 0 {
-		return 0, fmt.Errorf("memory phase: no gate replica")
+		return fmt.Errorf("memory phase: no gate replica")
 	}
 	r := x.Gate().Replicas()[0]
 	m0, err := gateMemory(ctx, r)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	b.rep.MemoryNodes = len(x.Nodes())
 	b.rep.GateHeapBytes.Pods0, b.rep.GateRSSBytes.Pods0 = m0.heap, m0.rss
 	b.progress("memory: gate heap %d MiB, rss %d MiB at %d nodes; adding %d workload Pods",
 		m0.heap>>20, m0.rss>>20, b.rep.MemoryNodes, b.opts.Pods)
 	if err := fillPods(ctx, x.Client(), x.Namespace(), b.opts.Pods); err != nil {
-		return 0, err
+		return err
 	}
 	b.rep.FillerPods = b.opts.Pods
 	m1, err := gateMemory(ctx, r)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	b.rep.GateHeapBytes.Pods100k, b.rep.GateRSSBytes.Pods100k = m1.heap, m1.rss
 	if m0.heap > 0 {
 		b.rep.GateHeapRatio = round2(float64(m1.heap) / float64(m0.heap))
 	}
 	b.progress("memory: gate heap %d MiB, rss %d MiB with %d more Pods", m1.heap>>20, m1.rss>>20, b.opts.Pods)
-	return m0.cpu, nil
+	return nil
 }
 
 // profile takes a CPU profile of the gate over the first 20s of the reference burst, for
@@ -486,10 +841,7 @@ func (b *bench) handlerLatency(ctx context.Context, x sim.Live) error {
 	return nil
 }
 
-type gateMem struct {
-	heap, rss uint64
-	cpu       float64
-}
+type gateMem struct{ heap, rss uint64 }
 
 // gateMemory forces a GC in the gate (pprof's heap endpoint with gc=1) so that heap in use
 // is the live heap, not wherever the collector happened to be, then reads its metrics.
@@ -501,11 +853,11 @@ func gateMemory(ctx context.Context, r *gateundertest.Replica) (gateMem, error) 
 	if err != nil {
 		return gateMem{}, fmt.Errorf("scraping the gate: %w", err)
 	}
-	v, err := gauges(raw, "go_memstats_heap_inuse_bytes", "process_resident_memory_bytes", "process_cpu_seconds_total")
+	v, err := gauges(raw, "go_memstats_heap_inuse_bytes", "process_resident_memory_bytes")
 	if err != nil {
 		return gateMem{}, err
 	}
-	return gateMem{heap: uint64(v[0]), rss: uint64(v[1]), cpu: v[2]}, nil
+	return gateMem{heap: uint64(v[0]), rss: uint64(v[1])}, nil
 }
 
 // fillPods creates n bare Pods in ns for a scheduler that does not exist, so they stay
@@ -535,91 +887,6 @@ func fillPods(ctx context.Context, cs kubernetes.Interface, ns string, n int) er
 		return err
 	}
 	return ctx.Err() // cancelled before every Pod was even started
-}
-
-// writes counts, from the audit log, every Node write by the gate and by the floor, per
-// run, and derives the writes per release.
-func (b *bench) writes() error {
-	f, err := os.Open(b.audit)
-	if err != nil {
-		return fmt.Errorf("reading audit log: %w", err)
-	}
-	defer f.Close()
-	counts, err := countNodeWrites(f)
-	if err != nil {
-		return err
-	}
-	var gateWrites, gateReleased, floorWrites, floorReleased int
-	for i := range b.rep.Runs {
-		run := &b.rep.Runs[i]
-		c := counts[run.Name]
-		run.Writes, run.Conflicts = c.ok, c.conflicts
-		switch run.Mode {
-		case benchGate:
-			gateWrites += c.ok
-			gateReleased += run.Released
-			b.rep.WriteConflicts += c.conflicts
-		case benchFloor:
-			floorWrites += c.ok
-			floorReleased += run.Released
-		}
-	}
-	if gateReleased > 0 {
-		b.rep.WritesPerRelease = round2(float64(gateWrites) / float64(gateReleased))
-	}
-	if floorReleased > 0 {
-		b.rep.FloorWritesPerRelease = round2(float64(floorWrites) / float64(floorReleased))
-	}
-	return nil
-}
-
-type writeCount struct{ ok, conflicts int }
-
-// countNodeWrites reads an audit log and counts, per scenario (the node name up to its
-// last "-n"), the Node writes whose user agent is the gate's or the floor's: successful ones
-// and conflicts. Status writes (kubelet) and other controllers' writes are not counted.
-func countNodeWrites(r io.Reader) (map[string]writeCount, error) {
-	out := map[string]writeCount{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var ev struct {
-			Verb      string `json:"verb"`
-			UserAgent string `json:"userAgent"`
-			ObjectRef struct {
-				Resource    string `json:"resource"`
-				Name        string `json:"name"`
-				Subresource string `json:"subresource"`
-			} `json:"objectRef"`
-			ResponseStatus struct {
-				Code int `json:"code"`
-			} `json:"responseStatus"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return nil, fmt.Errorf("audit log: %w", err)
-		}
-		if ev.ObjectRef.Resource != "nodes" || ev.ObjectRef.Subresource != "" || ev.Verb == "create" || ev.Verb == "delete" {
-			continue
-		}
-		if !strings.HasPrefix(ev.UserAgent, "gate/") && !strings.HasPrefix(ev.UserAgent, "startupgate-gate") &&
-			!strings.HasPrefix(ev.UserAgent, "startupgate-floor") {
-			continue
-		}
-		i := strings.LastIndex(ev.ObjectRef.Name, "-n")
-		if i < 0 {
-			continue
-		}
-		scenario := ev.ObjectRef.Name[:i]
-		c := out[scenario]
-		switch {
-		case ev.ResponseStatus.Code >= 200 && ev.ResponseStatus.Code < 300:
-			c.ok++
-		case ev.ResponseStatus.Code == 409:
-			c.conflicts++
-		}
-		out[scenario] = c
-	}
-	return out, sc.Err()
 }
 
 func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }

@@ -28,14 +28,15 @@ type benchChart struct {
 
 // panels draw the page's pictures, in order. A panel with nothing to draw returns ok
 // false. The pictures of paced rates, the breakdown by stage and the pairs slot in here
-// once BenchReport carries their data (and leave notYet).
+// (and leave notYet); their figures are in bench.md and bench.json already.
 var panels = []func(r *BenchReport) (benchPanel, bool){latencyPanel, wallPanel}
 
-// notYet are the pictures the benchmark has no data for yet.
+// notYet are the pictures the page does not draw yet, though the benchmark records their data.
 var notYet = []string{
-	"release latency per paced join rate: the benchmark joins its nodes in bursts only;",
-	"the gate's release latency by stage, as a stacked bar: bench.json has no per-stage timing;",
-	"repeated gate/floor pairs as dots with their median: the benchmark runs each mode once per size.",
+	"release latency per paced join rate (bench.json: paced; bench.md: the paced table);",
+	"the gate's release latency by stage, as a stacked bar (bench.json: breakdown_ms; bench.md: one table per run);",
+	"repeated gate/floor pairs as dots with their median (bench.json: pairs, pair_ratio_p99; bench.md: the burst table);",
+	"release-latency CDFs from every release (bench.json: each run's release_ms); the curves above join percentiles.",
 }
 
 // WriteHTML writes out/bench.html.
@@ -82,9 +83,10 @@ func (r *BenchReport) sizes() []int {
 		n, _ := strconv.Atoi(k)
 		seen[n] = true
 	}
-	for k := range r.FloorLatencyMS {
-		n, _ := strconv.Atoi(k)
-		seen[n] = true
+	for k := range r.Pairs {
+		if n, err := strconv.Atoi(k); err == nil {
+			seen[n] = true
+		}
 	}
 	var out []int
 	for n := range seen {
@@ -120,8 +122,8 @@ func latencyPanel(r *BenchReport) (benchPanel, bool) {
 			continue
 		}
 		caption := fmt.Sprintf("%d nodes", n)
-		if ratio, ok := r.FloorRatioP99[strconv.Itoa(n)]; ok {
-			caption += fmt.Sprintf(" · gate p99 / floor p99 = %.2f", ratio)
+		if pr := r.PairRatio[strconv.Itoa(n)]; pr.N > 0 {
+			caption += fmt.Sprintf(" · gate p99 / floor p99 = %.2f (median of %d pairs)", pr.Median, pr.N)
 		}
 		for _, mode := range []string{benchGate, benchFloor} {
 			if run, ok := runs[mode]; ok && run.Released < run.Nodes {
@@ -199,7 +201,7 @@ var benchTemplate = template.Must(template.New("bench").Parse(`<!doctype html>
 {{range .Runs}}<tr><td>{{.Name}}</td><td>{{.Mode}}</td><td>{{.Nodes}}</td><td>{{.Released}}</td><td>{{.EarlyPods}}</td><td>{{.Latency}}</td><td>{{printf "%.1f" .WallS}} s</td><td>{{.Writes}}</td><td>{{.Conflicts}}</td><td class="{{if .Passed}}pass{{else}}fail{{end}}">{{.Passed}}</td></tr>
 {{end}}</table>
 <h2>not drawn</h2>
-<p class="muted">This report has no data for these pictures, so the page does not draw them:</p>
+<p class="muted">The page does not draw these yet; their figures are in bench.md and bench.json:</p>
 <ul class="muted">{{range .NotYet}}<li>{{.}}</li>{{end}}</ul>
 </body></html>
 `))

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/startupgate/startupgate/sim/check"
 )
@@ -15,9 +16,9 @@ import (
 // synthetic is a benchmark report with the README's figures (one make bench run), and a
 // gate run at 5000 nodes that did not release every node.
 func synthetic() *BenchReport {
-	r := &BenchReport{Machine: "2 CPUs, linux/amd64, go1.26.8", Reference: 1000, PlaneStartS: 3.6,
-		ReleaseLatencyMS: map[string]check.Percentiles{}, FloorLatencyMS: map[string]check.Percentiles{},
-		FloorRatioP99: map[string]float64{"100": 0.98, "1000": 0.66, "5000": 0.62}, SimWallS: map[string]float64{}}
+	r := &BenchReport{Machine: Machine{CPUs: 2, Model: "AMD EPYC", OSArch: "linux/amd64", Go: "go1.26.8", Commit: "2497970"}, Reference: 1000, PlaneStartS: 3.6,
+		ReleaseLatencyMS: map[string]check.Percentiles{}, Pairs: map[string][]Pair{},
+		PairRatio: map[string]RatioSummary{"100": {0.98, 0.98, 0.98, 1}, "1000": {0.66, 0.66, 0.66, 1}, "5000": {0.62, 0.62, 0.62, 1}}, SimWallS: map[string]float64{}}
 	for _, f := range []struct {
 		n               int
 		gate, floor     check.Percentiles
@@ -29,7 +30,8 @@ func synthetic() *BenchReport {
 		{5000, check.Percentiles{P50: 159, P90: 1128, P99: 6880, Max: 11761}, check.Percentiles{P50: 132, P90: 3801, P99: 11095, Max: 17249}, 454.5, 292, 4924, 0},
 	} {
 		k := strconv.Itoa(f.n)
-		r.ReleaseLatencyMS[k], r.FloorLatencyMS[k], r.SimWallS[k] = f.gate, f.floor, f.gateS
+		r.ReleaseLatencyMS[k], r.SimWallS[k] = f.gate, f.gateS
+		r.Pairs[k] = []Pair{{Gate: benchName(benchPolicy, f.n), Floor: benchName(benchFloor, f.n), GateP99: f.gate.P99, FloorP99: f.floor.P99}}
 		r.Runs = append(r.Runs,
 			BenchRun{Name: benchName(benchFloor, f.n), Mode: benchFloor, Nodes: f.n, Released: f.n, Passed: true, WallS: f.floorS, LatencyMS: f.floor, Writes: f.n},
 			BenchRun{Name: benchName(benchGate, f.n), Mode: benchGate, Nodes: f.n, Released: f.gateRel, Passed: f.gateRel == f.n, WallS: f.gateS, LatencyMS: f.gate, Writes: f.gateRel})
@@ -52,8 +54,8 @@ func TestBenchHTML(t *testing.T) {
 	}
 	page := buf.String()
 	for _, want := range []string{
-		"<h3>100 nodes · gate p99 / floor p99 = 0.98</h3>", "<h3>1000 nodes · gate p99 / floor p99 = 0.66</h3>",
-		"5000 nodes · gate p99 / floor p99 = 0.62 · gate released only 4924 of 5000",
+		"<h3>100 nodes · gate p99 / floor p99 = 0.98 (median of 1 pairs)</h3>", "<h3>1000 nodes · gate p99 / floor p99 = 0.66 (median of 1 pairs)</h3>",
+		"5000 nodes · gate p99 / floor p99 = 0.62 (median of 1 pairs) · gate released only 4924 of 5000",
 		`class="cdf gate"`, `class="cdf floor"`, `class="cdf policy"`, // the policy ran at the reference size only
 		"454.5 s (4924 of 5000 released)", "release p99 ≤ 2× floor p99 at 1000 nodes",
 		"the gate&#39;s release latency by stage", "repeated gate/floor pairs",
@@ -89,7 +91,7 @@ func TestBenchHTML(t *testing.T) {
 // TestBenchNames holds benchName to the names benchScenario gives its runs.
 func TestBenchNames(t *testing.T) {
 	for _, mode := range []string{benchGate, benchFloor, benchPolicy, benchReactive} {
-		sc, err := benchScenario(mode, 100)
+		sc, err := benchScenario(load{mode: mode, nodes: 100, jitter: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 const scrapeBefore = `# TYPE apiserver_admission_webhook_admission_duration_seconds histogram
@@ -78,11 +79,11 @@ func TestGauges(t *testing.T) {
 	}
 }
 
-func TestCountNodeWrites(t *testing.T) {
+func TestReadAudit(t *testing.T) {
 	log := strings.Join([]string{
 		// the gate's release of bench-gate-10-n1, after one conflict
-		`{"verb":"patch","userAgent":"gate/v0.0.0 (linux/amd64) kubernetes/$Format","objectRef":{"resource":"nodes","name":"bench-gate-10-n1"},"responseStatus":{"code":409}}`,
-		`{"verb":"patch","userAgent":"gate/v0.0.0 (linux/amd64) kubernetes/$Format","objectRef":{"resource":"nodes","name":"bench-gate-10-n1"},"responseStatus":{"code":200}}`,
+		`{"verb":"patch","userAgent":"gate/v0.0.0 (linux/amd64) kubernetes/$Format","objectRef":{"resource":"nodes","name":"bench-gate-10-n1"},"responseStatus":{"code":409},"requestReceivedTimestamp":"2026-01-01T00:00:00.100000Z","stageTimestamp":"2026-01-01T00:00:00.110000Z"}`,
+		`{"verb":"patch","userAgent":"gate/v0.0.0 (linux/amd64) kubernetes/$Format","objectRef":{"resource":"nodes","name":"bench-gate-10-n1"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-01-01T00:00:00.200000Z","stageTimestamp":"2026-01-01T00:00:00.231500Z"}`,
 		// the floor's
 		`{"verb":"patch","userAgent":"startupgate-floor","objectRef":{"resource":"nodes","name":"bench-floor-10-n1"},"responseStatus":{"code":200}}`,
 		// not counted: a kubelet status write, a controller's taint patch, the node's creation
@@ -90,9 +91,13 @@ func TestCountNodeWrites(t *testing.T) {
 		`{"verb":"patch","userAgent":"kube-controller-manager/v1.36.3","objectRef":{"resource":"nodes","name":"bench-gate-10-n1"},"responseStatus":{"code":200}}`,
 		`{"verb":"create","userAgent":"gate/v0.0.0","objectRef":{"resource":"nodes","name":"bench-gate-10-n2"},"responseStatus":{"code":201}}`,
 	}, "\n")
-	got, err := countNodeWrites(strings.NewReader(log))
+	a, err := readAudit(strings.NewReader(log))
 	if err != nil {
 		t.Fatal(err)
+	}
+	got := a.counts
+	if w := a.first["bench-gate-10-n1"]; w.done.Sub(w.received) != 31500*time.Microsecond {
+		t.Errorf("first write of bench-gate-10-n1: %+v; want the successful one, stored 31.5ms after it was received", w)
 	}
 	if g := got["bench-gate-10"]; g != (writeCount{ok: 1, conflicts: 1}) {
 		t.Errorf("gate writes = %+v, want 1 ok and 1 conflict", g)
@@ -100,7 +105,7 @@ func TestCountNodeWrites(t *testing.T) {
 	if f := got["bench-floor-10"]; f != (writeCount{ok: 1}) {
 		t.Errorf("floor writes = %+v, want 1", f)
 	}
-	if _, err := countNodeWrites(strings.NewReader("not json")); err == nil {
+	if _, err := readAudit(strings.NewReader("not json")); err == nil {
 		t.Error("a corrupt audit log must be an error")
 	}
 }

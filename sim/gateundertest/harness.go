@@ -55,6 +55,7 @@ type Harness struct {
 	cs       kubernetes.Interface
 	webhook  scenario.WebhookSettings
 	shipped  bool
+	args     []string
 
 	// nodeWrites counts the in-process gate's successful Node writes.
 	nodeWrites atomic.Int64
@@ -76,6 +77,9 @@ type Options struct {
 	// connected directly (no relay hop charged to the gate), with the profiler on. The
 	// benchmark measures that gate; the suite raises the limits and shortens the leases.
 	Shipped bool
+	// Args are extra cmd/gate flags for a shipped process replica (the benchmark's
+	// comparison of one setting against the shipped default).
+	Args []string
 }
 
 // Replica is one gate instance.
@@ -97,7 +101,7 @@ func New(rc *rest.Config, cs kubernetes.Interface, mode Mode, cfg gate.Config, s
 	return &Harness{
 		off: mode == Off, floor: mode == Floor, process: sc.GateProcess != nil && mode != Floor,
 		policy: mode == Policy || mode == Floor || sc.Admission == "policy", reactive: sc.Admission == "none",
-		cfg: cfg, scenario: sc.Name, ns: ns, rc: rc, cs: cs, webhook: sc.Webhook, as: opts.As, shipped: opts.Shipped,
+		cfg: cfg, scenario: sc.Name, ns: ns, rc: rc, cs: cs, webhook: sc.Webhook, as: opts.As, shipped: opts.Shipped, args: opts.Args,
 	}
 }
 
@@ -143,6 +147,14 @@ func (h *Harness) Replicas() []*Replica { return h.replicas }
 
 // ID numbers the replica within its harness.
 func (r *Replica) ID() int { return r.id }
+
+// Pid is the replica's process id, or 0 when it runs in this process (or has not started).
+func (r *Replica) Pid() int {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return 0
+	}
+	return r.cmd.Process.Pid
+}
 
 // MetricsURL is the replica's Prometheus endpoint.
 func (r *Replica) MetricsURL() string {
@@ -275,6 +287,7 @@ func (h *Harness) runProcess(r *Replica) error {
 	if h.shipped {
 		// The gate as deployed: shipped leases and client limits, plus the profiler.
 		args = append(args, fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", r.pprofPort))
+		args = append(args, h.args...)
 	} else {
 		// Short leases so a failover fits in a scenario (the defaults are 15s/10s/2s), and
 		// limits high enough that the client is never what a scenario measures.

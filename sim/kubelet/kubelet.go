@@ -265,6 +265,16 @@ func ignoreExists(err error) error {
 
 // heartbeat renews every node's Lease, as kubelets do, so the node-lifecycle controller
 // keeps the nodes healthy for as long as a scenario runs.
+//
+// Kubelets renew independently, so a round is spread evenly over the interval rather than
+// fired at once, on a few writers of its own (renewals must not queue ahead of Pod writes).
+// A round used to go as fast as 8 writers allowed, one after another: on a plane saturated
+// by a 5000-node burst, where a write takes a few hundred ms, such a round can outlast the
+// node-monitor grace period (3m), and the nodes renewed last go unreachable (a NoSchedule
+// taint their init DaemonSet Pods do not tolerate). Spread out, a round takes half the
+// interval whatever the plane's latency, and heartbeatWriters bound only the renewals in
+// flight. A missed renewal is harmless (the
+// lease lasts 120s).
 func (k *Kubelet) heartbeat(ctx context.Context) {
 	every := k.LeaseRenew
 	if every <= 0 {
@@ -284,12 +294,17 @@ func (k *Kubelet) heartbeat(ctx context.Context) {
 			names = append(names, n)
 		}
 		k.mu.Unlock()
-		// Kubelets renew independently; a few at a time keeps a round of thousands of nodes
-		// within its interval. A missed renewal is harmless (the lease lasts 120s).
-		// Their own few writers: renewals must not queue ahead of Pod writes.
 		var g errgroup.Group
-		g.SetLimit(8)
-		for _, n := range names {
+		g.SetLimit(heartbeatWriters)
+		start, step := time.Now(), leaseRenew/2/time.Duration(max(1, len(names)))
+		for i, n := range names {
+			if d := time.Until(start.Add(time.Duration(i) * step)); d > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(d):
+				}
+			}
 			g.Go(func() error {
 				_ = k.renewLease(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
 				return nil
@@ -298,6 +313,9 @@ func (k *Kubelet) heartbeat(ctx context.Context) {
 		_ = g.Wait()
 	}
 }
+
+// heartbeatWriters bounds the Lease renewals in flight.
+const heartbeatWriters = 32
 
 // pod drives one Pod bound to one of our nodes, once. The writes run on their own
 // goroutines (at most kubeletWriters at once): a real kubelet per node writes in parallel
