@@ -296,7 +296,7 @@ func (k *Kubelet) heartbeat(ctx context.Context) {
 		k.mu.Unlock()
 		var g errgroup.Group
 		g.SetLimit(heartbeatWriters)
-		start, step := time.Now(), leaseRenew/2/time.Duration(max(1, len(names)))
+		start, step := time.Now(), every/2/time.Duration(max(1, len(names)))
 		for i, n := range names {
 			if d := time.Until(start.Add(time.Duration(i) * step)); d > 0 {
 				select {
