@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -444,7 +445,10 @@ func newFixture(t *testing.T, admin client.Client) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{admin: admin, sa: sa, saRC: saRC, saCS: saCS, ns: "startupgate-rbac-test",
+	// A namespace per subtest: the previous source's is still being deleted (the namespace
+	// controller takes its time), and a create of the same name fails while it is.
+	ns := "startupgate-rbac-test-" + strings.ToLower(path.Base(t.Name()))
+	f := &fixture{admin: admin, sa: sa, saRC: saRC, saCS: saCS, ns: ns,
 		gatedNode: "rbac-test-gated", busyNode: "rbac-test-busy", busyPod: "busy", daemonSet: "rbac-test-ds",
 		lease: "rbac-test-lease", newLease: "rbac-test-lease-new"}
 	f.cfg, f.absent = gate.DefaultConfig(), gate.DefaultConfig()
