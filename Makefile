@@ -19,10 +19,10 @@ BENCH_FLAGS   ?=
 # Modules of their own, so that Helm and go-containerregistry never enter the gate's
 # dependencies: the root ./... does not reach them, and no go.work joins them (a workspace
 # would resolve one version of every module for all of them, the gate's build included).
-# `make test` runs their tests after the root module's, vetted by go test itself (-vet=all is
-# go vet's full set): a separate go vet would compile Helm's dependencies a second time,
-# without -race.
-NESTED_MODULES := deploy/helm hack/image
+# deploy/helm's tests run from the root's own `go test ./deploy/...` (deploy/helm_module_test.go
+# runs `go test` in that module); `make test` runs hack/image's after the root module's, vetted
+# by go test itself (-vet=all is go vet's full set).
+NESTED_MODULES := hack/image
 
 # The image: labels and timestamps come from the commit, so one commit gives one digest.
 IMAGE_TAR     ?= $(OUT)/startupgate.tar
@@ -46,14 +46,13 @@ build: ## Build bin/gate, bin/kubectl-startupgate (the same binary, as a kubectl
 	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o bin/simulate ./cmd/simulate
 
 .PHONY: test
-test: controlplane ## Vet, then run every test with the race detector: unit, integration, the scenario suite on the embedded plane, then the Helm chart and image modules.
+test: controlplane ## Vet, then run every test with the race detector: unit, integration, the scenario suite on the embedded plane, the Helm chart's module, then the image module.
 	go vet ./...
 	go test -race -parallel 4 -timeout $(TEST_TIMEOUT) ./...
 	@for m in $(NESTED_MODULES); do echo "== $$m"; (cd $$m && go test -race -vet=all -timeout $(TEST_TIMEOUT) ./...) || exit 1; done
 
 .PHONY: test-deploy
 test-deploy: controlplane ## The install paths only: the kustomize overlays and the Helm chart rendered, proved equal, and applied to the embedded plane.
-	cd deploy/helm && go test -race -vet=all ./...
 	go test -race ./deploy/...
 
 .PHONY: simulate
