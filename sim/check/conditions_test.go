@@ -81,7 +81,9 @@ func TestConditions(t *testing.T) {
 
 func TestReplacements(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	at := func(s int) record.Mark { return record.Mark{RV: uint64(s), Time: t0.Add(time.Duration(s) * time.Second)} }
+	at := func(s int) record.Mark {
+		return record.Mark{RV: uint64(s), Time: t0.Add(time.Duration(s) * time.Second)}
+	}
 	dead := record.NodeRecord{Name: "dead", KubeletStopped: t0.Add(10 * time.Second),
 		Bindings: []record.Binding{{Pod: "ns/db-0", Stateful: true, Mark: at(2), Running: at(3)}, {Pod: "ns/web", Mark: at(2)}}}
 	replaced := func(s int) record.NodeRecord {
