@@ -470,10 +470,8 @@ func nodeChanged(cfg *Config, old, cur *corev1.Node) bool {
 }
 
 func conditionStatus(n *corev1.Node, t corev1.NodeConditionType) corev1.ConditionStatus {
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == t {
-			return n.Status.Conditions[i].Status
-		}
+	if c := rule.NodeCondition(n, t); c != nil {
+		return c.Status
 	}
 	return ""
 }

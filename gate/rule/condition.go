@@ -28,7 +28,7 @@ type Match struct {
 }
 
 type compiledMatch struct {
-	Type   corev1.NodeConditionType
+	Match
 	status *regexp.Regexp
 }
 
@@ -61,7 +61,7 @@ func (r *Rule) compileMatch(field func(string) string, errs *Errors) []compiledM
 			errs.Add(f("status"), "%q: not a regular expression: %v", m.Status, err)
 			continue
 		}
-		out = append(out, compiledMatch{Type: m.Type, status: re})
+		out = append(out, compiledMatch{Match: m, status: re})
 	}
 	return out
 }
@@ -104,28 +104,20 @@ func (r *Rule) validateConditionMode(field func(string) string, errs *Errors) {
 // to (its latest transition); when not, why names the first that does not.
 func (r *Rule) MatchesConditions(node *corev1.Node) (ok bool, why string, since time.Time) {
 	for _, m := range r.compiled().match {
-		c := nodeCondition(node, m.Type)
+		c := NodeCondition(node, m.Type)
 		switch {
 		case c == nil:
 			return false, fmt.Sprintf("node condition %s is absent", m.Type), time.Time{}
 		case !m.status.MatchString(string(c.Status)):
-			return false, fmt.Sprintf("node condition %s is %s, not %s", m.Type, c.Status, r.statusOf(m.Type)), time.Time{}
+			return false, fmt.Sprintf("node condition %s is %s, not %s", m.Type, c.Status, m.Status), time.Time{}
 		}
 		since = latest(since, c.LastTransitionTime.Time)
 	}
 	return true, "", since
 }
 
-func (r *Rule) statusOf(t corev1.NodeConditionType) string {
-	for _, m := range r.Match {
-		if m.Type == t {
-			return m.Status
-		}
-	}
-	return ""
-}
-
-func nodeCondition(node *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
+// NodeCondition is the node's condition of type t, or nil.
+func NodeCondition(node *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
 	for i := range node.Status.Conditions {
 		if node.Status.Conditions[i].Type == t {
 			return &node.Status.Conditions[i]

@@ -255,13 +255,12 @@ func readySince(p *corev1.Pod) time.Time {
 // conditionHolds reports whether the node's condition has the wanted status, and when it
 // does not, since when its status has been what it is (zero when the condition is absent).
 func conditionHolds(node *corev1.Node, c condition) (bool, time.Time) {
-	for i := range node.Status.Conditions {
-		if nc := &node.Status.Conditions[i]; nc.Type == c.Type {
-			if nc.Status == c.Status {
-				return true, time.Time{}
-			}
-			return false, nc.LastTransitionTime.Time
-		}
+	nc := NodeCondition(node, c.Type)
+	switch {
+	case nc == nil:
+		return false, time.Time{}
+	case nc.Status == c.Status:
+		return true, time.Time{}
 	}
-	return false, time.Time{}
+	return false, nc.LastTransitionTime.Time
 }
