@@ -76,17 +76,27 @@ func (b *Backfiller) Node(ctx context.Context, node *corev1.Node) error {
 
 // busyPod names the first Pod on the node that makes it busy, or "" when idle.
 func (b *Backfiller) busyPod(ctx context.Context, nodeName string) (string, error) {
-	list := &corev1.PodList{}
-	sel := client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(PodNodeNameField, nodeName)}
-	if err := b.Reader.List(ctx, list, sel); err != nil {
-		return "", fmt.Errorf("listing pods of node %q: %w", nodeName, err)
+	pods, err := podsOn(ctx, b.Reader, nodeName)
+	if err != nil {
+		return "", err
 	}
-	for i := range list.Items {
-		if p := &list.Items[i]; makesBusy(p, b.Config) {
+	for i := range pods {
+		if p := &pods[i]; makesBusy(p, b.Config) {
 			return p.Namespace + "/" + p.Name, nil
 		}
 	}
 	return "", nil
+}
+
+// podsOn lists every Pod bound to the node, with a spec.nodeName field selector: r should be
+// uncached, as the gate caches init Pods only.
+func podsOn(ctx context.Context, r client.Reader, nodeName string) ([]corev1.Pod, error) {
+	list := &corev1.PodList{}
+	sel := client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(PodNodeNameField, nodeName)}
+	if err := r.List(ctx, list, sel); err != nil {
+		return nil, fmt.Errorf("listing pods of node %q: %w", nodeName, err)
+	}
+	return list.Items, nil
 }
 
 // makesBusy: a Pod counts as workload unless it is finished, a DaemonSet Pod, a mirror Pod,

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -211,14 +210,13 @@ func (r *Reconciler) wouldTaintLocked(name string, rl *Rule) bool {
 // evictable lists the Pods on the node that the rule's NoExecute taint would evict: those
 // that do not tolerate it (a toleration with tolerationSeconds still ends in eviction).
 func (r *Reconciler) evictable(ctx context.Context, nodeName string, rl *Rule) ([]string, error) {
-	list := &corev1.PodList{}
-	sel := client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(PodNodeNameField, nodeName)}
-	if err := r.Writer.Reader.List(ctx, list, sel); err != nil {
-		return nil, fmt.Errorf("listing pods of node %q: %w", nodeName, err)
+	pods, err := podsOn(ctx, r.Writer.Reader, nodeName)
+	if err != nil {
+		return nil, err
 	}
 	var out []string
-	for i := range list.Items {
-		p := &list.Items[i]
+	for i := range pods {
+		p := &pods[i]
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
