@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -57,22 +58,27 @@ func Conditions(recs []record.NodeRecord, start, end time.Time, exp scenario.Exp
 
 // matcher is the ground truth of one condition taint.
 type matcher struct {
-	ct    *scenario.ConditionTaint
-	taint string // key:Effect, as record.Snapshot lists taints
+	ct     *scenario.ConditionTaint
+	taint  string           // key:Effect, as record.Snapshot lists taints
+	status []*regexp.Regexp // ct.While's, compiled once
 }
 
 func newMatcher(ct *scenario.ConditionTaint) *matcher {
-	return &matcher{ct: ct, taint: ct.Taint.Key + ":" + ct.Taint.Effect}
+	m := &matcher{ct: ct, taint: ct.Taint.Key + ":" + ct.Taint.Effect}
+	for _, w := range ct.While {
+		re, _ := w.Regexp() // scenario validation compiled it
+		m.status = append(m.status, re)
+	}
+	return m
 }
 
 // matches reports whether every wanted condition is among the facts ("Type=Status").
 func (m *matcher) matches(facts []string) bool {
-	for _, w := range m.ct.While {
-		re, _ := w.Regexp() // scenario validation compiled it
+	for i, w := range m.ct.While {
 		ok := false
 		for _, f := range facts {
 			t, s, _ := strings.Cut(f, "=")
-			if t == w.Type && re.MatchString(s) {
+			if t == w.Type && m.status[i].MatchString(s) {
 				ok = true
 				break
 			}
@@ -212,32 +218,51 @@ func tooManyEvictions(recs []record.NodeRecord, most int, start time.Time) []Vio
 		Detail: fmt.Sprintf("%d pods evicted, at most %d expected", len(all), most)}}
 }
 
-// replacements: every StatefulSet Pod bound to a node before its kubelet stopped must run
-// on another node within the bound.
-func replacements(recs []record.NodeRecord, within time.Duration, start, end time.Time) ([]Violation, []time.Duration) {
-	var out []Violation
-	var latencies []time.Duration
+// replacement is a StatefulSet Pod bound to a node before its kubelet stopped, and when it
+// first ran on another node after that (zero: not yet).
+type replacement struct {
+	dead, pod        string
+	stopped, running time.Time
+}
+
+// replacementsOf lists the StatefulSet Pods of every node whose kubelet stopped.
+func replacementsOf(recs []record.NodeRecord) []replacement {
+	var out []replacement
 	for i := range recs {
 		dead := &recs[i]
 		if dead.KubeletStopped.IsZero() {
 			continue
 		}
 		for _, b := range dead.Bindings {
-			if !b.Stateful || b.Mark.Time.After(dead.KubeletStopped) {
-				continue
-			}
-			running := replacementRunning(recs, dead.Name, b.Pod, dead.KubeletStopped)
-			if !running.IsZero() {
-				latencies = append(latencies, running.Sub(dead.KubeletStopped))
-			}
-			if late := running.IsZero() || running.Sub(dead.KubeletStopped) > within; late && (!running.IsZero() || end.Sub(dead.KubeletStopped) > within) {
-				detail := fmt.Sprintf("not running elsewhere %s after the node's kubelet stopped", within)
-				if !running.IsZero() {
-					detail = fmt.Sprintf("running elsewhere only %s after the node's kubelet stopped (bound %s)", running.Sub(dead.KubeletStopped).Round(time.Millisecond), within)
-				}
-				out = append(out, Violation{Kind: KindReplacementLate, Node: dead.Name, Pod: b.Pod, AtMS: sinceMS(dead.KubeletStopped, start), Detail: detail})
+			if b.Stateful && !b.Mark.Time.After(dead.KubeletStopped) {
+				out = append(out, replacement{dead: dead.Name, pod: b.Pod, stopped: dead.KubeletStopped,
+					running: replacementRunning(recs, dead.Name, b.Pod, dead.KubeletStopped)})
 			}
 		}
+	}
+	return out
+}
+
+// replacements: every StatefulSet Pod bound to a node before its kubelet stopped must run
+// on another node within the bound.
+func replacements(recs []record.NodeRecord, within time.Duration, start, end time.Time) ([]Violation, []time.Duration) {
+	var out []Violation
+	var latencies []time.Duration
+	for _, r := range replacementsOf(recs) {
+		took := r.running.Sub(r.stopped)
+		if !r.running.IsZero() {
+			latencies = append(latencies, took)
+		}
+		var detail string
+		switch {
+		case !r.running.IsZero() && took > within:
+			detail = fmt.Sprintf("running elsewhere only %s after the node's kubelet stopped (bound %s)", took.Round(time.Millisecond), within)
+		case r.running.IsZero() && end.Sub(r.stopped) > within:
+			detail = fmt.Sprintf("not running elsewhere %s after the node's kubelet stopped", within)
+		default:
+			continue
+		}
+		out = append(out, Violation{Kind: KindReplacementLate, Node: r.dead, Pod: r.pod, AtMS: sinceMS(r.stopped, start), Detail: detail})
 	}
 	return out, latencies
 }
@@ -261,15 +286,9 @@ func replacementRunning(recs []record.NodeRecord, dead, pod string, since time.T
 // ReplacementsPending reports whether a StatefulSet Pod of a node whose kubelet stopped
 // has yet to run elsewhere: the run is not settled before they have, or its window ends.
 func ReplacementsPending(recs []record.NodeRecord) bool {
-	for i := range recs {
-		dead := &recs[i]
-		if dead.KubeletStopped.IsZero() {
-			continue
-		}
-		for _, b := range dead.Bindings {
-			if b.Stateful && !b.Mark.Time.After(dead.KubeletStopped) && replacementRunning(recs, dead.Name, b.Pod, dead.KubeletStopped).IsZero() {
-				return true
-			}
+	for _, r := range replacementsOf(recs) {
+		if r.running.IsZero() {
+			return true
 		}
 	}
 	return false
