@@ -222,24 +222,48 @@ func (e *Embedded) controllerManagerArgs(grace time.Duration) []string {
 
 // startChild starts one of the plane's binaries as a child that dies with this process.
 func (e *Embedded) startChild(name string, args []string) error {
-	logf, err := os.OpenFile(filepath.Join(e.LogDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	cmd, err := e.startProcess(name, filepath.Join(e.bin, name), args)
 	if err != nil {
-		return fmt.Errorf("creating %s log: %w", name, err)
+		return err
 	}
-	cmd := exec.Command(filepath.Join(e.bin, name), args...)
+	if name == "kube-controller-manager" {
+		e.mu.Lock()
+		e.kcm = cmd
+		e.mu.Unlock()
+	}
+	return nil
+}
+
+// startProcess starts path with args, its output appended to LogDir/logName.log, as a
+// child that gets SIGKILL when this process dies; Stop kills it.
+func (e *Embedded) startProcess(logName, path string, args []string) (*exec.Cmd, error) {
+	logf, err := os.OpenFile(filepath.Join(e.LogDir, logName+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("creating %s log: %w", logName, err)
+	}
+	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return fmt.Errorf("starting %s: %w", name, err)
+		return nil, fmt.Errorf("starting %s: %w", filepath.Base(path), err)
 	}
 	e.mu.Lock()
 	e.children = append(e.children, cmd)
-	if name == "kube-controller-manager" {
-		e.kcm = cmd
-	}
 	e.mu.Unlock()
 	go func() { _ = cmd.Wait(); logf.Close() }()
+	return cmd, nil
+}
+
+// killAndReap sends SIGKILL to target (a pid, or minus a process group's id) and returns
+// once pid has been reaped by whoever waits for it.
+func killAndReap(target, pid int) error {
+	if err := syscall.Kill(target, syscall.SIGKILL); err != nil {
+		return err
+	}
+	for syscall.Kill(pid, 0) == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
 	return nil
 }
 
@@ -251,10 +275,7 @@ func (e *Embedded) SetNodeMonitorGracePeriod(grace time.Duration) error {
 	old := e.kcm
 	e.mu.Unlock()
 	if old != nil && old.Process != nil {
-		_ = syscall.Kill(-old.Process.Pid, syscall.SIGKILL)
-		for syscall.Kill(old.Process.Pid, 0) == nil { // until its Wait has reaped it
-			time.Sleep(20 * time.Millisecond)
-		}
+		_ = killAndReap(-old.Process.Pid, old.Process.Pid) // gone already is as good
 	}
 	return e.startChild("kube-controller-manager", e.controllerManagerArgs(grace))
 }
@@ -301,26 +322,13 @@ func (e *Embedded) RestartAPIServer(ctx context.Context, down time.Duration) err
 	if err != nil {
 		return err
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	if err := killAndReap(pid, pid); err != nil { // envtest's Wait reaps it
 		return fmt.Errorf("killing kube-apiserver: %w", err)
 	}
-	for syscall.Kill(pid, 0) == nil { // until envtest's Wait has reaped it
-		time.Sleep(20 * time.Millisecond)
-	}
 	time.Sleep(down)
-	logf, err := os.Create(filepath.Join(e.LogDir, "kube-apiserver-restarted.log"))
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
+	if _, err := e.startProcess("kube-apiserver-restarted", argv[0], argv[1:]); err != nil {
 		return fmt.Errorf("restarting kube-apiserver: %w", err)
 	}
-	e.children = append(e.children, cmd)
-	go func() { _ = cmd.Wait(); logf.Close() }()
 	cs, err := kubernetes.NewForConfig(e.env.Config)
 	if err != nil {
 		return err
