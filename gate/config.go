@@ -125,16 +125,20 @@ func LoadConfig(data []byte) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("decoding config: %w", err)
 	}
-	// Strict as the apiserver is: unknown, duplicate and wrongly-cased fields are errors
-	// (encoding/json alone would match "maxhold" to maxHold).
-	strict, err := sigsjson.UnmarshalStrict(raw, &cfg)
-	if err != nil {
+	if err := DecodeStrict(raw, &cfg); err != nil {
 		return Config{}, fmt.Errorf("decoding config: %w", err)
 	}
-	if len(strict) > 0 {
-		return Config{}, fmt.Errorf("decoding config: %w", errors.Join(strict...))
-	}
 	return cfg, nil
+}
+
+// DecodeStrict decodes JSON as strictly as the apiserver does: unknown, duplicate and
+// wrongly-cased fields are errors (encoding/json alone would match "maxhold" to maxHold).
+func DecodeStrict(raw []byte, into any) error {
+	strict, err := sigsjson.UnmarshalStrict(raw, into)
+	if err != nil {
+		return err
+	}
+	return errors.Join(strict...)
 }
 
 // Validate checks every field and compiles the selectors. Each error names its field (in a

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/startupgate/startupgate/gate"
@@ -111,7 +110,7 @@ func nrcDecode(raw []byte) ([]nrcRule, error) {
 	switch {
 	case tm.Kind == "List" || (tm.Kind == "NodeReadinessRuleList" && tm.APIVersion == nrcAPIVersion):
 		var l nrcList
-		if err := strict(raw, &l); err != nil {
+		if err := gate.DecodeStrict(raw, &l); err != nil {
 			return nil, err
 		}
 		var out []nrcRule
@@ -125,21 +124,12 @@ func nrcDecode(raw []byte) ([]nrcRule, error) {
 		return out, nil
 	case tm.Kind == "NodeReadinessRule" && tm.APIVersion == nrcAPIVersion:
 		var r nrcRule
-		if err := strict(raw, &r); err != nil {
+		if err := gate.DecodeStrict(raw, &r); err != nil {
 			return nil, err
 		}
 		return []nrcRule{r}, nil
 	}
 	return nil, fmt.Errorf("%s %s: want a %s NodeReadinessRule or a List of them", tm.APIVersion, tm.Kind, nrcAPIVersion)
-}
-
-// strict decodes as the apiserver does: unknown, duplicate and wrongly-cased fields are errors.
-func strict(raw []byte, into any) error {
-	errs, err := sigsjson.UnmarshalStrict(raw, into)
-	if err != nil {
-		return err
-	}
-	return errors.Join(errs...)
 }
 
 // nrcToRule converts one NodeReadinessRule.
