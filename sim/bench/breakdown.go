@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/startupgate/startupgate/sim"
+	"github.com/startupgate/startupgate/sim/check"
 	"github.com/startupgate/startupgate/sim/gateundertest"
 	"github.com/startupgate/startupgate/sim/report"
 	"github.com/startupgate/startupgate/sim/scenario"
@@ -136,18 +136,11 @@ func stagesOf(samples []sample, writes map[string]writeTimes, gate map[string]Qu
 		per("release latency (total)", total))
 }
 
-// quantilesOf gives the p50 and p99 of ds in ms, by nearest rank (0, 0 when empty).
+// quantilesOf gives the p50 and p99 of ds in ms, by nearest rank (0, 0 when empty), as the
+// checker's percentiles are.
 func quantilesOf(ds []time.Duration) (p50, p99 float64) {
-	if len(ds) == 0 {
-		return 0, 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	at := func(q float64) float64 {
-		i := int(q*float64(len(s))+0.999999) - 1
-		return round2(float64(s[max(0, min(i, len(s)-1))]) / float64(time.Millisecond))
-	}
-	return at(0.50), at(0.99)
+	p := check.PercentilesOf(ds)
+	return round2(p.P50), round2(p.P99)
 }
 
 // fromAudit reads the audit log once every run is done: each run's Node writes and
