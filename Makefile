@@ -20,8 +20,10 @@ BENCH_FLAGS   ?=
 # dependencies: the root ./... does not reach them, and no go.work joins them (a workspace
 # would resolve one version of every module for all of them, the gate's build included).
 # deploy/helm's tests run from the root's own `go test ./deploy/...` (deploy/helm_module_test.go
-# runs `go test` in that module); `make test` runs hack/image's after the root module's, vetted
-# by go test itself (-vet=all is go vet's full set).
+# runs `go test` in that module); `make test` runs hack/image's after the root module's.
+# Every module is vetted by go test itself: -vet=all is go vet's full set, and it reads the
+# race build's own compiled packages, where a separate `go vet ./...` would compile every
+# dependency a second time without -race (minutes on a cold cache).
 NESTED_MODULES := hack/image
 
 # The image: labels and timestamps come from the commit, so one commit gives one digest.
@@ -46,9 +48,8 @@ build: ## Build bin/gate, bin/kubectl-startupgate (the same binary, as a kubectl
 	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o bin/simulate ./cmd/simulate
 
 .PHONY: test
-test: controlplane ## Vet, then run every test with the race detector: unit, integration, the scenario suite on the embedded plane, the Helm chart's module, then the image module.
-	go vet ./...
-	go test -race -parallel 4 -timeout $(TEST_TIMEOUT) ./...
+test: controlplane ## Run every test with the race detector, vetted with go vet's full set: unit, integration, the scenario suite on the embedded plane, the Helm chart's module, then the image module.
+	go test -race -vet=all -parallel 4 -timeout $(TEST_TIMEOUT) ./...
 	@for m in $(NESTED_MODULES); do echo "== $$m"; (cd $$m && go test -race -vet=all -timeout $(TEST_TIMEOUT) ./...) || exit 1; done
 
 .PHONY: test-deploy
