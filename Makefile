@@ -15,6 +15,11 @@ IMG           ?= ghcr.io/startupgate/startupgate:dev
 OUT           ?= out
 SCENARIOS     ?= scenarios
 TEST_TIMEOUT  ?= 40m
+# The soak repeats the whole suite until it has run at least SOAK_RUNS scenarios.
+SOAK_RUNS     ?= 1000
+SOAK_SEED     ?= 1
+SOAK_PARALLEL ?= 4
+SOAK_REPEAT   ?= $(shell n=$$(ls $(SCENARIOS)/*.yaml | wc -l); echo $$(( ($(SOAK_RUNS) + n - 1) / n )))
 BENCH_FLAGS   ?=
 # Modules of their own, so that Helm and go-containerregistry never enter the gate's
 # dependencies: the root ./... does not reach them, and no go.work joins them (a workspace
@@ -62,9 +67,10 @@ simulate: controlplane build ## Run every scenario in scenarios/ on the embedded
 	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate go run ./cmd/simulate run --gate-log $(OUT)/gate.log --parallel 4 --json $(OUT)/scenarios.json --junit $(OUT)/scenarios.xml --html $(OUT)/scenarios.html $(SCENARIOS)
 
 .PHONY: soak
-soak: controlplane build ## Run the whole suite 20 times, seeds 1..20, and print the pass count per scenario.
+soak: controlplane build ## Soak: every scenario on consecutive seeds until at least SOAK_RUNS (1000) runs; per-scenario table, out/soak.json with every run's seed, result and reproduce command.
 	@mkdir -p $(OUT)
-	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate go run ./cmd/simulate run --repeat 20 --seed 1 --parallel 4 --gate-log $(OUT)/soak-gate.log --json $(OUT)/soak.json $(SCENARIOS)
+	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate go run ./cmd/simulate run --repeat $(SOAK_REPEAT) --seed $(SOAK_SEED) --parallel $(SOAK_PARALLEL) \
+		--gate-log $(OUT)/soak-gate.log --json $(OUT)/soak.json --junit $(OUT)/soak.xml $(SCENARIOS)
 
 .PHONY: bench
 bench: controlplane build ## Benchmark (~55 min): gate/floor pairs on the same admission at 100/1000 (3 pairs) and 5000 nodes (1), the webhook gate, zero-jitter and paced bursts taken apart by stage, writes, CPU, memory (out/bench.json, .md, .html), then the Go benchmarks.

@@ -35,7 +35,7 @@ func (x *run) judge() *report.Result {
 	v.Violations = append(v.Violations, more...)
 	obs := x.observed(v, recs)
 	res := &report.Result{
-		Name: x.sc.Name, File: x.sc.File, Description: x.sc.Description, Gate: string(x.Opts.Gate), Seed: x.Opts.Seed,
+		Name: x.sc.Name, File: x.sc.File, Description: x.sc.Description, Gate: string(x.Opts.Gate), Seed: x.seed,
 		Nodes: len(recs), WorkloadPods: v.WorkloadPods, Violations: v.Violations, Released: v.Released, Stuck: v.Stuck,
 		ReleaseLatencyMS: check.PercentilesOf(v.ReleaseLatency), DurationMS: time.Since(x.start).Milliseconds(),
 		Counters: obs.Counters, WatchCuts: int(x.tally.WatchCuts.Load()), Errors: obs.Errors,
@@ -61,7 +61,7 @@ func (x *run) judge() *report.Result {
 	res.Failures = check.Expectations(v, x.sc.Expect, obs)
 	res.Passed = len(res.Failures) == 0
 	if !res.Passed {
-		res.Reproduce = fmt.Sprintf("go run ./cmd/simulate run --gate %s --seed %d %s", x.Opts.Gate, x.Opts.Seed, x.sc.File)
+		res.Reproduce = fmt.Sprintf("go run ./cmd/simulate run --gate %s --seed %d %s", x.Opts.Gate, x.seed, x.sc.File)
 	}
 	return res
 }

@@ -121,6 +121,7 @@ func NewRunner(rc *rest.Config, opts Options) (*Runner, error) {
 type run struct {
 	*Runner
 	sc       *scenario.Scenario
+	seed     uint64 // this run's: Opts.Seed, or one repetition's
 	cfg      gate.Config
 	ns       string
 	kubelet  *kubelet.Kubelet
@@ -145,7 +146,12 @@ type run struct {
 // out (the plane failed); a scenario that merely failed its expectations returns a Result
 // with Passed false.
 func (r *Runner) Run(ctx context.Context, sc *scenario.Scenario) (*report.Result, error) {
-	x, err := r.newRun(sc)
+	return r.runSeed(ctx, sc, r.Opts.Seed)
+}
+
+// runSeed is Run with the seed of one repetition.
+func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64) (*report.Result, error) {
+	x, err := r.newRun(sc, seed)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +211,7 @@ func (r *Runner) Run(ctx context.Context, sc *scenario.Scenario) (*report.Result
 
 // newRun prepares the run's parts: the gate Config scoped to the scenario's nodes, a fresh
 // namespace, the recorder, the gate under test and the fake kubelet.
-func (r *Runner) newRun(sc *scenario.Scenario) (*run, error) {
+func (r *Runner) newRun(sc *scenario.Scenario, seed uint64) (*run, error) {
 	cfg := ScopeConfig(sc.GateConfig, sc.Name)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -213,12 +219,12 @@ func (r *Runner) newRun(sc *scenario.Scenario) (*run, error) {
 	// A fresh namespace per run: the previous run's may still be terminating, and nothing
 	// needs to wait for that.
 	ns := fmt.Sprintf("sim-%s-%d", sc.Name, runSeq.Add(1)+uint64(time.Now().UnixNano()%100000))
-	x := &run{Runner: r, sc: sc, cfg: cfg, ns: ns, ledger: &record.Ledger{},
+	x := &run{Runner: r, sc: sc, seed: seed, cfg: cfg, ns: ns, ledger: &record.Ledger{},
 		joins: map[string]*scenario.Join{}, replicas: map[string]int32{}}
 	x.recorder = record.NewRecorder(&x.cfg, x.ledger, ns, sc.Init)
 	x.harness = gateundertest.New(r.Config, r.client, r.Opts.Gate, x.cfg, sc, ns,
 		gateundertest.Options{As: r.Opts.GateAs, Shipped: r.Opts.Hooks != nil && r.Opts.Hooks.Shipped, Args: r.gateArgs()})
-	x.kubelet = &kubelet.Kubelet{Client: r.client, Namespace: ns, Scenario: sc.Name, Seed: r.Opts.Seed, Init: sc.Init,
+	x.kubelet = &kubelet.Kubelet{Client: r.client, Namespace: ns, Scenario: sc.Name, Seed: seed, Init: sc.Init,
 		Version: controlplane.KubeVersion, Errors: x.fail, ReadyAccepted: x.recorder.ReadyAccepted}
 	if sc.Plane != nil {
 		x.kubelet.LeaseRenew = sc.Plane.NodeMonitorGracePeriod / 4
@@ -325,7 +331,7 @@ func (x *run) fail(err error) {
 // faultEnv is what the run's faults may touch.
 func (x *run) faultEnv() *faults.Env {
 	return &faults.Env{
-		Client: x.client, Writers: x.writers, Namespace: x.ns, Scenario: x.sc, Seed: x.Opts.Seed,
+		Client: x.client, Writers: x.writers, Namespace: x.ns, Scenario: x.sc, Seed: x.seed,
 		Gate: x.harness, Plane: x.Opts.Plane, Ledger: x.ledger,
 		Nodes: x.joinedNodes, Records: x.recorder.Snapshot, Note: x.note, Fail: x.fail, Tally: &x.tally,
 	}
@@ -335,29 +341,62 @@ func (x *run) faultEnv() *faults.Env {
 // namespace, node names, scenario label, its own gate and admission objects). Exclusive
 // scenarios run alone, first. Results come back in input order.
 func (r *Runner) RunAll(ctx context.Context, scs []*scenario.Scenario, parallel int) ([]*report.Result, error) {
-	if parallel < 1 {
-		parallel = 1
+	return r.RunRepeated(ctx, scs, 1, parallel)
+}
+
+// RunRepeated runs every scenario repeat times, repetition i on seed Opts.Seed+i, up to
+// parallel runs at once. A scenario's repetitions run one after another (its node names
+// would collide), but no repetition waits for the slowest scenario of the one before: each
+// scenario is a lane of its own, and a freed slot goes to whichever lane is ready. A soak
+// of a thousand runs then costs the sum of its runs over parallel, not a thousand
+// repetitions' slowest runs. Exclusive scenarios run alone, first, every repetition.
+// Results come back repetition by repetition, each in input order.
+func (r *Runner) RunRepeated(ctx context.Context, scs []*scenario.Scenario, repeat, parallel int) ([]*report.Result, error) {
+	results := make([]*report.Result, len(scs)*repeat)
+	errs := make([]error, len(results))
+	exclusive := func(j int) bool { return scs[j].Exclusive() }
+	lanes(ctx, len(scs), repeat, parallel, exclusive, func(j, i int) {
+		results[i*len(scs)+j], errs[i*len(scs)+j] = r.runSeed(ctx, scs[j], r.Opts.Seed+uint64(i))
+	})
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, err)
 	}
-	results := make([]*report.Result, len(scs))
-	errs := make([]error, len(scs))
-	for i, sc := range scs {
-		if sc.Exclusive() {
-			results[i], errs[i] = r.Run(ctx, sc)
+	return compact(results), errors.Join(errs...)
+}
+
+// lanes calls run(j, i) for repetition i of each of n scenarios: the exclusive ones alone
+// and first, then the others at most parallel at once, each scenario's repetitions in
+// order and never two of one scenario at once. It starts nothing more once ctx is done.
+func lanes(ctx context.Context, n, repeat, parallel int, exclusive func(j int) bool, run func(j, i int)) {
+	for j := 0; j < n; j++ {
+		for i := 0; i < repeat && exclusive(j) && ctx.Err() == nil; i++ {
+			run(j, i)
 		}
 	}
-	sem := make(chan struct{}, parallel)
+	sem := make(chan struct{}, max(parallel, 1))
 	var wg sync.WaitGroup
-	for i, sc := range scs {
-		if sc.Exclusive() {
+	for j := 0; j < n; j++ {
+		if exclusive(j) {
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			results[i], errs[i] = r.Run(ctx, sc)
-		}()
+		wg.Go(func() {
+			for i := 0; i < repeat && ctx.Err() == nil; i++ {
+				sem <- struct{}{}
+				run(j, i)
+				<-sem
+			}
+		})
 	}
 	wg.Wait()
-	return results, errors.Join(errs...)
+}
+
+// compact drops the runs that never started (an interrupted soak).
+func compact(results []*report.Result) []*report.Result {
+	out := results[:0]
+	for _, res := range results {
+		if res != nil {
+			out = append(out, res)
+		}
+	}
+	return out
 }

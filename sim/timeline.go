@@ -402,7 +402,7 @@ func (x *run) progress(phase report.Phase) {
 	x.mu.Lock()
 	joined, refused := x.joined, x.refused
 	x.mu.Unlock()
-	p := report.Progress{Scenario: x.sc.Name, Seed: x.Opts.Seed, Phase: phase, Elapsed: time.Since(x.start), Joined: joined,
+	p := report.Progress{Scenario: x.sc.Name, Seed: x.seed, Phase: phase, Elapsed: time.Since(x.start), Joined: joined,
 		Gated: v.Gated, Released: v.Released, Early: check.Count(v.Violations, check.KindEarlyPod), Refused: refused}
 	for _, s := range x.sc.Timeline {
 		if s.Join != nil {

@@ -154,23 +154,26 @@ func runScenarios(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	rep := &report.Report{Backend: backend.Name(), Gate: string(mode), Seed: opts.seed}
-	for i := 0; i < opts.repeat; i++ {
-		runner.Opts.Seed = opts.seed + uint64(i)
-		fmt.Fprintf(con, "%d scenario(s), seed %d, gate %s, %d at a time\n", len(scs), runner.Opts.Seed, mode, opts.parallel)
-		results, err := runner.RunAll(ctx, scs, opts.parallel)
-		if err != nil {
-			return 1, err
-		}
-		rep.Scenarios = append(rep.Scenarios, results...)
-	}
+	runner.Opts.Seed = opts.seed
+	fmt.Fprintf(con, "%d scenario(s) × %d, seeds %d..%d, gate %s, %d at a time\n", len(scs), opts.repeat,
+		opts.seed, opts.seed+uint64(opts.repeat)-1, mode, opts.parallel)
+	results, runErr := runner.RunRepeated(ctx, scs, opts.repeat, opts.parallel)
+	rep := &report.Report{Backend: backend.Name(), Gate: string(mode), Seed: opts.seed, Scenarios: results}
 	con.Close()
-	rep.WriteText(stdout)
+	// What ran is reported and written even when a run could not be carried out (the plane
+	// failed, or the soak was interrupted): a thousand runs are not lost to the last one.
+	// One run a line, or for a soak one line a scenario over its repetitions.
 	if opts.repeat > 1 {
 		rep.WriteSummary(stdout)
+		rep.WriteFailures(stdout)
+	} else {
+		rep.WriteText(stdout)
 	}
 	if err := writeReports(rep); err != nil {
-		return 1, err
+		return 1, errors.Join(runErr, err)
+	}
+	if runErr != nil {
+		return 1, runErr
 	}
 	if !rep.Passed() {
 		return 1, nil

@@ -13,7 +13,8 @@ import (
 
 // synthetic is a fixed report: a pass, a negative control that failed its expect with
 // more violations than the text shows, a run with no release at all (timeout policy keep),
-// and a second repetition of the first, for the soak summary.
+// a continuous rule's run with its re-taint window, and a second repetition of the first, for
+// the soak summary.
 func synthetic() *Report {
 	early := func(node string) check.Violation {
 		return check.Violation{Kind: check.KindEarlyPod, Node: node, Pod: "ns/w-" + node, Detail: "bound at rv 12; node never released"}
@@ -33,7 +34,11 @@ func synthetic() *Report {
 		Reproduce: "go run ./cmd/simulate run --gate off --seed 2 scenarios/basic-join.yaml"}
 	keep := &Result{Name: "init-never-ready-timeout-keep", File: "scenarios/init-never-ready-timeout-keep.yaml", Gate: "in-process", Seed: 1,
 		Passed: true, Nodes: 10, Stuck: 10, Violations: []check.Violation{}, DurationMS: 12000}
-	return &Report{Backend: "embedded", Gate: "in-process", Seed: 1, Scenarios: []*Result{pass, keep, failed}}
+	continuous := &Result{Name: "continuous-cni-unready", File: "scenarios/continuous-cni-unready.yaml", Gate: "in-process", Seed: 1,
+		Passed: true, Nodes: 10, WorkloadPods: 40, Released: 10, Violations: []check.Violation{},
+		ReleaseLatencyMS: check.Percentiles{P50: 30, P90: 45, P99: 60, Max: 61}, RetaintLatencyMS: &check.Percentiles{P50: 2100, P90: 2300, P99: 2450, Max: 2460},
+		BoundWhileUnready: 0, DurationMS: 14000}
+	return &Report{Backend: "embedded", Gate: "in-process", Seed: 1, Scenarios: []*Result{pass, keep, continuous, failed}}
 }
 
 func TestGoldenText(t *testing.T) {
