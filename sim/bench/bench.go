@@ -226,8 +226,13 @@ type BenchRun struct {
 	LatencyMS check.Percentiles `json:"release_latency_ms"`
 	Writes    int               `json:"node_writes"`
 	Conflicts int               `json:"node_write_conflicts"`
-	// CPUS is the gate's (or floor's) process CPU time at the run's end.
-	CPUS     float64  `json:"cpu_s"`
+	// CPUS is the gate's (or floor's) process CPU time at the run's end, with that of any
+	// process of it that exited and was restarted.
+	CPUS float64 `json:"cpu_s"`
+	// Restarts counts the gate's (or floor's) process exiting on its own and being started
+	// again, as a Deployment would (a lost lease ends the process). The stage breakdown of a
+	// run with a restart covers only its last process, so it is left out.
+	Restarts int      `json:"restarts"`
 	Failures []string `json:"failures,omitempty"`
 	// Stuck names every node never released (up to 100), with the checker's reason, whether
 	// its init Pod was ever bound, and the taints the node carried at the end.
@@ -659,7 +664,7 @@ func (b *bench) run(ctx context.Context, l load, adm *histogramDelta) (*BenchRun
 	}
 	br := &BenchRun{Name: sc.Name, Mode: l.mode, Nodes: res.Nodes, Released: res.Released, Passed: res.Passed,
 		LatencyMS: res.ReleaseLatencyMS, WallS: round2(wallToReleased(res).Seconds()), Failures: res.Failures,
-		CPUS: round2(end.cpu)}
+		CPUS: round2(end.cpu), Restarts: end.restarts}
 	for _, v := range res.Violations {
 		if v.Kind == check.KindEarlyPod {
 			br.EarlyPods++
@@ -670,15 +675,15 @@ func (b *bench) run(ctx context.Context, l load, adm *histogramDelta) (*BenchRun
 	}
 	br.Stuck = stuckNodes(res, end.nodes)
 	b.samples[sc.Name] = samplesOf(res)
-	if end.stages != nil {
+	if end.stages != nil && end.restarts == 0 {
 		b.gateStages[sc.Name] = end.stages
 	}
 	if l.mode == benchGate {
 		b.rep.GateEarlyPods += br.EarlyPods
 	}
 	b.rep.Runs = append(b.rep.Runs, *br)
-	b.progress("%s: released %d/%d, p99 %.1f ms, wall %.1fs, early pods %d, cpu %.1fs, passed %v",
-		sc.Name, res.Released, res.Nodes, br.LatencyMS.P99, br.WallS, br.EarlyPods, br.CPUS, res.Passed)
+	b.progress("%s: released %d/%d, p99 %.1f ms, wall %.1fs, early pods %d, cpu %.1fs, restarts %d, passed %v",
+		sc.Name, res.Released, res.Nodes, br.LatencyMS.P99, br.WallS, br.EarlyPods, br.CPUS, br.Restarts, res.Passed)
 	for _, s := range br.Stuck {
 		b.progress("%s: stuck %s", sc.Name, s)
 	}
@@ -687,9 +692,10 @@ func (b *bench) run(ctx context.Context, l load, adm *histogramDelta) (*BenchRun
 
 // runEnd is what the Settled hook read while the run's processes and nodes still existed.
 type runEnd struct {
-	cpu    float64
-	nodes  map[string]nodeEnd
-	stages map[string]Quantiles
+	cpu      float64
+	restarts int
+	nodes    map[string]nodeEnd
+	stages   map[string]Quantiles
 }
 
 // hooks arrange what the benchmark looks at in a run: at its end, the gate's (or floor's)
@@ -710,6 +716,8 @@ func (b *bench) hooks(h *sim.Hooks, l load, end *runEnd) {
 		}
 		if reps := x.Gate().Replicas(); len(reps) > 0 {
 			end.cpu, _ = processCPU(reps[0].Pid())
+			n, exited := reps[0].Restarts()
+			end.restarts, end.cpu = n, end.cpu+exited.Seconds()
 		}
 		if l.mode != benchFloor && len(x.Gate().Replicas()) > 0 {
 			if end.stages, err = gateStages(ctx, x.Gate().Replicas()[0]); err != nil {

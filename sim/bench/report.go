@@ -170,6 +170,12 @@ func (r *BenchReport) writeWorkers(w io.Writer) {
 
 func (r *BenchReport) writeStuck(w io.Writer) {
 	for _, run := range r.Runs {
+		if run.Restarts > 0 {
+			fmt.Fprintf(w, "\n%s: the %s process exited on its own %d time(s) and was started again, as a Deployment would; its CPU includes the exited processes, and its stage breakdown is left out.\n",
+				run.Name, run.Mode, run.Restarts)
+		}
+	}
+	for _, run := range r.Runs {
 		if len(run.Stuck) == 0 {
 			continue
 		}

@@ -88,11 +88,21 @@ type Replica struct {
 	port        int
 	metricsPort int
 	pprofPort   int
+
+	// mu guards what a restart changes: a shipped process replica is restarted by its
+	// supervisor while the run may kill, stop or measure it.
+	mu sync.Mutex
 	// in-process
 	cancel context.CancelFunc
-	done   chan error
+	done   chan error // in-process: the manager's error; child: closed when it exits
 	// child process
 	cmd *exec.Cmd
+	// killed: stopped on purpose (Kill, Stop), so not to be restarted.
+	killed bool
+	// restarts and exitedCPU: the processes that exited on their own, and the CPU they used.
+	restarts   int
+	exitedCPU  time.Duration
+	restartErr error
 }
 
 // New prepares the gate under test for scenario sc, whose objects live in namespace ns,
@@ -150,10 +160,20 @@ func (r *Replica) ID() int { return r.id }
 
 // Pid is the replica's process id, or 0 when it runs in this process (or has not started).
 func (r *Replica) Pid() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.cmd == nil || r.cmd.Process == nil {
 		return 0
 	}
 	return r.cmd.Process.Pid
+}
+
+// Restarts is how many times the replica's process exited on its own and was started
+// again, and the CPU time those exited processes used.
+func (r *Replica) Restarts() (int, time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.restarts, r.exitedCPU
 }
 
 // MetricsURL is the replica's Prometheus endpoint.
@@ -249,11 +269,26 @@ func (h *Harness) gateRC() *rest.Config {
 // Run starts replica r: in-process through setup.NewManager, or as the built cmd/gate. A
 // fault restarts a killed replica with it.
 func (h *Harness) Run(ctx context.Context, r *Replica) error {
-	if h.floor {
-		return h.runFloorProcess(r)
-	}
-	if h.process {
-		return h.runProcess(r)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.killed = false
+	return h.runLocked(ctx, r)
+}
+
+// runLocked is Run with r.mu held.
+func (h *Harness) runLocked(ctx context.Context, r *Replica) error {
+	if h.floor || h.process {
+		start := h.runProcess
+		if h.floor {
+			start = h.runFloorProcess
+		}
+		if err := start(r); err != nil {
+			return err
+		}
+		if h.shipped {
+			go h.supervise(ctx, r, r.cmd, r.done)
+		}
+		return nil
 	}
 	mgr, err := setup.NewManager(h.gateRC(), ptr.To(h.cfg), setup.ManagerOptions{
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -297,6 +332,48 @@ func (h *Harness) runProcess(r *Replica) error {
 	return h.startChild(r, exec.Command(bin, args...), "KUBECONFIG="+kc)
 }
 
+// restartDelay is how long a shipped replica that exited stays down: about the time a
+// kubelet takes to start a container again, before its crash-loop back-off grows.
+const restartDelay = time.Second
+
+// supervise restarts a shipped replica (the gate's process, or the floor's) that exits on
+// its own, as the kubelet restarts a Deployment's container (restartPolicy Always). The
+// gate exits when it loses its lease — on a saturated apiserver a renewal can miss its
+// deadline — and the benchmark measures the gate as deployed, restarts included: without
+// them a 5000-node burst leaves the nodes the lost leader had not released tainted for
+// good. A replica killed on purpose (Kill, Stop) stays down. cmd and done are the process
+// this call watches; a failed restart is an error of the run, which Stop returns.
+func (h *Harness) supervise(ctx context.Context, r *Replica, cmd *exec.Cmd, done chan error) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-done:
+	}
+	r.mu.Lock()
+	if r.killed || r.cmd != cmd {
+		r.mu.Unlock()
+		return
+	}
+	r.restarts++
+	if st := cmd.ProcessState; st != nil {
+		r.exitedCPU += st.UserTime() + st.SystemTime()
+	}
+	r.mu.Unlock()
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(restartDelay):
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.killed || r.cmd != cmd {
+		return
+	}
+	if err := h.runLocked(ctx, r); err != nil {
+		r.restartErr = fmt.Errorf("restarting after it exited (%v): %w", cmd.ProcessState, err)
+	}
+}
+
 // runFloorProcess starts the floor controller as a child process: this very binary,
 // re-executed with floorChildEnv set (RunFloorChild takes over there). The floor then has a
 // process of its own, as the gate has, and does not compete with the simulator's own work.
@@ -338,25 +415,33 @@ func (h *Harness) startChild(r *Replica, cmd *exec.Cmd, env ...string) error {
 		logf.Close()
 		return fmt.Errorf("starting %s: %w", filepath.Base(cmd.Path), err)
 	}
-	r.cmd = cmd
-	r.done = make(chan error, 1)
-	go func() { r.done <- cmd.Wait(); logf.Close() }()
+	done := make(chan error)
+	r.cmd, r.done = cmd, done
+	go func() { _ = cmd.Wait(); logf.Close(); close(done) }()
 	return nil
 }
 
 // Kill stops a replica abruptly: SIGKILL for a process (no lease release, no cleanup — the
 // crash the gate must survive), context cancel for in-process.
 func (h *Harness) Kill(r *Replica) {
+	_ = h.kill(r)
+}
+
+// kill is Kill, returning an in-process replica's error from its manager.
+func (h *Harness) kill(r *Replica) error {
+	r.mu.Lock()
+	cmd, cancel, done := r.cmd, r.cancel, r.done
+	r.cmd, r.cancel, r.killed = nil, nil, true
+	r.mu.Unlock()
 	switch {
-	case r.cmd != nil:
-		_ = r.cmd.Process.Kill()
-		<-r.done
-		r.cmd = nil
-	case r.cancel != nil:
-		r.cancel()
-		<-r.done
-		r.cancel = nil
+	case cmd != nil:
+		_ = cmd.Process.Kill()
+		<-done
+	case cancel != nil:
+		cancel()
+		return <-done
 	}
+	return nil
 }
 
 // WaitLeader waits up to 20s for a process replica to hold the lease, and returns it.
@@ -375,7 +460,7 @@ func (h *Harness) WaitLeader(ctx context.Context) (*Replica, error) {
 // leader is the replica whose metrics say it holds the lease, or nil.
 func (h *Harness) leader(ctx context.Context) *Replica {
 	for _, r := range h.replicas {
-		if r.cmd == nil {
+		if r.Pid() == 0 {
 			continue
 		}
 		if isLeader(ctx, r.metricsPort) {
@@ -482,15 +567,12 @@ func (h *Harness) Stop(ctx context.Context) error {
 	}
 	h.cleanups = nil
 	for _, r := range h.replicas {
-		if r.cancel != nil {
-			r.cancel()
-			if err := <-r.done; err != nil {
-				errs = append(errs, fmt.Errorf("gate replica %d: %w", r.id, err))
-			}
-			r.cancel = nil
-		}
-		if r.cmd != nil {
-			h.Kill(r)
+		err := h.kill(r)
+		r.mu.Lock()
+		err = errors.Join(err, r.restartErr)
+		r.mu.Unlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("gate replica %d: %w", r.id, err))
 		}
 	}
 	for _, p := range []*controlplane.Relay{h.whRelay, h.apiRelay} {
