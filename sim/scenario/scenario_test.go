@@ -1,10 +1,15 @@
 package scenario
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestParseScenario(t *testing.T) {
@@ -79,4 +84,72 @@ func TestScenarioFiles(t *testing.T) {
 			t.Errorf("%s: file name does not match scenario name %s", sc.File, sc.Name)
 		}
 	}
+}
+
+// lineFirst is how every Parse error starts: the line at fault, so that Load can prefix the
+// file and an editor can jump to it.
+var lineFirst = regexp.MustCompile(`^[0-9]+: .`)
+
+// FuzzScenarioParse feeds Parse arbitrary YAML, seeded with every shipped scenario and every
+// malformed one of testdata/scenario. A scenario file is user input to cmd/simulate: it must
+// be refused with an error that names its line, or come back complete, with its defaults
+// filled, so that the runner can build its objects without meeting a value that panics.
+func FuzzScenarioParse(f *testing.F) {
+	for _, glob := range []string{"../../scenarios/*.yaml", "../../testdata/scenario/*.input.yaml"} {
+		files, err := filepath.Glob(glob)
+		if err != nil || len(files) == 0 {
+			f.Fatalf("no seeds in %s (%v)", glob, err)
+		}
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
+		}
+	}
+	f.Add([]byte("name: s\ndescription: d\nworkloads:\n  - {name: w, replicas: 1, cpu: 250m}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sc, err := Parse(data)
+		if err != nil {
+			if sc != nil || !lineFirst.MatchString(err.Error()) {
+				t.Fatalf("Parse() = %v, %q; want nil and an error that starts with its line", sc, err)
+			}
+			return
+		}
+		useParsed(t, sc)
+	})
+}
+
+// useParsed does with a parsed scenario what the runner does before the plane sees it, and
+// checks what Parse promises: one action a step, steps in time order, a validated gate.
+func useParsed(t *testing.T, sc *Scenario) {
+	t.Helper()
+	if !sc.GateConfig.Validated() {
+		t.Fatal("parsed scenario with an unvalidated gate config")
+	}
+	for i := range sc.Timeline {
+		s := &sc.Timeline[i]
+		if s.Action() == nil {
+			t.Fatalf("timeline[%d] has %d actions, want 1", i, len(s.Actions()))
+		}
+		if i > 0 && s.At < sc.Timeline[i-1].At {
+			t.Fatalf("timeline[%d] at %s comes after %s", i, s.At, sc.Timeline[i-1].At)
+		}
+		if s.Join != nil {
+			s.Join.CoreTaints()
+			sc.NodeName(s.Join.Prefix, s.Join.Count-1)
+		}
+	}
+	var startup []corev1.Taint
+	for _, r := range sc.GateConfig.Gating() {
+		startup = append(startup, r.Taint)
+	}
+	sc.DaemonSetObjects("ns", startup)
+	for _, w := range sc.Workloads {
+		sc.Deployment("ns", w)
+		sc.StatefulSet("ns", w)
+	}
+	sc.Exclusive()
+	sc.FaultWindows()
 }
