@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
@@ -623,6 +624,11 @@ func (sc *Scenario) defaultWorkloads() error {
 		}
 		if w.CPU == "" {
 			w.CPU = "100m"
+		}
+		// PodSpec builds the request with resource.MustParse: a value it cannot read must
+		// stop here, with its line, not panic in the runner.
+		if q, err := resource.ParseQuantity(w.CPU); err != nil || q.Sign() < 0 {
+			return at(sc.line("workloads", i, "cpu"), "workloads[%d].cpu %q: want a non-negative quantity such as 100m", i, w.CPU)
 		}
 	}
 	return nil

@@ -31,6 +31,8 @@ func TestParseScenario(t *testing.T) {
 		{name: "bad mode", yaml: base + "init:\n  - name: i\n    ready: {mode: sometimes}\n", wantErr: "ready.mode"},
 		{name: "bad expect", yaml: base + "expect: {violations: maybe}\n", wantErr: "expect.violations"},
 		{name: "duration typo", yaml: base + "timeout: 5 minutes\n", wantErr: "6:"},
+		{name: "CPU that is no quantity", yaml: base + "workloads:\n  - {name: w, cpu: lots}\n", wantErr: `7: workloads[0].cpu "lots": want a non-negative quantity`},
+		{name: "negative CPU", yaml: base + "workloads:\n  - {name: w, cpu: -1}\n", wantErr: "workloads[0].cpu"},
 		{name: "a billion nodes", yaml: "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 1000000000}\n", wantErr: "4: timeline[0].join.count 1000000000: a scenario joins at most 100000 nodes"},
 		{name: "too many nodes in all", yaml: "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 60000, prefix: a}\n  - at: 1s\n    join: {count: 60000, prefix: b}\n", wantErr: "timeline[1].join.count 60000"},
 	}
