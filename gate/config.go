@@ -2,6 +2,7 @@ package gate
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -129,6 +130,26 @@ func LoadConfig(data []byte) (Config, error) {
 		return Config{}, fmt.Errorf("decoding config: %w", err)
 	}
 	return cfg, nil
+}
+
+// MarshalJSON writes the config so that LoadConfig reads it back unchanged: the simulator
+// hands a process-mode gate its config this way. corev1.Taint leaves out an empty value,
+// and LoadConfig decodes over the defaults, so an autoscaler taint written without a value
+// would come back with the default "wait"; here the value is always written.
+func (c Config) MarshalJSON() ([]byte, error) {
+	type plain Config // without this method
+	return json.Marshal(struct {
+		plain
+		Taint configTaint `json:"taint"` // shallower than plain's: it wins
+	}{plain(c), configTaint{Key: c.Taint.Key, Value: c.Taint.Value, Effect: c.Taint.Effect, TimeAdded: c.Taint.TimeAdded}})
+}
+
+// configTaint is corev1.Taint with the value written even when empty.
+type configTaint struct {
+	Key       string             `json:"key"`
+	Value     string             `json:"value"`
+	Effect    corev1.TaintEffect `json:"effect"`
+	TimeAdded *metav1.Time       `json:"timeAdded,omitempty"`
 }
 
 // DecodeStrict decodes JSON as strictly as the apiserver does: unknown, duplicate and

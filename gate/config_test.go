@@ -52,6 +52,7 @@ func TestValidateErrors(t *testing.T) {
 		{"taint value", func(c *Config) { c.Taint.Value = "no spaces allowed" }, "taint.value"},
 		{"empty taint effect", func(c *Config) { c.Taint.Effect = "" }, "taint.effect"},
 		{"unknown taint effect", func(c *Config) { c.Taint.Effect = "NoWay" }, "taint.effect"},
+		{"taint timeAdded", func(c *Config) { c.Taint.TimeAdded = &metav1.Time{Time: t0} }, "taint.timeAdded"},
 		{"readyAnnotation", func(c *Config) { c.ReadyAnnotation = "bad key" }, "readyAnnotation"},
 		{"completedAnnotation", func(c *Config) { c.CompletedAnnotation = "" }, "completedAnnotation"},
 		{"nodeSelector syntax", func(c *Config) { c.NodeSelector = "a in (" }, "nodeSelector"},

@@ -1,8 +1,13 @@
 package gate
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/startupgate/startupgate/gate/rule"
 )
 
 var (
@@ -303,4 +310,186 @@ func TestPodGuardTolerationAgainstNodeTaint(t *testing.T) {
 			}
 		})
 	}
+}
+
+// guardFuzzNodes are the nodes FuzzPodGuard's requests bind to, each with the taint that
+// must stop a Pod that does not tolerate it (none: every Pod passes). A continuous rule
+// holds "cni-held" by its taint and "cni-window" by its failing requirement before the
+// taint is back; "oos" carries only a condition rule's taint, which never gates at
+// creation, so the guard leaves it to the scheduler.
+var guardFuzzNodes = map[string]*corev1.Taint{
+	"gated":            &gateTaint,
+	"gated-true":       {Key: DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule},
+	"released":         nil,
+	"released-tainted": nil,
+	"untainted":        nil,
+	"cni-held":         &cniTaint,
+	"cni-window":       &cniTaint,
+	"cni-ready":        nil,
+	"oos":              nil,
+}
+
+// guardFuzzPods are the Pods in "default" that bindings name.
+var guardFuzzPods = map[string]*corev1.Pod{
+	"plain":      newPod("plain", "", t0, withNamespace("default")),
+	"tolerating": newPod("tolerating", "", t0, withNamespace("default"), withTolerations(corev1.Toleration{Key: DefaultTaintKey, Operator: corev1.TolerationOpExists})),
+	"tolerates-all": newPod("tolerates-all", "", t0, withNamespace("default"),
+		withTolerations(corev1.Toleration{Operator: corev1.TolerationOpExists})),
+	"mirror": newPod("mirror", "", t0, withNamespace("default"), withPodAnnotation(mirrorPodAnnotation, "abc")),
+}
+
+// podGuardFuzzEnv is a guard over guardFuzzNodes and guardFuzzPods with three rules: the
+// default startup rule, a continuous CNI rule on pool=cni and an out-of-service condition
+// rule.
+func podGuardFuzzEnv(tb testing.TB) (*PodGuard, *calls) {
+	cfg := validConfig(tb, func(c *Config) {
+		c.Rules = []Rule{
+			{Name: DefaultRuleName, NodeSelector: DefaultNodeSelector, Taint: gateTaint, Components: []Component{{Name: "init", Selector: DefaultInitLabel}}},
+			{Name: "cni", Mode: rule.Continuous, NodeSelector: "pool=cni", Taint: cniTaint, Components: []Component{{Name: "cni", Selector: "startup.k8s.io/component=cni"}}},
+			{Name: "oos", Mode: rule.Condition, Taint: oosTaint, Match: []rule.Match{{Type: corev1.NodeReady, Status: "False"}}},
+		}
+	})
+	released := func(n *corev1.Node) {
+		withNodeAnnotation(DefaultCompletedAnnotation, "1")(n)
+		withNodeAnnotation(DefaultCompletedAnnotation+".cni", "1")(n)
+	}
+	cni := withNodeLabel("pool", "cni")
+	objs := []client.Object{
+		newNode("gated", t0, withTaints(notReadyTaint, gateTaint)),
+		newNode("gated-true", t0, withTaints(*guardFuzzNodes["gated-true"])),
+		newNode("released", t0, released),
+		newNode("released-tainted", t0, released, withTaints(gateTaint)),
+		newNode("untainted", t0, withTaints(notReadyTaint)),
+		newNode("cni-held", t0, cni, released, withTaints(cniTaint)),
+		newNode("cni-window", t0, cni, released),
+		newNode("cni-ready", t0, cni, released),
+		newNode("oos", t0, released, withTaints(oosTaint), withNodeCondition(corev1.NodeReady, corev1.ConditionFalse)),
+		componentPod("cni-window-cni", "cni-window", "cni"),
+		componentPod("cni-ready-cni", "cni-ready", "cni", readyAt(t0)),
+	}
+	for _, p := range guardFuzzPods {
+		objs = append(objs, p.DeepCopy())
+	}
+	c, cs := newFakeClient(interceptor.Funcs{}, objs...)
+	return &PodGuard{Nodes: c, Pods: c, Config: cfg}, cs
+}
+
+// guardWant is the guard's answer to one request: allowed, or a rejection with its code
+// and a word its message must carry.
+type guardWant struct {
+	allowed bool
+	code    int32
+	says    string
+}
+
+// wantGuard is the answer FuzzPodGuard expects, from the node table and the scheduler's own
+// toleration check: a Pod bound, by spec.nodeName or a Binding, to a node that holds a taint
+// it does not tolerate is denied (403); a request the guard cannot read is an error (400);
+// everything else is allowed. Operation and subresource do not matter: the webhook
+// configuration sends only CREATE of pods and pods/binding, and Kind tells them apart.
+func wantGuard(req admission.Request) guardWant {
+	kind := req.Kind.Kind
+	if req.Kind.Group != "" || req.Object.Raw == nil || (kind != "Pod" && kind != "Binding") {
+		return guardWant{code: http.StatusBadRequest, says: "Pod and Binding"}
+	}
+	node, pod, bad := guardTarget(req)
+	if bad != "" {
+		return guardWant{code: http.StatusBadRequest, says: bad}
+	}
+	if _, mirror := pod.Annotations[mirrorPodAnnotation]; mirror {
+		return guardWant{allowed: true}
+	}
+	taint := guardFuzzNodes[node]
+	if taint == nil || slices.ContainsFunc(pod.Spec.Tolerations, func(t corev1.Toleration) bool {
+		return t.ToleratesTaint(klog.Background(), taint, true)
+	}) {
+		return guardWant{allowed: true}
+	}
+	return guardWant{code: http.StatusForbidden, says: strconv.Quote(node)}
+}
+
+// guardTarget is the node a Pod or Binding request binds to and the Pod bound, or what the
+// guard's error must say when it cannot tell.
+func guardTarget(req admission.Request) (node string, pod *corev1.Pod, bad string) {
+	if req.Kind.Kind == "Pod" {
+		pod = &corev1.Pod{}
+		if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
+			return "", nil, "decoding pod"
+		}
+		return pod.Spec.NodeName, pod, ""
+	}
+	b := &corev1.Binding{}
+	if err := json.Unmarshal(req.Object.Raw, b); err != nil {
+		return "", nil, "decoding binding"
+	}
+	if pod = guardFuzzPods[cmp.Or(b.Name, req.Name)]; pod == nil {
+		return "", nil, "reading pod"
+	}
+	return b.Target.Name, pod, ""
+}
+
+// podGuardSeeds are the requests of TestPodGuard's shape: a Pod with spec.nodeName, or a
+// pods/binding, for every node and Pod of the fuzz environment, and the malformed ones.
+func podGuardSeeds(tb testing.TB) []admission.Request {
+	req := func(kind metav1.GroupVersionKind, sub, name string, raw []byte) admission.Request {
+		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Kind: kind, SubResource: sub, Name: name, Namespace: "default", Operation: admissionv1.Create,
+			Object: runtime.RawExtension{Raw: raw},
+		}}
+	}
+	var out []admission.Request
+	for _, node := range slices.Sorted(maps.Keys(guardFuzzNodes)) {
+		for _, name := range slices.Sorted(maps.Keys(guardFuzzPods)) {
+			p := guardFuzzPods[name].DeepCopy()
+			p.Spec.NodeName = node
+			out = append(out, req(podKind, "", name, mustJSON(tb, p)),
+				req(bindingKind, "binding", name, mustJSON(tb, &corev1.Binding{
+					TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Binding"},
+					ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+					Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+				})))
+		}
+	}
+	return append(out,
+		req(bindingKind, "binding", "plain", []byte(`{"target":{"name":"gated"}}`)),
+		req(bindingKind, "binding", "ghost", []byte(`{"metadata":{"name":"ghost"},"target":{"name":"gated"}}`)),
+		req(podKind, "", "web", []byte(`{"spec":{"nodeName":7}}`)),
+		req(podKind, "", "web", []byte(`{"spec":{"nodeName":"gated","tolerations":[{"operator":"Exists","effect":"NoExecute"}]}}`)),
+		req(podKind, "", "web", []byte(`{"spec":{"nodeName":"gated","tolerations":[{"key":"startup.k8s.io/initializing","operator":"Equal","value":"true"}]}}`)),
+		req(bindingKind, "binding", "plain", []byte(`{"target":`)),
+		req(metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "", "d", []byte(`{}`)),
+		req(podKind, "status", "web", []byte(`{}`)),
+		req(podKind, "", "web", nil))
+}
+
+// FuzzPodGuard feeds the Pod guard arbitrary Pod CREATE and pods/binding CREATE requests.
+// The guard runs with failurePolicy Ignore, so a panic would only let the request through,
+// silently; the answer must be exactly wantGuard's, a rejection must always carry a code and
+// a message, and the guard never writes.
+func FuzzPodGuard(f *testing.F) {
+	for _, r := range podGuardSeeds(f) {
+		f.Add(r.Kind.Group, r.Kind.Kind, string(r.Operation), r.SubResource, r.Name, r.Object.Raw)
+	}
+	g, cs := podGuardFuzzEnv(f)
+	f.Fuzz(func(t *testing.T, group, kind, op, sub, name string, raw []byte) {
+		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			UID: "u1", Kind: metav1.GroupVersionKind{Group: group, Version: "v1", Kind: kind},
+			Namespace: "default", Name: name, Operation: admissionv1.Operation(op), SubResource: sub,
+			Object: runtime.RawExtension{Raw: raw},
+		}}
+		resp := g.Handle(context.Background(), req)
+		if !resp.Allowed && (resp.Result == nil || resp.Result.Code == 0 || resp.Result.Message == "") {
+			t.Fatalf("rejection without a code and a message: %+v", resp.Result)
+		}
+		want := wantGuard(req)
+		if resp.Allowed != want.allowed {
+			t.Fatalf("allowed = %v, want %v (%+v) for %s %q", resp.Allowed, want.allowed, resp.Result, kind, raw)
+		}
+		if !want.allowed && (resp.Result.Code != want.code || !strings.Contains(resp.Result.Message, want.says)) {
+			t.Fatalf("result %d %q, want %d with %q, for %s %q", resp.Result.Code, resp.Result.Message, want.code, want.says, kind, raw)
+		}
+		if w := cs.writes(); w != 0 {
+			t.Fatalf("the pod guard wrote %d times, want 0", w)
+		}
+	})
 }

@@ -218,6 +218,11 @@ func (r *Rule) validateTaint(field func(string) string, errs *Errors) {
 	if !validEffect(r.Taint.Effect) {
 		errs.Add(field("taint.effect"), "%q: must be NoSchedule, PreferNoSchedule or NoExecute", r.Taint.Effect)
 	}
+	// A configured time would be stamped on every node as it is, stale from the start, and
+	// could not even be written back exactly (metav1.Time keeps whole seconds).
+	if r.Taint.TimeAdded != nil {
+		errs.Add(field("taint.timeAdded"), "set: a rule's taint carries no time; the gate sets it on NoExecute taints it adds")
+	}
 }
 
 func validEffect(e corev1.TaintEffect) bool {

@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
@@ -624,6 +625,11 @@ func (sc *Scenario) defaultWorkloads() error {
 		if w.CPU == "" {
 			w.CPU = "100m"
 		}
+		// PodSpec builds the request with resource.MustParse: a value it cannot read must
+		// stop here, with its line, not panic in the runner.
+		if q, err := resource.ParseQuantity(w.CPU); err != nil || q.Sign() < 0 {
+			return at(sc.line("workloads", i, "cpu"), "workloads[%d].cpu %q: want a non-negative quantity such as 100m", i, w.CPU)
+		}
 	}
 	return nil
 }
@@ -648,6 +654,11 @@ func (sc *Scenario) validateTimeline() error {
 	return nil
 }
 
+// maxNodes bounds the nodes a scenario joins, far above what one plane holds (the bench
+// goes to a few thousand). Validation names every node it joins, so without a bound a
+// mistyped count of a billion would hang Parse and exhaust memory before any error.
+const maxNodes = 100_000
+
 // validateNodes checks a step's node names against joined, the names joined so far, and
 // adds a join's names to it.
 func (sc *Scenario) validateNodes(s *Step, joined map[string]bool) error {
@@ -655,6 +666,9 @@ func (sc *Scenario) validateNodes(s *Step, joined map[string]bool) error {
 	case s.Join != nil:
 		if s.Join.Count <= 0 {
 			return fmt.Errorf("join.count must be positive")
+		}
+		if s.Join.Count > maxNodes-len(joined) {
+			return fmt.Errorf("join.count %d: a scenario joins at most %d nodes in all", s.Join.Count, maxNodes)
 		}
 		if s.Join.ReadyAfter == 0 {
 			s.Join.ReadyAfter = 200 * time.Millisecond

@@ -1,10 +1,15 @@
 package scenario
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestParseScenario(t *testing.T) {
@@ -26,6 +31,10 @@ func TestParseScenario(t *testing.T) {
 		{name: "bad mode", yaml: base + "init:\n  - name: i\n    ready: {mode: sometimes}\n", wantErr: "ready.mode"},
 		{name: "bad expect", yaml: base + "expect: {violations: maybe}\n", wantErr: "expect.violations"},
 		{name: "duration typo", yaml: base + "timeout: 5 minutes\n", wantErr: "6:"},
+		{name: "CPU that is no quantity", yaml: base + "workloads:\n  - {name: w, cpu: lots}\n", wantErr: `7: workloads[0].cpu "lots": want a non-negative quantity`},
+		{name: "negative CPU", yaml: base + "workloads:\n  - {name: w, cpu: -1}\n", wantErr: "workloads[0].cpu"},
+		{name: "a billion nodes", yaml: "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 1000000000}\n", wantErr: "4: timeline[0].join.count 1000000000: a scenario joins at most 100000 nodes"},
+		{name: "too many nodes in all", yaml: "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 60000, prefix: a}\n  - at: 1s\n    join: {count: 60000, prefix: b}\n", wantErr: "timeline[1].join.count 60000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,4 +88,72 @@ func TestScenarioFiles(t *testing.T) {
 			t.Errorf("%s: file name does not match scenario name %s", sc.File, sc.Name)
 		}
 	}
+}
+
+// lineFirst is how every Parse error starts: the line at fault, so that Load can prefix the
+// file and an editor can jump to it.
+var lineFirst = regexp.MustCompile(`^[0-9]+: .`)
+
+// FuzzScenarioParse feeds Parse arbitrary YAML, seeded with every shipped scenario and every
+// malformed one of testdata/scenario. A scenario file is user input to cmd/simulate: it must
+// be refused with an error that names its line, or come back complete, with its defaults
+// filled, so that the runner can build its objects without meeting a value that panics.
+func FuzzScenarioParse(f *testing.F) {
+	for _, glob := range []string{"../../scenarios/*.yaml", "../../testdata/scenario/*.input.yaml"} {
+		files, err := filepath.Glob(glob)
+		if err != nil || len(files) == 0 {
+			f.Fatalf("no seeds in %s (%v)", glob, err)
+		}
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
+		}
+	}
+	f.Add([]byte("name: s\ndescription: d\nworkloads:\n  - {name: w, replicas: 1, cpu: 250m}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sc, err := Parse(data)
+		if err != nil {
+			if sc != nil || !lineFirst.MatchString(err.Error()) {
+				t.Fatalf("Parse() = %v, %q; want nil and an error that starts with its line", sc, err)
+			}
+			return
+		}
+		useParsed(t, sc)
+	})
+}
+
+// useParsed does with a parsed scenario what the runner does before the plane sees it, and
+// checks what Parse promises: one action a step, steps in time order, a validated gate.
+func useParsed(t *testing.T, sc *Scenario) {
+	t.Helper()
+	if !sc.GateConfig.Validated() {
+		t.Fatal("parsed scenario with an unvalidated gate config")
+	}
+	for i := range sc.Timeline {
+		s := &sc.Timeline[i]
+		if s.Action() == nil {
+			t.Fatalf("timeline[%d] has %d actions, want 1", i, len(s.Actions()))
+		}
+		if i > 0 && s.At < sc.Timeline[i-1].At {
+			t.Fatalf("timeline[%d] at %s comes after %s", i, s.At, sc.Timeline[i-1].At)
+		}
+		if s.Join != nil {
+			s.Join.CoreTaints()
+			sc.NodeName(s.Join.Prefix, s.Join.Count-1)
+		}
+	}
+	var startup []corev1.Taint
+	for _, r := range sc.GateConfig.Gating() {
+		startup = append(startup, r.Taint)
+	}
+	sc.DaemonSetObjects("ns", startup)
+	for _, w := range sc.Workloads {
+		sc.Deployment("ns", w)
+		sc.StatefulSet("ns", w)
+	}
+	sc.Exclusive()
+	sc.FaultWindows()
 }
