@@ -31,6 +31,10 @@ BENCH_FLAGS   ?=
 # dependency a second time without -race (minutes on a cold cache).
 NESTED_MODULES := hack/image
 
+# make fuzz: each target this long, one worker each (the machines have 2 cores).
+FUZZTIME      ?= 5m
+FUZZ_PARALLEL ?= 1
+
 # The image: labels and timestamps come from the commit, so one commit gives one digest.
 IMAGE_TAR     ?= $(OUT)/startupgate.tar
 IMAGE_ARCH    ?= $(shell go env GOARCH)
@@ -43,7 +47,7 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make TARGET\n\nTargets:\n"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
 .PHONY: controlplane
-controlplane: ## Build the pinned etcd, kube-apiserver, kube-scheduler and kube-controller-manager into the per-user cache (first time ~10 min).
+controlplane: ## Build the pinned etcd, kube-apiserver, kube-scheduler and kube-controller-manager into the per-user cache (first time 10 to 25 min).
 	@KUBE_VERSION=$(KUBE_VERSION) ETCD_VERSION=$(ETCD_VERSION) hack/controlplane.sh $(CONTROLPLANE)
 
 .PHONY: build
@@ -71,6 +75,13 @@ soak: controlplane build ## Soak: every scenario on consecutive seeds until at l
 	@mkdir -p $(OUT)
 	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate go run ./cmd/simulate run --repeat $(SOAK_REPEAT) --seed $(SOAK_SEED) --parallel $(SOAK_PARALLEL) \
 		--gate-log $(OUT)/soak-gate.log --json $(OUT)/soak.json --junit $(OUT)/soak.xml $(SCENARIOS)
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for FUZZTIME (5m) in turn: the Node webhook, the Pod guard, config and rules decoding, scenario decoding, gate convert. A crasher lands in testdata/fuzz/ as a seed.
+	@for t in gate:FuzzNodeWebhook gate:FuzzPodGuard gate:FuzzLoadConfig sim/scenario:FuzzScenarioParse gate/convert:FuzzConvert; do \
+		echo "== $${t#*:} ($(FUZZTIME))"; \
+		go test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 100x -parallel $(FUZZ_PARALLEL) ./$${t%%:*} || exit 1; \
+	done
 
 .PHONY: bench
 bench: controlplane build ## Benchmark (~55 min): gate/floor pairs on the same admission at 100/1000 (3 pairs) and 5000 nodes (1), the webhook gate, zero-jitter and paced bursts taken apart by stage, writes, CPU, memory (out/bench.json, .md, .html), then the Go benchmarks.

@@ -25,7 +25,7 @@ if [[ $complete == 1 && -f "$DIR/.versions" && "$(cat "$DIR/.versions")" == "$KU
   exit 0
 fi
 
-echo "building control plane $KUBE_VERSION + etcd $ETCD_VERSION into $DIR (first time only, about 10 min on 2 cores)" >&2
+echo "building control plane $KUBE_VERSION + etcd $ETCD_VERSION into $DIR (first time only, 10 to 25 min on 2 cores)" >&2
 mkdir -p "$DIR"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
