@@ -345,15 +345,9 @@ func (x *run) faultEnv() *faults.Env {
 	}
 }
 
-// RunAll runs scenarios, up to parallel at once on the shared plane (each isolates itself:
-// namespace, node names, scenario label, its own gate and admission objects). Exclusive
-// scenarios run alone, first. Results come back in input order.
-func (r *Runner) RunAll(ctx context.Context, scs []*scenario.Scenario, parallel int) ([]*report.Result, error) {
-	return r.RunRepeated(ctx, scs, 1, parallel)
-}
-
 // RunRepeated runs every scenario repeat times, repetition i on seed Opts.Seed+i, up to
-// parallel runs at once. A scenario's repetitions run one after another (its node names
+// parallel runs at once on the shared plane (each isolates itself: namespace, node names,
+// scenario label, its own gate and admission objects). A scenario's repetitions run one after another (its node names
 // would collide), but no repetition waits for the slowest scenario of the one before: each
 // scenario is a lane of its own, and a freed slot goes to whichever lane is ready. A soak
 // of a thousand runs then costs the sum of its runs over parallel, not a thousand
