@@ -92,7 +92,9 @@ func (x *run) observed(v check.Verdict, recs []record.NodeRecord) check.Observed
 }
 
 // countEvents counts events.k8s.io Events with this reason about the scenario's objects:
-// its nodes (events about Nodes land in "default") and its namespace.
+// its nodes (events about Nodes land in "default") and its namespace, created during this
+// run. Node names repeat from run to run of a scenario, and Events outlive the run, so
+// without the time an earlier run's Events (a negative control's, say) would count here.
 func (x *run) countEvents(reason string) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -102,7 +104,8 @@ func (x *run) countEvents(reason string) (int, error) {
 	}
 	n := 0
 	for _, e := range list.Items {
-		if e.Regarding.Namespace == x.ns || strings.HasPrefix(e.Regarding.Name, x.sc.Name+"-") {
+		ours := e.Regarding.Namespace == x.ns || strings.HasPrefix(e.Regarding.Name, x.sc.Name+"-")
+		if ours && !e.CreationTimestamp.Time.Before(x.start.Truncate(time.Second)) {
 			n++
 		}
 	}
