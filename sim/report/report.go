@@ -139,52 +139,58 @@ func (r *Report) WriteFailures(w io.Writer) {
 // a released node to its taint back, when new Pods may still be bound there (the Pod guard
 // is what covers it). It is the table `make soak` ends with.
 func (r *Report) WriteSummary(w io.Writer) {
-	type agg struct {
-		runs, passes, early, lost, stuck int
-		p99, window                      float64
-		measured, windowed               bool
-	}
-	byName := map[string]*agg{}
+	byName := map[string]*soakRow{}
 	var names []string
+	var total soakRow
 	for _, s := range r.Scenarios {
 		a := byName[s.Name]
 		if a == nil {
-			a = &agg{}
+			a = &soakRow{}
 			byName[s.Name] = a
 			names = append(names, s.Name)
 		}
-		a.runs++
-		if s.Passed {
-			a.passes++
-		}
-		for _, v := range s.Violations {
-			switch v.Kind {
-			case check.KindEarlyPod:
-				a.early++
-			case check.KindForeignTaintLost:
-				a.lost++
-			}
-		}
-		a.stuck += s.Stuck
-		if s.HasLatency() {
-			a.measured = true
-			a.p99 = max(a.p99, s.ReleaseLatencyMS.P99)
-		}
-		if s.RetaintLatencyMS != nil {
-			a.windowed = true
-			a.window = max(a.window, s.RetaintLatencyMS.P99)
-		}
+		a.add(s)
+		total.add(s)
 	}
 	fmt.Fprintf(w, "\n%-36s %5s %6s %11s %12s %11s %13s %16s\n", "SCENARIO", "RUNS", "PASSES", "EARLY PODS", "TAINTS LOST", "STUCK NODES", "MAX p99 (ms)", "MAX WINDOW (ms)")
-	var total agg
 	for _, n := range names {
 		a := byName[n]
 		fmt.Fprintf(w, "%-36s %5d %6d %11d %12d %11d %13s %16s\n", n, a.runs, a.passes, a.early, a.lost, a.stuck,
 			orDash(a.measured, a.p99), orDash(a.windowed, a.window))
-		total.runs, total.passes, total.early, total.lost, total.stuck = total.runs+a.runs, total.passes+a.passes,
-			total.early+a.early, total.lost+a.lost, total.stuck+a.stuck
 	}
 	fmt.Fprintf(w, "%-36s %5d %6d %11d %12d %11d\n", "TOTAL", total.runs, total.passes, total.early, total.lost, total.stuck)
+}
+
+// soakRow is one line of the soak summary: a scenario's runs, or all of them.
+type soakRow struct {
+	runs, passes, early, lost, stuck int
+	p99, window                      float64
+	measured, windowed               bool
+}
+
+// add counts one run into the row.
+func (a *soakRow) add(s *Result) {
+	a.runs++
+	if s.Passed {
+		a.passes++
+	}
+	for _, v := range s.Violations {
+		switch v.Kind {
+		case check.KindEarlyPod:
+			a.early++
+		case check.KindForeignTaintLost:
+			a.lost++
+		}
+	}
+	a.stuck += s.Stuck
+	if s.HasLatency() {
+		a.measured = true
+		a.p99 = max(a.p99, s.ReleaseLatencyMS.P99)
+	}
+	if s.RetaintLatencyMS != nil {
+		a.windowed = true
+		a.window = max(a.window, s.RetaintLatencyMS.P99)
+	}
 }
 
 // orDash formats a millisecond figure, or "–" when there was none to measure.
