@@ -89,24 +89,35 @@ type Runner struct {
 
 	client  kubernetes.Interface
 	writers kubernetes.Interface // the foreign taint writers, under their own field manager
+	// The fake kubelet and the recorder each have a client of their own, with a user agent
+	// of its own, so that the apiserver's audit log can tell what each costs the plane.
+	kubeletClient  kubernetes.Interface
+	recorderClient kubernetes.Interface
 }
+
+// User agents of the simulator's clients: its own (setup, timeline, cleanup), the fake
+// kubelet's and the recorder's. The foreign taint writers are sim-taint-writer.
+const (
+	UserAgent         = "startupgate-sim"
+	KubeletUserAgent  = "startupgate-sim-kubelet"
+	RecorderUserAgent = "startupgate-sim-recorder"
+)
 
 // NewRunner prepares a runner; rc should allow high QPS (the fake kubelet and the recorder
 // must never be the bottleneck).
 func NewRunner(rc *rest.Config, opts Options) (*Runner, error) {
 	rc = rest.CopyConfig(rc)
 	rc.QPS, rc.Burst = 5000, 10000
-	own := rest.CopyConfig(rc)
-	own.UserAgent = "startupgate-sim"
-	cs, err := kubernetes.NewForConfig(own)
-	if err != nil {
-		return nil, err
-	}
-	wrc := rest.CopyConfig(rc)
-	wrc.UserAgent = "sim-taint-writer"
-	writers, err := kubernetes.NewForConfig(wrc)
-	if err != nil {
-		return nil, err
+	var clients [4]kubernetes.Interface
+	for i, ua := range []string{UserAgent, "sim-taint-writer", KubeletUserAgent, RecorderUserAgent} {
+		c := rest.CopyConfig(rc)
+		c.UserAgent = ua
+		controlplane.Protobuf(c)
+		cs, err := kubernetes.NewForConfig(c)
+		if err != nil {
+			return nil, err
+		}
+		clients[i] = cs
 	}
 	if opts.Seed == 0 {
 		opts.Seed = 1
@@ -114,7 +125,8 @@ func NewRunner(rc *rest.Config, opts Options) (*Runner, error) {
 	if opts.Gate == "" {
 		opts.Gate = gateundertest.InProcess
 	}
-	return &Runner{Config: rc, Opts: opts, client: cs, writers: writers}, nil
+	return &Runner{Config: rc, Opts: opts, client: clients[0], writers: clients[1],
+		kubeletClient: clients[2], recorderClient: clients[3]}, nil
 }
 
 // run is the state of one scenario run.
@@ -190,7 +202,7 @@ func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64
 	}
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
-	if err := x.recorder.Run(rctx, r.client, scenario.Label+"="+sc.Name); err != nil {
+	if err := x.recorder.Run(rctx, r.recorderClient, scenario.Label+"="+sc.Name); err != nil {
 		return nil, err
 	}
 	defer func() { x.fail(x.harness.Stop(context.Background())) }()
@@ -207,7 +219,7 @@ func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64
 	x.start = time.Now()
 	x.play(kctx, gctx)
 	kcancel()
-	if err := x.recorder.Barrier(ctx, r.client, sc.Name); err != nil {
+	if err := x.recorder.Barrier(ctx, r.recorderClient, sc.Name); err != nil {
 		x.fail(fmt.Errorf("recorder barrier: %w", err))
 	}
 	if h := r.Opts.Hooks; h != nil && h.Settled != nil {
@@ -232,7 +244,7 @@ func (r *Runner) newRun(sc *scenario.Scenario, seed uint64) (*run, error) {
 	x.recorder = record.NewRecorder(&x.cfg, x.ledger, ns, sc.Init)
 	x.harness = gateundertest.New(r.Config, r.client, r.Opts.Gate, x.cfg, sc, ns,
 		gateundertest.Options{As: r.Opts.GateAs, Shipped: r.Opts.Hooks != nil && r.Opts.Hooks.Shipped, Args: r.gateArgs()})
-	x.kubelet = &kubelet.Kubelet{Client: r.client, Namespace: ns, Scenario: sc.Name, Seed: seed, Init: sc.Init,
+	x.kubelet = &kubelet.Kubelet{Client: r.kubeletClient, Namespace: ns, Scenario: sc.Name, Seed: seed, Init: sc.Init,
 		Version: controlplane.KubeVersion, Errors: x.fail, ReadyAccepted: x.recorder.ReadyAccepted}
 	if sc.Plane != nil {
 		x.kubelet.LeaseRenew = sc.Plane.NodeMonitorGracePeriod / 4

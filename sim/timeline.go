@@ -403,7 +403,7 @@ func (x *run) progress(phase report.Phase) {
 	joined, refused := x.joined, x.refused
 	x.mu.Unlock()
 	p := report.Progress{Scenario: x.sc.Name, Seed: x.seed, Phase: phase, Elapsed: time.Since(x.start), Joined: joined,
-		Gated: v.Gated, Released: v.Released, Early: check.Count(v.Violations, check.KindEarlyPod), Refused: refused}
+		Gated: v.Gated, Released: v.Released, Early: confirmedEarly(v.Violations, x.recorder.NodeRV()), Refused: refused}
 	for _, s := range x.sc.Timeline {
 		if s.Join != nil {
 			p.Nodes += s.Join.Count
@@ -414,6 +414,21 @@ func (x *run) progress(phase report.Phase) {
 		return
 	}
 	fmt.Fprintln(x.Opts.Progress, p)
+}
+
+// confirmedEarly counts the early Pods that stay early whatever is still in flight: bound at
+// or before nodeRV, the newest Node change the recorder has seen. Under a burst the Pod
+// stream can run ahead of the Node stream, and a binding that follows a release not yet
+// delivered would otherwise show as early in a live count (the final judgment waits for
+// both streams to catch up, and so never sees this).
+func confirmedEarly(vs []check.Violation, nodeRV uint64) int {
+	n := 0
+	for _, v := range vs {
+		if v.Kind == check.KindEarlyPod && v.RV <= nodeRV {
+			n++
+		}
+	}
+	return n
 }
 
 // nodesOf resolves a step's nodes: by name, or the node a Pod of the run is bound to now.

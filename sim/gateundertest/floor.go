@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/sim/controlplane"
 	"github.com/startupgate/startupgate/sim/record"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
@@ -96,6 +97,7 @@ func floorChild(arg string) error {
 func runFloor(ctx context.Context, rc *rest.Config, cfg *gate.Config, name, ns string) error {
 	rc = rest.CopyConfig(rc)
 	rc.UserAgent = "startupgate-floor"
+	controlplane.Protobuf(rc) // as the gate's controller-runtime client does: the same footing
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err

@@ -60,6 +60,12 @@ type Recorder struct {
 	podRV, nodeRV atomic.Uint64
 }
 
+// NodeRV is the newest resourceVersion the node stream has delivered: every Node change up
+// to it has been seen, so a Pod bound at or before it is early only if the node was not
+// released before the binding. A live count must not call a binding early while the
+// release that preceded it is still on its way.
+func (r *Recorder) NodeRV() uint64 { return r.nodeRV.Load() }
+
 // NodeRecord is one node incarnation (a re-registered name gets a new record).
 type NodeRecord struct {
 	Name string
