@@ -32,7 +32,7 @@ func runBench(args []string, stdout, stderr io.Writer) (int, error) {
 	rates := fs.String("rates", "5,20,50", "paced join rates, nodes per second, comma-separated")
 	pacedFor := fs.Duration("paced-for", time.Minute, "how long nodes join at each paced rate")
 	zero := fs.Int("zero-jitter", 200, "nodes of the burst whose init Pods all turn Ready together (gate and floor, taken apart by stage)")
-	workers := fs.String("compare-workers", "16", "gate --workers settings to run beside the shipped default at the reference size and in the zero-jitter burst, comma-separated")
+	workers := fs.String("compare-workers", "16", "gate --workers settings to run beside the shipped default at the reference size and in the zero-jitter burst, comma-separated (empty: none)")
 	seed := fs.Uint64("seed", 1, "seed of every random choice")
 	skip := fs.String("skip", "", "phases not to run, comma-separated: reactive, webhook, zero-jitter, paced (what they measure reads \"not measured\")")
 	out := fs.String("out", "out", "directory for bench.json, bench.md, bench.html and the plane's and gate's logs")
@@ -65,7 +65,9 @@ func runBench(args []string, stdout, stderr io.Writer) (int, error) {
 	if opts.Rates, err = counts("--rates", *rates); err != nil {
 		return 2, err
 	}
-	if opts.CompareWorkers, err = counts("--compare-workers", *workers); err != nil {
+	if strings.TrimSpace(*workers) == "" {
+		opts.CompareWorkers = []int{} // none: only the shipped default runs
+	} else if opts.CompareWorkers, err = counts("--compare-workers", *workers); err != nil {
 		return 2, err
 	}
 	opts.Skip = map[string]bool{}

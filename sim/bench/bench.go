@@ -140,6 +140,11 @@ type BenchReport struct {
 	PlaneStartS       float64            `json:"plane_start_s"`
 	ReactiveEarlyPods int                `json:"reactive_early_pods"`
 	GateEarlyPods     int                `json:"gate_early_pods"`
+	// RequestsPerNode are the API requests per node by component (user agent, from the
+	// audit log), for each run of the largest burst's first pair and its webhook gate:
+	// what the simulator's fake kubelet and recorder cost the plane, beside the scheduler,
+	// the controller-manager and the gate.
+	RequestsPerNode map[string]map[string]float64 `json:"requests_per_node"`
 	// Workers compares the gate's --workers settings with the shipped default, per burst.
 	Workers []WorkersRun `json:"workers"`
 	// Skipped names the phases this run left out.
@@ -239,6 +244,11 @@ type BenchRun struct {
 	Stuck []string `json:"stuck,omitempty"`
 	// ReleaseMS are the run's release latencies, one per release, in ms.
 	ReleaseMS []float64 `json:"release_ms,omitempty"`
+	// Requests count the API requests the apiserver received from the run's start to its
+	// settling, by component (user agent), from the audit log.
+	Requests map[string]int `json:"requests,omitempty"`
+	// from and to bound the run for the request counts.
+	from, to time.Time
 }
 
 // Bench modes.
@@ -364,16 +374,14 @@ func (b *bench) phases(ctx context.Context) error {
 	return b.size(ctx, sizes[len(sizes)-1])
 }
 
-// auditPolicy logs every write to a Node, and nothing else: the count of the gate's writes,
-// and (from the timestamps) when each release reached the apiserver and was stored.
+// auditPolicy logs every request once, when its response is complete, at the Metadata
+// level: the count of the gate's Node writes; (from the timestamps) when each release
+// reached the apiserver and was stored; and, by user agent, each component's requests.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
-omitStages: ["RequestReceived"]
+omitStages: ["RequestReceived", "ResponseStarted"]
 rules:
   - level: Metadata
-    verbs: ["create", "update", "patch", "delete"]
-    resources: [{group: "", resources: ["nodes"]}]
-  - level: None
 `
 
 // size runs every mode at one burst size: the pairs, the reactive peer (at the reference),
@@ -664,7 +672,10 @@ func (b *bench) run(ctx context.Context, l load, adm *histogramDelta) (*BenchRun
 	}
 	br := &BenchRun{Name: sc.Name, Mode: l.mode, Nodes: res.Nodes, Released: res.Released, Passed: res.Passed,
 		LatencyMS: res.ReleaseLatencyMS, WallS: round2(wallToReleased(res).Seconds()), Failures: res.Failures,
-		CPUS: round2(end.cpu), Restarts: end.restarts}
+		CPUS: round2(end.cpu), Restarts: end.restarts, from: res.Start, to: end.settled}
+	if br.to.IsZero() { // it never settled: count to its end
+		br.to = time.Now()
+	}
 	for _, v := range res.Violations {
 		if v.Kind == check.KindEarlyPod {
 			br.EarlyPods++
@@ -692,6 +703,7 @@ func (b *bench) run(ctx context.Context, l load, adm *histogramDelta) (*BenchRun
 
 // runEnd is what the Settled hook read while the run's processes and nodes still existed.
 type runEnd struct {
+	settled  time.Time
 	cpu      float64
 	restarts int
 	nodes    map[string]nodeEnd
@@ -710,6 +722,7 @@ func (b *bench) hooks(h *sim.Hooks, l load, end *runEnd) {
 		}
 	}
 	h.Settled = func(ctx context.Context, x sim.Live) error {
+		end.settled = time.Now()
 		var err error
 		if end.nodes, err = nodesAtEnd(ctx, x, l.name()); err != nil {
 			return err

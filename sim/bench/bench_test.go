@@ -18,7 +18,9 @@ import (
 //   - the pairs ran alternately and each has a ratio; the paced rate, the zero-jitter pair
 //     and the breakdowns produced their fields, every per-release stage once per release;
 //   - the apiserver timed every webhook call and the policy, the gate timed its handler, the
-//     gate's heap was read twice, and both processes' CPU time was read.
+//     gate's heap was read twice, and both processes' CPU time was read;
+//   - the audit log counted, by user agent, requests from the fake kubelet, the recorder,
+//     the scheduler, the controller-manager and the gate or floor.
 func TestBenchSmall(t *testing.T) {
 	const nodes = 10
 	rep, err := Run(context.Background(), Options{Sizes: []int{nodes}, Pods: 300, Seed: 1,
@@ -106,8 +108,25 @@ func TestBenchSmall(t *testing.T) {
 	if rep.GateHeapBytes.Pods0 == 0 || rep.GateHeapBytes.Pods100k == 0 || rep.FillerPods != 300 || rep.MemoryNodes != nodes {
 		t.Errorf("memory phase: %+v heap, %d filler pods at %d nodes", rep.GateHeapBytes, rep.FillerPods, rep.MemoryNodes)
 	}
+	// The requests per node by component: every run of the burst's first pair and its
+	// webhook gate, each with the parts every run has, and the writer of the releases.
+	if len(rep.RequestsPerNode) != 3 {
+		t.Errorf("requests per node for %d runs, want 3 (the first pair and the webhook gate): %v", len(rep.RequestsPerNode), rep.RequestsPerNode)
+	}
+	for run, pn := range rep.RequestsPerNode {
+		writer := compGate
+		if strings.Contains(run, "floor") {
+			writer = compFloor
+		}
+		for _, c := range []string{compKubelet, compRecorder, compScheduler, compKCM, writer} {
+			if pn[c] <= 0 {
+				t.Errorf("%s: no requests from %s counted: %v", run, c, pn)
+			}
+		}
+	}
 	md := rep.String()
-	for _, want := range []string{"| exactly 1 Node write per release (gate, every gate run) | 1.00", "| 5 × 2 | 10 |", "Release latency by stage"} {
+	for _, want := range []string{"| exactly 1 Node write per release (gate, every gate run) | 1.00", "| 5 × 2 | 10 |", "Release latency by stage",
+		"| the simulator's own (fake kubelet, recorder, steps) |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("bench.md has no %q:\n%s", want, md)
 		}

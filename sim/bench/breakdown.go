@@ -160,6 +160,9 @@ func (b *bench) fromAudit() error {
 		run := &b.rep.Runs[i]
 		c := a.counts[run.Name]
 		run.Writes, run.Conflicts = c.ok, c.conflicts
+		if !run.from.IsZero() {
+			run.Requests = requestsIn(a.requests, run.from, run.to)
+		}
 		switch run.Mode {
 		case benchGate, benchPolicy:
 			gateWrites += c.ok
@@ -171,6 +174,7 @@ func (b *bench) fromAudit() error {
 			b.rep.FloorWriteConflicts += c.conflicts
 		}
 	}
+	b.rep.RequestsPerNode = requestsPerNode(b.rep.Runs, b.largest)
 	if gateReleased > 0 {
 		b.rep.WritesPerRelease = round2(float64(gateWrites) / float64(gateReleased))
 	}
@@ -195,12 +199,15 @@ type auditTally struct {
 	counts map[string]writeCount
 	// first successful write per node, by the gate or the floor.
 	first map[string]writeTimes
+	// requests are every audited request, in log order.
+	requests []request
 }
 
 // readAudit reads an audit log and counts, per scenario, the Node writes whose user agent is
 // the gate's or the floor's: successful ones and conflicts; and keeps the times of each
 // node's first successful one. Status writes (kubelet) and other controllers' writes are
-// not counted.
+// not counted there. It also keeps every request's receipt time and sender, for the
+// requests per node by component.
 func readAudit(r io.Reader) (auditTally, error) {
 	out := auditTally{counts: map[string]writeCount{}, first: map[string]writeTimes{}}
 	sc := bufio.NewScanner(r)
@@ -223,6 +230,7 @@ func readAudit(r io.Reader) (auditTally, error) {
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return out, fmt.Errorf("audit log: %w", err)
 		}
+		out.requests = append(out.requests, request{at: ev.Received.Time, comp: componentOf(ev.UserAgent)})
 		if ev.ObjectRef.Resource != "nodes" || ev.ObjectRef.Subresource != "" || ev.Verb == "create" || ev.Verb == "delete" {
 			continue
 		}

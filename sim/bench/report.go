@@ -94,6 +94,7 @@ func (r *BenchReport) WriteMarkdown(w io.Writer) {
 		r.Reference, seconds(c.Gate), seconds(c.Floor), ratio(c.Ratio))
 	fmt.Fprintf(w, "| Node writes per release (conflicts) | %s (%d) | %s (%d) | |\n",
 		perRelease(r.WritesPerRelease), r.WriteConflicts, perRelease(r.FloorWritesPerRelease), r.FloorWriteConflicts)
+	r.writeRequests(w)
 	fmt.Fprintln(w, "\n| target | measured | met |")
 	fmt.Fprintln(w, "|---|---|:---:|")
 	for _, t := range r.targets() {
@@ -393,4 +394,39 @@ func (r *BenchReport) String() string {
 	var sb strings.Builder
 	r.WriteMarkdown(&sb)
 	return sb.String()
+}
+
+// writeRequests writes the API requests per node by component, a column per run of the
+// largest burst that has them, and the simulator's own share.
+func (r *BenchReport) writeRequests(w io.Writer) {
+	var runs []BenchRun
+	for _, run := range r.Runs {
+		if _, ok := r.RequestsPerNode[run.Name]; ok {
+			runs = append(runs, run)
+		}
+	}
+	if len(runs) == 0 {
+		fmt.Fprintf(w, "\nAPI requests per node by component: %s.\n", notMeasured)
+		return
+	}
+	fmt.Fprintf(w, "\nAPI requests per node by component (user agent, audit log; run start to settled), %d-node burst:\n\n| component |", runs[0].Nodes)
+	rule := "|---|"
+	for _, run := range runs {
+		fmt.Fprintf(w, " `%s` |", run.Name)
+		rule += "---:|"
+	}
+	fmt.Fprintf(w, "\n%s\n", rule)
+	for _, c := range componentsIn(runs) {
+		fmt.Fprintf(w, "| %s |", c)
+		for _, run := range runs {
+			fmt.Fprintf(w, " %.2f |", r.RequestsPerNode[run.Name][c])
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprint(w, "| the simulator's own (fake kubelet, recorder, steps) |")
+	for _, run := range runs {
+		pn := r.RequestsPerNode[run.Name]
+		fmt.Fprintf(w, " %.2f |", pn[compKubelet]+pn[compRecorder]+pn[compSim])
+	}
+	fmt.Fprintln(w)
 }
