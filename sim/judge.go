@@ -61,9 +61,14 @@ func (x *run) judge() *report.Result {
 	res.Failures = check.Expectations(v, x.sc.Expect, obs)
 	res.Passed = len(res.Failures) == 0
 	if !res.Passed {
-		res.Reproduce = fmt.Sprintf("go run ./cmd/simulate run --gate %s --seed %d %s", x.Opts.Gate, x.seed, x.sc.File)
+		res.Reproduce = x.reproduce()
 	}
 	return res
+}
+
+// reproduce is the command that runs this scenario again with this run's seed.
+func (x *run) reproduce() string {
+	return fmt.Sprintf("go run ./cmd/simulate run --gate %s --seed %d %s", x.Opts.Gate, x.seed, x.sc.File)
 }
 
 // observed gathers what the run saw beyond the records: counters, the expected Events, and

@@ -162,7 +162,10 @@ func (r *Runner) Run(ctx context.Context, sc *scenario.Scenario) (*report.Result
 }
 
 // runSeed is Run with the seed of one repetition.
-func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64) (*report.Result, error) {
+//
+// The deferred steps (stopping the gate, the cleanup) run after the run is judged; a failure
+// of theirs still fails the run (late), or joins its error, and is never dropped.
+func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64) (res *report.Result, err error) {
 	x, err := r.newRun(sc, seed)
 	if err != nil {
 		return nil, err
@@ -187,11 +190,9 @@ func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64
 		return nil, fmt.Errorf("clearing leftovers of %s: %w", sc.Name, err)
 	}
 	defer func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
+		cctx, ccancel := context.WithTimeout(context.Background(), cleanupTimeout(sc))
 		defer ccancel()
-		if err := x.cleanup(cctx); err != nil {
-			x.fail(fmt.Errorf("cleanup: %w", err))
-		}
+		res, err = x.late(res, err, "cleanup", x.cleanup(cctx))
 	}()
 	if err := x.usePlane(); err != nil {
 		return nil, err
@@ -205,7 +206,7 @@ func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64
 	if err := x.recorder.Run(rctx, r.recorderClient, scenario.Label+"="+sc.Name); err != nil {
 		return nil, err
 	}
-	defer func() { x.fail(x.harness.Stop(context.Background())) }()
+	defer func() { res, err = x.late(res, err, "stopping the gate", x.harness.Stop(context.Background())) }()
 	gctx, gcancel := context.WithCancel(ctx)
 	defer gcancel()
 	if err := x.startGate(gctx); err != nil {
@@ -227,6 +228,35 @@ func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64
 	}
 	rcancel()
 	return x.judge(), nil
+}
+
+// cleanupTimeout bounds a run's cleanup: a minute, and more for a large run, whose nodes
+// and Pods take the apiserver longer to delete.
+func cleanupTimeout(sc *scenario.Scenario) time.Duration {
+	nodes := 0
+	for _, s := range sc.Timeline {
+		if s.Join != nil {
+			nodes += s.Join.Count
+		}
+	}
+	return time.Minute + time.Duration(nodes)*40*time.Millisecond
+}
+
+// late adds a failure found after the run was judged to its result (the run fails), or to
+// its error when it has no result.
+func (x *run) late(res *report.Result, err error, what string, lateErr error) (*report.Result, error) {
+	if lateErr == nil {
+		return res, err
+	}
+	lateErr = fmt.Errorf("%s: %w", what, lateErr)
+	if res == nil {
+		return nil, errors.Join(err, lateErr)
+	}
+	res.Errors = append(res.Errors, lateErr.Error())
+	res.Failures = append(res.Failures, "simulator error: "+lateErr.Error())
+	res.Passed = false
+	res.Reproduce = x.reproduce()
+	return res, err
 }
 
 // newRun prepares the run's parts: the gate Config scoped to the scenario's nodes, a fresh
