@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -656,6 +658,9 @@ func (b *bench) run(ctx context.Context, l load, adm *histogramDelta) (*BenchRun
 			return nil, err
 		}
 	}
+	if err := b.quiet(ctx); err != nil {
+		return nil, fmt.Errorf("%s: %w", sc.Name, err)
+	}
 	b.progress("%s: %d nodes", sc.Name, l.nodes)
 	res, err := r.Run(ctx, sc)
 	if err != nil {
@@ -700,6 +705,48 @@ func (b *bench) run(ctx context.Context, l load, adm *histogramDelta) (*BenchRun
 	}
 	return br, nil
 }
+
+// quiet waits until every earlier run's nodes and namespaces are gone, deleting any a
+// failed cleanup left. A run's own cleanup deletes its nodes and Pods and waits for the
+// nodes; the namespace controller then deletes the rest (at 5000 nodes, tens of thousands
+// of Events) in the background. A run started before that is done would share the plane
+// with it, and the second run of every pair would pay for the first's cleanup.
+func (b *bench) quiet(ctx context.Context) error {
+	start := time.Now()
+	sel := metav1.ListOptions{LabelSelector: scenario.Label}
+	nodes, nss := b.cs.CoreV1().Nodes(), b.cs.CoreV1().Namespaces()
+	err := nodes.DeleteCollection(ctx, metav1.DeleteOptions{}, sel)
+	if err == nil {
+		var list *corev1.NamespaceList
+		if list, err = nss.List(ctx, sel); err == nil {
+			for _, ns := range list.Items {
+				err = errors.Join(err, client.IgnoreNotFound(nss.Delete(ctx, ns.Name, metav1.DeleteOptions{})))
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("deleting the earlier runs' leftovers: %w", err)
+	}
+	one := metav1.ListOptions{LabelSelector: scenario.Label, Limit: 1}
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, quietTimeout, true, func(ctx context.Context) (bool, error) {
+		left, err := nss.List(ctx, one)
+		if err != nil || len(left.Items) > 0 {
+			return false, err
+		}
+		n, err := nodes.List(ctx, one)
+		return err == nil && len(n.Items) == 0, err
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the earlier runs' nodes and namespaces to be deleted: %w", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		b.progress("the earlier runs' namespaces took %.1fs to be deleted", d.Seconds())
+	}
+	return nil
+}
+
+// quietTimeout bounds the wait for a quiet plane.
+const quietTimeout = 10 * time.Minute
 
 // runEnd is what the Settled hook read while the run's processes and nodes still existed.
 type runEnd struct {
