@@ -124,9 +124,23 @@ func TestBenchSmall(t *testing.T) {
 			}
 		}
 	}
+	// The CPU of every process, for the same runs: the plane's, the simulator's, the gate's.
+	for _, run := range rep.Runs {
+		if _, ok := rep.RequestsPerNode[run.Name]; !ok {
+			continue
+		}
+		for _, p := range []string{"kube-apiserver", "etcd", "kube-scheduler", "kube-controller-manager", simulatorProcess, run.Mode} {
+			if run.ProcessCPUS[p] <= 0 {
+				t.Errorf("%s: no CPU read for %s: %v", run.Name, p, run.ProcessCPUS)
+			}
+		}
+		if run.WindowS <= 0 {
+			t.Errorf("%s: window %v s", run.Name, run.WindowS)
+		}
+	}
 	md := rep.String()
 	for _, want := range []string{"| exactly 1 Node write per release (gate, every gate run) | 1.00", "| 5 × 2 | 10 |", "Release latency by stage",
-		"| the simulator's own (fake kubelet, recorder, steps) |"} {
+		"| the simulator's own (fake kubelet, recorder, steps) |", "| all, over the run's wall time (s) |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("bench.md has no %q:\n%s", want, md)
 		}

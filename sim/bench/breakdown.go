@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -146,12 +148,20 @@ func quantilesOf(ds []time.Duration) (p50, p99 float64) {
 // fromAudit reads the audit log once every run is done: each run's Node writes and
 // conflicts (gate and floor), the writes per release, and the breakdowns asked for.
 func (b *bench) fromAudit() error {
-	f, err := os.Open(b.audit)
+	files, err := auditFiles(b.audit)
 	if err != nil {
-		return fmt.Errorf("reading audit log: %w", err)
+		return err
 	}
-	defer f.Close()
-	a, err := readAudit(f)
+	readers := make([]io.Reader, len(files))
+	for i, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return fmt.Errorf("reading audit log: %w", err)
+		}
+		defer f.Close()
+		readers[i] = f
+	}
+	a, err := readAudit(io.MultiReader(readers...))
 	if err != nil {
 		return err
 	}
@@ -186,6 +196,18 @@ func (b *bench) fromAudit() error {
 		b.rep.BreakdownMS[label] = bd
 	}
 	return nil
+}
+
+// auditFiles are the audit log's files, oldest first: those the apiserver rotated out
+// (audit-<time>.log, which sort by time), then the log itself.
+func auditFiles(path string) ([]string, error) {
+	ext := filepath.Ext(path)
+	rotated, err := filepath.Glob(strings.TrimSuffix(path, ext) + "-*" + ext)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(rotated)
+	return append(rotated, path), nil
 }
 
 type writeCount struct{ ok, conflicts int }

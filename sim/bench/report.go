@@ -429,4 +429,52 @@ func (r *BenchReport) writeRequests(w io.Writer) {
 		fmt.Fprintf(w, " %.2f |", pn[compKubelet]+pn[compRecorder]+pn[compSim])
 	}
 	fmt.Fprintln(w)
+	writeProcessCPU(w, runs)
+}
+
+// processOrder lists the processes a run's CPU is read from, for the report.
+var processOrder = []string{"kube-apiserver", "etcd", "kube-scheduler", "kube-controller-manager", simulatorProcess, benchGate, benchPolicy, benchFloor}
+
+// writeProcessCPU writes where the machine's CPU went in each of the runs: every process,
+// start to settled, and their sum beside the run's wall time.
+func writeProcessCPU(w io.Writer, runs []BenchRun) {
+	fmt.Fprintf(w, "\nCPU seconds by process, run start to settled (the machine has the cores named above):\n\n| process |")
+	rule := "|---|"
+	for _, run := range runs {
+		fmt.Fprintf(w, " `%s` |", run.Name)
+		rule += "---:|"
+	}
+	fmt.Fprintf(w, "\n%s\n", rule)
+	for _, p := range processOrder {
+		any := false
+		for _, run := range runs {
+			_, ok := run.ProcessCPUS[p]
+			any = any || ok
+		}
+		if !any {
+			continue
+		}
+		fmt.Fprintf(w, "| %s |", p)
+		for _, run := range runs {
+			if v, ok := run.ProcessCPUS[p]; ok {
+				fmt.Fprintf(w, " %.1f |", v)
+			} else {
+				fmt.Fprint(w, " |")
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprint(w, "| all, over the run's wall time (s) |")
+	for _, run := range runs {
+		if len(run.ProcessCPUS) == 0 {
+			fmt.Fprintf(w, " %s |", notMeasured)
+			continue
+		}
+		sum := 0.0
+		for _, v := range run.ProcessCPUS {
+			sum += v
+		}
+		fmt.Fprintf(w, " %.1f / %.1f |", sum, run.WindowS)
+	}
+	fmt.Fprintln(w)
 }

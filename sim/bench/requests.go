@@ -1,11 +1,13 @@
 package bench
 
 import (
+	"os"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/startupgate/startupgate/sim"
+	"github.com/startupgate/startupgate/sim/controlplane"
 )
 
 // Components whose API requests a run counts, named by the user agent of their client. The
@@ -113,6 +115,38 @@ func requestsPerNode(runs []BenchRun, largest int) map[string]map[string]float64
 			if r.Name == name && r.Requests != nil {
 				out[name] = perNode(r.Requests, r.Nodes)
 			}
+		}
+	}
+	return out
+}
+
+// simulatorProcess names this process (the fake kubelet, the recorder, the checker and the
+// benchmark itself) among the processes whose CPU a run reads.
+const simulatorProcess = "simulator"
+
+// processesCPU reads the cumulative CPU seconds of the plane's processes and of this one.
+func processesCPU() map[string]float64 {
+	out := map[string]float64{}
+	pids := controlplane.PlaneProcesses()
+	pids[simulatorProcess] = os.Getpid()
+	for name, pid := range pids {
+		if s, err := processCPU(pid); err == nil {
+			out[name] = s
+		}
+	}
+	return out
+}
+
+// cpuSpent is what each process spent between two readings; a process missing from either
+// (restarted, or never read) is left out rather than counted from zero.
+func cpuSpent(before, after map[string]float64) map[string]float64 {
+	if len(after) == 0 {
+		return nil
+	}
+	out := map[string]float64{}
+	for name, a := range after {
+		if b, ok := before[name]; ok && a >= b {
+			out[name] = round2(a - b)
 		}
 	}
 	return out

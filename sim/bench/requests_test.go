@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -75,5 +77,40 @@ func TestReadAuditKeepsEveryRequest(t *testing.T) {
 	runs := []BenchRun{{Name: "bench-gate-10", Nodes: 2, Requests: requestsIn(a.requests, a.requests[0].at, a.requests[1].at)}}
 	if got := requestsPerNode(runs, 10); got["bench-gate-10"][compRecorder] != 0.5 || got["bench-gate-10"][compGate] != 0.5 {
 		t.Errorf("requestsPerNode = %v", got)
+	}
+}
+
+// TestAuditFiles: the rotated files come first, oldest first, then the live log; other files
+// beside them are not read.
+func TestAuditFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"audit.log", "audit-2026-11-23T14-55-41.432.log", "audit-2026-11-23T14-50-01.001.log", "audit-policy.yaml"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := auditFiles(filepath.Join(dir, "audit.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range got {
+		names = append(names, filepath.Base(f))
+	}
+	if want := []string{"audit-2026-11-23T14-50-01.001.log", "audit-2026-11-23T14-55-41.432.log", "audit.log"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("auditFiles = %v, want %v", names, want)
+	}
+}
+
+func TestCPUSpent(t *testing.T) {
+	got := cpuSpent(map[string]float64{"etcd": 1, "kube-apiserver": 10, "gone": 3},
+		map[string]float64{"etcd": 3.5, "kube-apiserver": 9, "new": 2})
+	// etcd spent 2.5; the apiserver's reading went down (a new process): left out; so are
+	// processes read only once.
+	if want := map[string]float64{"etcd": 2.5}; !reflect.DeepEqual(got, want) {
+		t.Errorf("cpuSpent = %v, want %v", got, want)
+	}
+	if cpuSpent(map[string]float64{"etcd": 1}, nil) != nil {
+		t.Error("no reading at the end must be nil (not measured)")
 	}
 }

@@ -353,6 +353,10 @@ func childProcess(name string) (int, []string, error) {
 		return 0, nil, err
 	}
 	me := strconv.Itoa(os.Getpid())
+	comm := name
+	if len(comm) > 15 { // the kernel keeps 15 bytes of a command's name: "kube-controller"
+		comm = comm[:15]
+	}
 	for _, ent := range entries {
 		stat, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
 		if err != nil {
@@ -361,7 +365,7 @@ func childProcess(name string) (int, []string, error) {
 		// pid (comm) state ppid ...
 		s := string(stat)
 		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || closing < open || s[open+1:closing] != name {
+		if open < 0 || closing < open || s[open+1:closing] != comm {
 			continue
 		}
 		fields := strings.Fields(s[closing+1:])
@@ -391,4 +395,16 @@ func WriteKubeconfig(rc *rest.Config, path string) error {
 	cfg.Contexts["sim"] = &clientcmdapi.Context{Cluster: "sim", AuthInfo: "sim"}
 	cfg.CurrentContext = "sim"
 	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// PlaneProcesses are the pids of the embedded plane's processes (children of this one), by
+// name, for a benchmark that reads what each costs the machine.
+func PlaneProcesses() map[string]int {
+	out := map[string]int{}
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"} {
+		if pid, _, err := childProcess(name); err == nil {
+			out[name] = pid
+		}
+	}
+	return out
 }
