@@ -875,13 +875,25 @@ func (b *bench) memory(ctx context.Context, x sim.Live) error {
 	b.rep.GateHeapBytes.Pods0, b.rep.GateRSSBytes.Pods0 = m0.heap, m0.rss
 	b.progress("memory: gate heap %d MiB, rss %d MiB at %d nodes; adding %d workload Pods",
 		m0.heap>>20, m0.rss>>20, b.rep.MemoryNodes, b.opts.Pods)
-	if err := fillPods(ctx, x.Client(), x.Namespace(), b.opts.Pods); err != nil {
+	// The filler Pods get a namespace of their own, deleted (in the background, by the
+	// namespace controller) once measured: in the run's namespace, the run's cleanup had to
+	// delete 100,000 Pods in one request, which outlived the apiserver's request timeout.
+	nss := x.Client().CoreV1().Namespaces()
+	ns, err := nss.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-filler-",
+		Labels: map[string]string{scenario.Label: "bench-filler"}}}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("memory phase: %w", err)
+	}
+	if err := fillPods(ctx, x.Client(), ns.Name, b.opts.Pods); err != nil {
 		return err
 	}
 	b.rep.FillerPods = b.opts.Pods
 	m1, err := gateMemory(ctx, r)
 	if err != nil {
 		return err
+	}
+	if err := nss.Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil {
+		return fmt.Errorf("memory phase: deleting %s: %w", ns.Name, err)
 	}
 	b.rep.GateHeapBytes.Pods100k, b.rep.GateRSSBytes.Pods100k = m1.heap, m1.rss
 	if m0.heap > 0 {
