@@ -169,11 +169,19 @@ func (r *BenchReport) writeWorkers(w io.Writer) {
 	}
 }
 
+// writeStuck names every run that did not pass with its failures (a run can release every
+// node and still fail, on a late simulator error), every restarted process, and every node
+// a run never released.
 func (r *BenchReport) writeStuck(w io.Writer) {
 	for _, run := range r.Runs {
 		if run.Restarts > 0 {
 			fmt.Fprintf(w, "\n%s: the %s process exited on its own %d time(s) and was started again, as a Deployment would; its CPU includes the exited processes, and its stage breakdown is left out.\n",
 				run.Name, run.Mode, run.Restarts)
+		}
+	}
+	for _, run := range r.Runs {
+		if !run.Passed && len(run.Failures) > 0 {
+			fmt.Fprintf(w, "\n%s did not pass: %s.\n", run.Name, strings.Join(run.Failures, "; "))
 		}
 	}
 	for _, run := range r.Runs {

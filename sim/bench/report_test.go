@@ -36,3 +36,14 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("median of two = %v, want 1.5", got.Median)
 	}
 }
+
+// TestMarkdownRunFailures: a run that released every node can still have failed (a late
+// simulator error, a negative control that caught nothing); bench.md says so, with why.
+func TestMarkdownRunFailures(t *testing.T) {
+	r := synthetic()
+	r.Runs[0].Passed, r.Runs[0].Failures = false, []string{"simulator error: cleanup: the request timed out"}
+	want := r.Runs[0].Name + " did not pass: simulator error: cleanup: the request timed out."
+	if md := r.String(); !strings.Contains(md, want) {
+		t.Errorf("bench.md has no %q:\n%s", want, md)
+	}
+}
