@@ -56,7 +56,7 @@ func (r *BenchReport) renderHTML(buf *bytes.Buffer) error {
 		}
 	}
 	return benchTemplate.Execute(buf, map[string]any{
-		"R": r, "Style": template.CSS(report.Style), "Panels": ps, "Targets": r.targets(), "NotYet": notYet,
+		"R": r, "Style": template.CSS(report.Style), "Panels": ps, "Targets": r.targets(), "Reactive": r.reactive(), "NotYet": notYet,
 		"Runs": r.runRows(),
 	})
 }
@@ -123,7 +123,7 @@ func latencyPanel(r *BenchReport) (benchPanel, bool) {
 		}
 		caption := fmt.Sprintf("%d nodes", n)
 		if pr := r.PairRatio[strconv.Itoa(n)]; pr.N > 0 {
-			caption += fmt.Sprintf(" · gate p99 / floor p99 = %.2f (median of %d pairs)", pr.Median, pr.N)
+			caption += fmt.Sprintf(" · gate p99 / floor p99 = %.2f (median of %s)", pr.Median, pairsCount(pr.N))
 		}
 		for _, mode := range []string{benchGate, benchFloor} {
 			if run, ok := runs[mode]; ok && run.Released < run.Nodes {
@@ -193,9 +193,9 @@ var benchTemplate = template.Must(template.New("bench").Parse(`<!doctype html>
 {{end}}
 <h2>targets</h2>
 <table class="left"><tr><th>target</th><th>measured</th><th>met</th></tr>
-{{range .Targets}}<tr><td>{{.Name}}</td><td>{{.Measured}}</td><td class="{{if .Met}}pass{{else}}fail{{end}}">{{if .Met}}yes{{else}}no{{end}}</td></tr>
+{{range .Targets}}<tr><td>{{.Name}}</td><td>{{.Measured}}</td>{{$v := .Verdict}}<td class="{{if eq $v "yes"}}pass{{else if eq $v "no"}}fail{{end}}">{{$v}}</td></tr>
 {{end}}</table>
-<p>Reactive peer (no tainting at CREATE, backfill only), {{.R.Reference}}-node burst: {{.R.ReactiveEarlyPods}} workload Pods landed early; the gate: {{.R.GateEarlyPods}}.</p>
+<p>Reactive peer (no tainting at CREATE, backfill only), {{.R.Reference}}-node burst: {{.Reactive}}; the gate: {{.R.GateEarlyPods}}.</p>
 <h2>runs</h2>
 <table><tr><th>run</th><th>mode</th><th>nodes</th><th>released</th><th>early pods</th><th>latency p50 / p90 / p99 / max (ms)</th><th>first join to last release</th><th>node writes</th><th>conflicts</th><th>passed</th></tr>
 {{range .Runs}}<tr><td>{{.Name}}</td><td>{{.Mode}}</td><td>{{.Nodes}}</td><td>{{.Released}}</td><td>{{.EarlyPods}}</td><td>{{.Latency}}</td><td>{{printf "%.1f" .WallS}} s</td><td>{{.Writes}}</td><td>{{.Conflicts}}</td><td class="{{if .Passed}}pass{{else}}fail{{end}}">{{.Passed}}</td></tr>

@@ -98,13 +98,8 @@ func (r *BenchReport) WriteMarkdown(w io.Writer) {
 	fmt.Fprintln(w, "\n| target | measured | met |")
 	fmt.Fprintln(w, "|---|---|:---:|")
 	for _, t := range r.targets() {
-		met := "yes"
-		switch {
-		case t.Measured == notMeasured || strings.HasPrefix(t.Measured, notMeasured):
-			met = "**no**"
-		case t.Info:
-			met = "–"
-		case !t.Met:
+		met := t.Verdict()
+		if met == "no" {
 			met = "**no**"
 		}
 		fmt.Fprintf(w, "| %s | %s | %s |\n", t.Name, t.Measured, met)
@@ -200,6 +195,18 @@ type target struct {
 	Met            bool
 	// Info: reported, not judged (but a figure not measured still fails).
 	Info bool
+}
+
+// Verdict is the target's "met" column, in bench.md and on the page alike: "yes", "no", or
+// "–" for a figure reported, not judged. A figure not measured is never met.
+func (t target) Verdict() string {
+	switch {
+	case strings.HasPrefix(t.Measured, notMeasured), !t.Info && !t.Met:
+		return "no"
+	case t.Info:
+		return "–"
+	}
+	return "yes"
 }
 
 // sizeRun: run is one of the burst runs of size n (not paced, not zero jitter).
@@ -351,7 +358,15 @@ func (s RatioSummary) String() string {
 	if s.N == 0 {
 		return notMeasured
 	}
-	return fmt.Sprintf("%.2f× (%.2f–%.2f, %d pairs)", s.Median, s.Min, s.Max, s.N)
+	return fmt.Sprintf("%.2f× (%.2f–%.2f, %s)", s.Median, s.Min, s.Max, pairsCount(s.N))
+}
+
+// pairsCount is "1 pair" or "n pairs".
+func pairsCount(n int) string {
+	if n == 1 {
+		return "1 pair"
+	}
+	return fmt.Sprintf("%d pairs", n)
 }
 
 func ratio(v float64) string {

@@ -47,3 +47,22 @@ func TestMarkdownRunFailures(t *testing.T) {
 		t.Errorf("bench.md has no %q:\n%s", want, md)
 	}
 }
+
+// TestVerdict: the "met" column of bench.md and the page. A figure reported, not judged,
+// reads "–"; a figure not measured is never met, judged or not.
+func TestVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		t    target
+		want string
+	}{
+		{target{Measured: "12 ms", Met: true}, "yes"},
+		{target{Measured: "12 ms"}, "no"},
+		{target{Measured: "12 ms", Info: true}, "–"},
+		{target{Measured: notMeasured, Info: true}, "no"},
+		{target{Measured: notMeasured + ": no rate", Met: true}, "no"},
+	} {
+		if got := tc.t.Verdict(); got != tc.want {
+			t.Errorf("%+v: Verdict() = %q, want %q", tc.t, got, tc.want)
+		}
+	}
+}
