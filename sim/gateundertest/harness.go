@@ -2,6 +2,7 @@ package gateundertest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -439,9 +441,42 @@ func (h *Harness) kill(r *Replica) error {
 		<-done
 	case cancel != nil:
 		cancel()
-		return <-done
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(slowStop):
+		}
+		// Still stopping: whatever holds the manager up is still there to be seen. Without
+		// this, a stop that outlives the grace period says only that it did.
+		where := stacksOfSlowStop()
+		if err := <-done; err != nil {
+			return fmt.Errorf("%w; %s", err, where)
+		}
 	}
 	return nil
+}
+
+// slowStop is how long an in-process replica may take to stop before its goroutines are
+// written down. A healthy stop takes about a second; the manager's grace period is 30s.
+const slowStop = 10 * time.Second
+
+// stacksOfSlowStop writes every goroutine's stack to a file and returns where, with the
+// first stack that is in the middle of a reconcile (the usual culprit), for a test log.
+func stacksOfSlowStop() string {
+	var buf bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&buf, 2)
+	where := "goroutine stacks: not written"
+	if f, err := os.CreateTemp("", "startupgate-slow-stop-*.txt"); err == nil {
+		_, _ = f.Write(buf.Bytes())
+		_ = f.Close()
+		where = fmt.Sprintf("goroutine stacks %s after the stop: %s", slowStop, f.Name())
+	}
+	for _, g := range strings.Split(buf.String(), "\n\n") {
+		if strings.Contains(g, "reconcileHandler") {
+			return where + "; a reconcile still running:\n" + g
+		}
+	}
+	return where
 }
 
 // WaitLeader waits up to 20s for a process replica to hold the lease, and returns it.
