@@ -158,6 +158,7 @@ type podSeen struct {
 	init      bool
 	component string
 	ready     bool
+	wasReady  bool // ready at some point
 	gone      bool
 	binding   int // index in node.Bindings
 	evicted   bool
@@ -237,7 +238,7 @@ func (r *Recorder) node(old, cur *corev1.Node) {
 	if old != nil && !equality.Semantic.DeepEqual(old.Labels, cur.Labels) {
 		// Relabelled: the init DaemonSets that target the node may differ now.
 		rec.Components = r.components(cur)
-		if rec.InitReady.IsZero() && allReady(rec) {
+		if rec.InitReady.IsZero() && allReady(rec, r.continuous) {
 			rec.InitReady = m
 		}
 	}
@@ -447,8 +448,9 @@ func (r *Recorder) pod(p *corev1.Pod) {
 		return
 	}
 	seen.ready = PodIsReady(p, r.cfg)
+	seen.wasReady = seen.wasReady || seen.ready
 	rec := seen.node
-	if rec.InitReady.IsZero() && allReady(rec) {
+	if rec.InitReady.IsZero() && allReady(rec, r.continuous) {
 		rec.InitReady = m
 	}
 	r.continuousWindow(rec, m)
@@ -553,12 +555,16 @@ func (r *Recorder) continuousWindow(rec *NodeRecord, m Mark) {
 	}
 }
 
-// allReady: every component that targets the node has a ready Pod on it.
-func allReady(rec *NodeRecord) bool {
+// allReady: every component that targets the node has a ready Pod on it — or, for a
+// continuous one, has had one. A continuous component that goes unready after that is its
+// own rule's to taint again (judged by its unready windows), not a sign that the node's
+// startup release came too early: under load, a startup rule's release can come after a
+// continuous component, ready and released first, has already gone unready.
+func allReady(rec *NodeRecord, continuous map[string]bool) bool {
 	for _, comp := range rec.Components {
 		ok := false
 		for _, p := range rec.inits {
-			ok = ok || (p.component == comp && p.ready)
+			ok = ok || (p.component == comp && (p.ready || continuous[comp] && p.wasReady))
 		}
 		if !ok {
 			return false

@@ -1,0 +1,88 @@
+package record
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/sim/scenario"
+)
+
+// TestInitReadyWithContinuousComponent: a node's init Pods are ready for its startup
+// release once every startup component is ready and every continuous one has been. In
+// continuous-cni-unready under make test's load, the startup init Pod turned ready only
+// after the (already released) CNI Pod had gone unready; requiring both at once put
+// InitReady after the release and called a correct release premature.
+func TestInitReadyWithContinuousComponent(t *testing.T) {
+	r := NewRecorder(validConfig(t), nil, "ns", []scenario.InitDaemonSet{
+		{Name: "init", Labels: map[string]string{"c": "init"}},
+		{Name: "cni", Labels: map[string]string{"c": "cni"}, Continuous: true},
+	})
+	r.node(nil, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "u", ResourceVersion: "1"}})
+	pod := func(name string, rv string, ready bool) *corev1.Pod {
+		st := corev1.ConditionFalse
+		if ready {
+			st = corev1.ConditionTrue
+		}
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name), ResourceVersion: rv,
+				Labels: map[string]string{"c": name}},
+			Spec:   corev1.PodSpec{NodeName: "n"},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}},
+		}
+	}
+	for _, p := range []*corev1.Pod{
+		pod("init", "2", false), pod("cni", "3", true), // the CNI is ready and released first
+		pod("cni", "4", false), // then goes unready
+		pod("init", "5", true), // the startup component turns ready
+	} {
+		r.pod(p)
+	}
+	if got := r.nodes["u"].InitReady.RV; got != 5 {
+		t.Errorf("InitReady at rv %d, want 5: the init Pod's readiness, with the continuous CNI ready once before", got)
+	}
+}
+
+// TestInitReadyWaitsForEveryStartupComponent: two startup components must be ready at the
+// same moment; one that was ready and went unready again does not count.
+func TestInitReadyWaitsForEveryStartupComponent(t *testing.T) {
+	r := NewRecorder(validConfig(t), nil, "ns", []scenario.InitDaemonSet{
+		{Name: "a", Labels: map[string]string{"c": "a"}},
+		{Name: "b", Labels: map[string]string{"c": "b"}},
+	})
+	r.node(nil, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "u", ResourceVersion: "1"}})
+	mk := func(name, rv string, ready bool) *corev1.Pod {
+		st := corev1.ConditionFalse
+		if ready {
+			st = corev1.ConditionTrue
+		}
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name), ResourceVersion: rv,
+				Labels: map[string]string{"c": name}},
+			Spec:   corev1.PodSpec{NodeName: "n"},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}},
+		}
+	}
+	for _, p := range []*corev1.Pod{mk("a", "2", true), mk("a", "3", false), mk("b", "4", true)} {
+		r.pod(p)
+	}
+	if rec := r.nodes["u"]; !rec.InitReady.IsZero() {
+		t.Fatalf("InitReady at rv %d; want none: a went unready before b was ready", rec.InitReady.RV)
+	}
+	r.pod(mk("a", "5", true))
+	if got := r.nodes["u"].InitReady.RV; got != 5 {
+		t.Errorf("InitReady at rv %d, want 5", got)
+	}
+}
+
+func validConfig(t *testing.T) *gate.Config {
+	t.Helper()
+	cfg := gate.DefaultConfig()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return &cfg
+}
