@@ -22,22 +22,10 @@ func TestInitReadyWithContinuousComponent(t *testing.T) {
 		{Name: "cni", Labels: map[string]string{"c": "cni"}, Continuous: true},
 	})
 	r.node(nil, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "u", ResourceVersion: "1"}})
-	pod := func(name string, rv string, ready bool) *corev1.Pod {
-		st := corev1.ConditionFalse
-		if ready {
-			st = corev1.ConditionTrue
-		}
-		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name), ResourceVersion: rv,
-				Labels: map[string]string{"c": name}},
-			Spec:   corev1.PodSpec{NodeName: "n"},
-			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}},
-		}
-	}
 	for _, p := range []*corev1.Pod{
-		pod("init", "2", false), pod("cni", "3", true), // the CNI is ready and released first
-		pod("cni", "4", false), // then goes unready
-		pod("init", "5", true), // the startup component turns ready
+		initPod("init", "2", false), initPod("cni", "3", true), // the CNI is ready and released first
+		initPod("cni", "4", false), // then goes unready
+		initPod("init", "5", true), // the startup component turns ready
 	} {
 		r.pod(p)
 	}
@@ -54,25 +42,13 @@ func TestInitReadyWaitsForEveryStartupComponent(t *testing.T) {
 		{Name: "b", Labels: map[string]string{"c": "b"}},
 	})
 	r.node(nil, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "u", ResourceVersion: "1"}})
-	mk := func(name, rv string, ready bool) *corev1.Pod {
-		st := corev1.ConditionFalse
-		if ready {
-			st = corev1.ConditionTrue
-		}
-		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name), ResourceVersion: rv,
-				Labels: map[string]string{"c": name}},
-			Spec:   corev1.PodSpec{NodeName: "n"},
-			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}},
-		}
-	}
-	for _, p := range []*corev1.Pod{mk("a", "2", true), mk("a", "3", false), mk("b", "4", true)} {
+	for _, p := range []*corev1.Pod{initPod("a", "2", true), initPod("a", "3", false), initPod("b", "4", true)} {
 		r.pod(p)
 	}
 	if rec := r.nodes["u"]; !rec.InitReady.IsZero() {
 		t.Fatalf("InitReady at rv %d; want none: a went unready before b was ready", rec.InitReady.RV)
 	}
-	r.pod(mk("a", "5", true))
+	r.pod(initPod("a", "5", true))
 	if got := r.nodes["u"].InitReady.RV; got != 5 {
 		t.Errorf("InitReady at rv %d, want 5", got)
 	}
@@ -85,4 +61,18 @@ func validConfig(t *testing.T) *gate.Config {
 		t.Fatal(err)
 	}
 	return &cfg
+}
+
+// initPod is an init Pod on node n whose label c=name makes it component name's.
+func initPod(name, rv string, ready bool) *corev1.Pod {
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name), ResourceVersion: rv,
+			Labels: map[string]string{"c": name}},
+		Spec:   corev1.PodSpec{NodeName: "n"},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}},
+	}
 }
