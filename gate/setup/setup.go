@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -96,7 +95,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, cfg *gate.Config, op
 			},
 		})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToNode)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers}).
+		WithOptions(controllerOptions(opts.Workers)).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("building node controller: %w", err)
@@ -105,6 +104,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, cfg *gate.Config, op
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("startupgate-tolerations").
 		For(&appsv1.DaemonSet{}).
+		WithOptions(controllerOptions(1)).
 		Complete(&gate.TolerationChecker{Client: mgr.GetClient(), Recorder: recorder, Config: cfg})
 	if err != nil {
 		return fmt.Errorf("building toleration checker: %w", err)
