@@ -197,7 +197,7 @@ func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64
 	if err := x.usePlane(); err != nil {
 		return nil, err
 	}
-	defer x.restorePlane()
+	defer func() { res, err = x.late(res, err, "restoring the plane", x.restorePlane()) }()
 	if err := x.setup(ctx); err != nil {
 		return nil, err
 	}
@@ -293,12 +293,23 @@ func (x *run) usePlane() error {
 	return x.Opts.Plane.SetNodeMonitorGracePeriod(x.sc.Plane.NodeMonitorGracePeriod)
 }
 
-// restorePlane gives the controller-manager its defaults back after a scenario that
-// changed them.
-func (x *run) restorePlane() {
-	if x.sc.Plane != nil && x.Opts.Plane != nil {
-		x.fail(x.Opts.Plane.SetNodeMonitorGracePeriod(controlplane.DefaultNodeMonitorGracePeriod))
+// restorePlane leaves the plane as the next run expects it: the controller-manager back on
+// its defaults after a scenario that changed them, and the scheduler and controller-manager
+// started afresh after one that restarted the apiserver, so that the next run does not
+// inherit their watches' backoff (see controlplane.Embedded.RestartControllers).
+func (x *run) restorePlane() error {
+	if x.Opts.Plane == nil {
+		return nil
 	}
+	if x.sc.Plane != nil {
+		if err := x.Opts.Plane.SetNodeMonitorGracePeriod(controlplane.DefaultNodeMonitorGracePeriod); err != nil {
+			return err
+		}
+	}
+	if x.sc.RestartsAPIServer() {
+		return x.Opts.Plane.RestartControllers()
+	}
+	return nil
 }
 
 func (r *Runner) gateArgs() []string {

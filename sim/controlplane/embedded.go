@@ -88,7 +88,8 @@ type Embedded struct {
 	bin        string
 	mu         sync.Mutex
 	children   []*exec.Cmd
-	kcm        *exec.Cmd // the controller-manager, among children
+	running    map[string]*exec.Cmd // the scheduler and the controller-manager, among children
+	grace      time.Duration        // the controller-manager's node monitor grace period
 	started    time.Duration
 }
 
@@ -198,10 +199,14 @@ leaderElection:
 		return fmt.Errorf("writing scheduler config: %w", err)
 	}
 	e.bin = bin
-	if err := e.startChild("kube-scheduler", []string{"--config=" + schedCfg, "--secure-port=0"}); err != nil {
+	if err := e.startChild("kube-scheduler", e.schedulerArgs()); err != nil {
 		return err
 	}
-	return e.startChild("kube-controller-manager", e.controllerManagerArgs(DefaultNodeMonitorGracePeriod))
+	return e.SetNodeMonitorGracePeriod(DefaultNodeMonitorGracePeriod)
+}
+
+func (e *Embedded) schedulerArgs() []string {
+	return []string{"--config=" + filepath.Join(e.dir, "scheduler.yaml"), "--secure-port=0"}
 }
 
 // DefaultNodeMonitorGracePeriod is how long the embedded controller-manager waits for a
@@ -229,12 +234,24 @@ func (e *Embedded) startChild(name string, args []string) error {
 	if err != nil {
 		return err
 	}
-	if name == "kube-controller-manager" {
-		e.mu.Lock()
-		e.kcm = cmd
-		e.mu.Unlock()
+	e.mu.Lock()
+	if e.running == nil {
+		e.running = map[string]*exec.Cmd{}
 	}
+	e.running[name] = cmd
+	e.mu.Unlock()
 	return nil
+}
+
+// restartChild kills the named child, if it runs, and starts it again with args.
+func (e *Embedded) restartChild(name string, args []string) error {
+	e.mu.Lock()
+	old := e.running[name]
+	e.mu.Unlock()
+	if old != nil && old.Process != nil {
+		_ = killAndReap(-old.Process.Pid, old.Process.Pid) // gone already is as good
+	}
+	return e.startChild(name, args)
 }
 
 // startProcess starts path with args, its output appended to LogDir/logName.log, as a
@@ -275,12 +292,27 @@ func killAndReap(target, pid int) error {
 // itself: every other scenario would feel the restart.
 func (e *Embedded) SetNodeMonitorGracePeriod(grace time.Duration) error {
 	e.mu.Lock()
-	old := e.kcm
+	e.grace = grace
 	e.mu.Unlock()
-	if old != nil && old.Process != nil {
-		_ = killAndReap(-old.Process.Pid, old.Process.Pid) // gone already is as good
+	return e.restartChild("kube-controller-manager", e.controllerManagerArgs(grace))
+}
+
+// RestartControllers restarts the scheduler and the controller-manager, with the flags they
+// run with. After an apiserver restart their informers back off before every new watch,
+// and client-go forgets that backoff only after two minutes without a failure: it reaches
+// [30 s, 60 s) after a few restarts. A plane whose apiserver is restarted run after run
+// (make soak repeats apiserver-restart) would carry that into the next run, whose
+// DaemonSet Pods and workloads would then wait up to a minute for the controller-manager
+// and the scheduler to watch again, and time out; a later run deserves the plane a
+// cluster has after one crash, not after dozens. The caller must have the plane to itself.
+func (e *Embedded) RestartControllers() error {
+	if err := e.restartChild("kube-scheduler", e.schedulerArgs()); err != nil {
+		return err
 	}
-	return e.startChild("kube-controller-manager", e.controllerManagerArgs(grace))
+	e.mu.Lock()
+	grace := e.grace
+	e.mu.Unlock()
+	return e.restartChild("kube-controller-manager", e.controllerManagerArgs(grace))
 }
 
 // Stop kills the children and stops envtest.

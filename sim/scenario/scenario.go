@@ -858,18 +858,25 @@ func (t Taint) Core() corev1.Taint {
 // that queue instead of the gate.
 const exclusiveNodes = 100
 
-// Exclusive reports whether a scenario must have the plane to itself: it restarts the
-// apiserver or changes the controller-manager (which every other scenario would feel), or
-// it is a large burst.
-func (sc *Scenario) Exclusive() bool {
-	if sc.Plane != nil {
-		return true
-	}
-	nodes := 0
+// RestartsAPIServer reports whether the scenario restarts kube-apiserver.
+func (sc *Scenario) RestartsAPIServer() bool {
 	for _, s := range sc.Timeline {
 		if s.APIServerRestart != nil {
 			return true
 		}
+	}
+	return false
+}
+
+// Exclusive reports whether a scenario must have the plane to itself: it restarts the
+// apiserver or changes the controller-manager (which every other scenario would feel), or
+// it is a large burst.
+func (sc *Scenario) Exclusive() bool {
+	if sc.Plane != nil || sc.RestartsAPIServer() {
+		return true
+	}
+	nodes := 0
+	for _, s := range sc.Timeline {
 		if s.Join != nil {
 			nodes += s.Join.Count
 		}

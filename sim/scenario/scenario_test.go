@@ -157,3 +157,30 @@ func useParsed(t *testing.T, sc *Scenario) {
 	sc.Exclusive()
 	sc.FaultWindows()
 }
+
+// TestExclusive: a scenario has the plane to itself when it restarts the apiserver, changes
+// the controller-manager or joins a large burst; only the restart makes the runner start the
+// scheduler and controller-manager afresh after it.
+func TestExclusive(t *testing.T) {
+	head := "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 2, prefix: n}\n"
+	tests := []struct {
+		name, yaml         string
+		exclusive, restart bool
+	}{
+		{name: "small join", yaml: head},
+		{name: "apiserver restart", yaml: head + "  - at: 1s\n    apiserverRestart: {down: 1s}\n", exclusive: true, restart: true},
+		{name: "plane", yaml: head + "plane: {nodeMonitorGracePeriod: 8s}\n", exclusive: true},
+		{name: "large burst", yaml: "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 60, prefix: a}\n  - at: 1s\n    join: {count: 40, prefix: b}\n", exclusive: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc, err := Parse([]byte(tt.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sc.Exclusive() != tt.exclusive || sc.RestartsAPIServer() != tt.restart {
+				t.Errorf("Exclusive() = %v, RestartsAPIServer() = %v; want %v, %v", sc.Exclusive(), sc.RestartsAPIServer(), tt.exclusive, tt.restart)
+			}
+		})
+	}
+}
