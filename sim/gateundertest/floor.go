@@ -41,6 +41,7 @@ type floor struct {
 	cs    kubernetes.Interface
 	cfg   *gate.Config
 	nodes listersv1.NodeLister
+	pods  cache.Indexer // init Pods, indexed by node name
 
 	mu   sync.Mutex
 	done map[types.UID]bool // nodes released or being released
@@ -106,31 +107,70 @@ func runFloor(ctx context.Context, rc *rest.Config, cfg *gate.Config, name, ns s
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = scenario.Label + "=" + name }))
 	pf := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.CacheSelector().String() }))
-	f := &floor{cs: cs, cfg: cfg, nodes: nf.Core().V1().Nodes().Lister(), done: map[types.UID]bool{}}
 	pi := pf.Core().V1().Pods().Informer()
+	if err := pi.AddIndexers(cache.Indexers{byNode: podNode}); err != nil {
+		return err
+	}
+	ni := nf.Core().V1().Nodes().Informer()
+	f := &floor{cs: cs, cfg: cfg, nodes: nf.Core().V1().Nodes().Lister(), pods: pi.GetIndexer(), done: map[types.UID]bool{}}
+	// Both kinds of event look at both caches: an informer stores an object before it calls
+	// the handlers, so whichever of the node and its Ready Pod arrives second finds the other.
+	// (Started after the node joined, the floor can list the Ready Pod before the node.)
 	if _, err := pi.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { f.pod(ctx, o.(*corev1.Pod)) },
 		UpdateFunc: func(_, o any) { f.pod(ctx, o.(*corev1.Pod)) },
 	}); err != nil {
 		return err
 	}
+	if _, err := ni.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { f.node(ctx, o.(*corev1.Node)) },
+		UpdateFunc: func(_, o any) { f.node(ctx, o.(*corev1.Node)) },
+	}); err != nil {
+		return err
+	}
 	nf.Start(ctx.Done())
 	pf.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), nf.Core().V1().Nodes().Informer().HasSynced, pi.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), ni.HasSynced, pi.HasSynced) {
 		return fmt.Errorf("floor informers did not sync")
 	}
 	<-ctx.Done()
 	return nil
 }
 
-// pod releases the Pod's node, once, if the Pod is Ready and the node still has the taint.
-// The write runs on its own goroutine: a write must never hold up the next event.
+const byNode = "node"
+
+func podNode(o any) ([]string, error) {
+	if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+		return []string{p.Spec.NodeName}, nil
+	}
+	return nil, nil
+}
+
+// pod releases the Pod's node if the Pod is Ready.
 func (f *floor) pod(ctx context.Context, p *corev1.Pod) {
 	if p.Spec.NodeName == "" || !record.PodIsReady(p, f.cfg) {
 		return
 	}
-	n, err := f.nodes.Get(p.Spec.NodeName)
-	if err != nil || !f.cfg.HasTaint(n) {
+	if n, err := f.nodes.Get(p.Spec.NodeName); err == nil {
+		f.release(ctx, n)
+	}
+}
+
+// node releases the node if one of its init Pods is Ready.
+func (f *floor) node(ctx context.Context, n *corev1.Node) {
+	pods, _ := f.pods.ByIndex(byNode, n.Name)
+	for _, o := range pods {
+		if record.PodIsReady(o.(*corev1.Pod), f.cfg) {
+			f.release(ctx, n)
+			return
+		}
+	}
+}
+
+// release releases the node, once, if it still has the taint. The write runs on its own
+// goroutine: a write must never hold up the next event.
+func (f *floor) release(ctx context.Context, n *corev1.Node) {
+	if !f.cfg.HasTaint(n) {
 		return
 	}
 	f.mu.Lock()
@@ -138,27 +178,46 @@ func (f *floor) pod(ctx context.Context, p *corev1.Pod) {
 	f.done[n.UID] = true
 	f.mu.Unlock()
 	if !busy {
-		go f.release(ctx, n)
+		go f.write(ctx, n)
 	}
 }
 
-// release writes the node without the taint, guarded by resourceVersion; on a conflict it
-// reads the node afresh and tries again.
-func (f *floor) release(ctx context.Context, n *corev1.Node) {
+// write writes the node without the taint, guarded by resourceVersion. On a conflict it
+// reads the node afresh and tries again; on any other error (a timeout on a busy plane) it
+// tries again after a pause, as a controller's workqueue would, until the node is gone or
+// has lost the taint.
+func (f *floor) write(ctx context.Context, n *corev1.Node) {
 	for ctx.Err() == nil {
 		patch, err := floorPatch(n, f.cfg)
 		if err != nil {
 			return
 		}
 		_, err = f.cs.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-		if !apierrors.IsConflict(err) {
+		if err == nil || apierrors.IsNotFound(err) {
 			return
 		}
-		if n, err = f.cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{}); err != nil || !f.cfg.HasTaint(n) {
+		if !apierrors.IsConflict(err) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(floorRetry):
+			}
+		}
+		fresh, err := f.cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
 			return
+		case err == nil && !f.cfg.HasTaint(fresh):
+			return
+		case err == nil:
+			n = fresh
 		}
 	}
 }
+
+// floorRetry is the floor's pause before it writes again after an error other than a
+// conflict.
+const floorRetry = 100 * time.Millisecond
 
 // floorPatch is a merge patch that replaces the taint list with the same list minus the
 // gate's taint and sets completedAt, guarded by the node's resourceVersion.
