@@ -57,12 +57,7 @@ build: ## Build bin/gate, bin/kubectl-startupgate (the same binary, as a kubectl
 	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o bin/simulate ./cmd/simulate
 
 .PHONY: test
-# On a fresh machine the race build's packages compile while the control plane builds: each
-# build leaves a core idle at times (module downloads, single-threaded links), and the tests
-# need both. The compiled packages land in the build cache that go test then reads.
-test: ## Run every test with the race detector, vetted with go vet's full set: unit, integration, the scenario suite on the embedded plane, the Helm chart's module, then the image module.
-	@go build -race ./... & race=$$!; \
-	$(MAKE) --no-print-directory controlplane; cp=$$?; wait $$race && exit $$cp
+test: controlplane ## Run every test with the race detector, vetted with go vet's full set: unit, integration, the scenario suite on the embedded plane, the Helm chart's module, then the image module.
 	go test -race -vet=all -parallel 4 -timeout $(TEST_TIMEOUT) ./...
 	@for m in $(NESTED_MODULES); do echo "== $$m"; (cd $$m && go test -race -vet=all -timeout $(TEST_TIMEOUT) ./...) || exit 1; done
 
