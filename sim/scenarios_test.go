@@ -109,8 +109,20 @@ func TestNegativeControls(t *testing.T) {
 			sc.Timeout = 20 * time.Second
 		}, want: check.KindTaintOutsideSelector},
 		// The CNI rule as a startup rule: nothing re-taints and nothing guards; Pods land on
-		// nodes whose agent is unready.
-		{file: "continuous-cni-unready", mutate: func(sc *scenario.Scenario) { sc.GateConfig.Rules[1].Mode = rule.Startup }, want: check.KindBoundWhileUnready},
+		// nodes whose agent is unready. The hazard needs the nodes released before the agent
+		// goes unready at 5 s; on a saturated machine (a cold CI run compiling beside it) the
+		// releases came at 9 to 11 s, the startup rule then rightly held the nodes, and no
+		// Pod could land. The outage and the Pods come 10 s later here. (A step anchored to
+		// the last release, rather than to the start, would not need the margin.)
+		{file: "continuous-cni-unready", mutate: func(sc *scenario.Scenario) {
+			sc.GateConfig.Rules[1].Mode = rule.Startup
+			for i := range sc.Timeline {
+				if sc.Timeline[i].Join == nil {
+					sc.Timeline[i].At += 10 * time.Second
+				}
+			}
+			sc.Timeout += 10 * time.Second
+		}, want: check.KindBoundWhileUnready},
 		// No settle time: every flap becomes a re-taint and a release, two writes each.
 		{file: "continuous-flap", mutate: func(sc *scenario.Scenario) {
 			sc.GateConfig.Rules[1].SettleTime = metav1.Duration{Duration: time.Millisecond}
