@@ -37,15 +37,28 @@ func (x *run) play(ctx, gateCtx context.Context) {
 		}()
 	}
 	var wg sync.WaitGroup
+	after := sequenced(x.sc.Timeline)
+	done := make([]chan struct{}, len(x.sc.Timeline))
+	for i := range done {
+		done[i] = make(chan struct{})
+	}
 	for i := range x.sc.Timeline {
 		step := &x.sc.Timeline[i]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer close(done[i])
 			select {
 			case <-ctx.Done():
 				return
 			case <-time.After(time.Until(x.start.Add(step.At))):
+			}
+			if p := after[i]; p >= 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-done[p]:
+				}
 			}
 			x.step(ctx, step)
 			x.mu.Lock()
@@ -62,6 +75,25 @@ func (x *run) play(ctx, gateCtx context.Context) {
 	case <-time.After(time.Second):
 		// Steps still running (a join retrying against a closed webhook) end with ctx.
 	}
+}
+
+// sequenced gives, for each step, the earlier step it must wait for (-1: none). Node
+// condition steps take effect in timeline order. Run each at its offset alone and two at
+// the same offset race, and under a slow apiserver an earlier one still writing can finish
+// after a later one: the soak saw a 14 s clear land before the 9 s condition it cleared,
+// so the node ended with the condition the timeline had removed. Other steps keep to
+// their offsets only: a join retries against a closed webhook and a fault lasts its
+// window, so chaining them would stall the steps behind them.
+func sequenced(steps []scenario.Step) []int {
+	after := make([]int, len(steps))
+	last := -1
+	for i := range steps {
+		after[i] = -1
+		if _, ok := steps[i].Action().(*scenario.NodeCondition); ok {
+			after[i], last = last, i
+		}
+	}
+	return after
 }
 
 // waitSettled returns once the run has settled, its timeout has passed, or ctx ends,
