@@ -273,7 +273,8 @@ func (r *Runner) newRun(sc *scenario.Scenario, seed uint64) (*run, error) {
 		joins: map[string]*scenario.Join{}, replicas: map[string]int32{}}
 	x.recorder = record.NewRecorder(&x.cfg, x.ledger, ns, sc.Init)
 	x.harness = gateundertest.New(r.Config, r.client, r.Opts.Gate, x.cfg, sc, ns,
-		gateundertest.Options{As: r.Opts.GateAs, Shipped: r.Opts.Hooks != nil && r.Opts.Hooks.Shipped, Args: r.gateArgs()})
+		gateundertest.Options{As: r.Opts.GateAs, Shipped: r.Opts.Hooks != nil && r.Opts.Hooks.Shipped, Args: r.gateArgs(),
+			Run: fmt.Sprintf("%s seed %d", sc.Name, seed)})
 	x.kubelet = &kubelet.Kubelet{Client: r.kubeletClient, Namespace: ns, Scenario: sc.Name, Seed: seed, Init: sc.Init,
 		Version: controlplane.KubeVersion, Errors: x.fail, ReadyAccepted: x.recorder.ReadyAccepted}
 	if sc.Plane != nil {

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
@@ -58,6 +59,7 @@ type Harness struct {
 	webhook  scenario.WebhookSettings
 	shipped  bool
 	args     []string
+	run      string
 
 	// nodeWrites counts the in-process gate's successful Node writes.
 	nodeWrites atomic.Int64
@@ -82,6 +84,9 @@ type Options struct {
 	// Args are extra cmd/gate flags for a shipped process replica (the benchmark's
 	// comparison of one setting against the shipped default).
 	Args []string
+	// Run names the run on every line an in-process gate logs ("run": scenario and seed):
+	// a soak's runs share one log, and a failure must be traced to its own lines.
+	Run string
 }
 
 // Replica is one gate instance.
@@ -113,7 +118,7 @@ func New(rc *rest.Config, cs kubernetes.Interface, mode Mode, cfg gate.Config, s
 	return &Harness{
 		off: mode == Off, floor: mode == Floor, process: sc.GateProcess != nil && mode != Floor,
 		policy: mode == Policy || mode == Floor || sc.Admission == "policy", reactive: sc.Admission == "none",
-		cfg: cfg, scenario: sc.Name, ns: ns, rc: rc, cs: cs, webhook: sc.Webhook, as: opts.As, shipped: opts.Shipped, args: opts.Args,
+		cfg: cfg, scenario: sc.Name, ns: ns, rc: rc, cs: cs, webhook: sc.Webhook, as: opts.As, shipped: opts.Shipped, args: opts.Args, run: opts.Run,
 	}
 }
 
@@ -293,6 +298,7 @@ func (h *Harness) runLocked(ctx context.Context, r *Replica) error {
 		return nil
 	}
 	mgr, err := setup.NewManager(h.gateRC(), ptr.To(h.cfg), setup.ManagerOptions{
+		Logger:                 ctrllog.Log.WithValues("run", h.run, "replica", r.id),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		WebhookServer:          webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: r.port, CertDir: h.dir}),
