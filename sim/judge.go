@@ -96,22 +96,28 @@ func (x *run) observed(v check.Verdict, recs []record.NodeRecord) check.Observed
 	return obs
 }
 
-// countEvents counts events.k8s.io Events with this reason about the scenario's objects:
-// its nodes (events about Nodes land in "default") and its namespace, created during this
-// run. Node names repeat from run to run of a scenario, and Events outlive the run, so
-// without the time an earlier run's Events (a negative control's, say) would count here.
+// countEvents counts events.k8s.io Events with this reason about the scenario's objects,
+// created during this run. Events about its Nodes land in "default" and the rest in its
+// namespace, so it lists those two namespaces only. A List of the whole cluster's Events
+// also read every earlier run's Pod Events, which pile up over a soak until the List
+// outlived its timeout (dry-run-rollout seed 30 was judged 20 s late, two timeouts, and
+// reported 0 for the two reasons it counted first). Node names repeat from run to run of
+// a scenario, and Events outlive the run, so without the time an earlier run's Events (a
+// negative control's, say) would count here.
 func (x *run) countEvents(reason string) (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	list, err := x.client.EventsV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=" + reason})
-	if err != nil {
-		return 0, fmt.Errorf("listing %s events: %w", reason, err)
-	}
 	n := 0
-	for _, e := range list.Items {
-		ours := e.Regarding.Namespace == x.ns || strings.HasPrefix(e.Regarding.Name, x.sc.Name+"-")
-		if ours && !e.CreationTimestamp.Time.Before(x.start.Truncate(time.Second)) {
-			n++
+	for _, ns := range []string{metav1.NamespaceDefault, x.ns} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		list, err := x.client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + reason})
+		cancel()
+		if err != nil {
+			return 0, fmt.Errorf("listing %s events in %s: %w", reason, ns, err)
+		}
+		for _, e := range list.Items {
+			ours := e.Regarding.Namespace == x.ns || strings.HasPrefix(e.Regarding.Name, x.sc.Name+"-")
+			if ours && !e.CreationTimestamp.Time.Before(x.start.Truncate(time.Second)) {
+				n++
+			}
 		}
 	}
 	return n, nil
