@@ -24,16 +24,15 @@ BENCH_FLAGS   ?=
 # Modules of their own, so that Helm and go-containerregistry never enter the gate's
 # dependencies: the root ./... does not reach them, and no go.work joins them (a workspace
 # would resolve one version of every module for all of them, the gate's build included).
-# deploy/helm's tests run from the root's own `go test ./deploy/...` (deploy/helm_module_test.go
-# runs `go test` in that module); `make test` runs hack/image's after the root module's.
+# Their tests run from the root's own `go test ./deploy/...` (deploy/modules_test.go runs
+# `go test` in each), in one of go test's slots beside the scenario suite.
 # Every module is vetted by go test itself: -vet=all is go vet's full set, and it reads the
 # race build's own compiled packages, where a separate `go vet ./...` would compile every
 # dependency a second time without -race (minutes on a cold cache).
-NESTED_MODULES := hack/image
 # Test builds generate no DWARF: nothing reads it (panics and race reports use the runtime's
 # own tables), and it is about a sixth of a cold build's CPU (the race build of ./sim/...:
 # 361 against 428 CPU-s). Through GOFLAGS, so that every go command of the tests inherits it,
-# the Helm module's, the simulator's gate binary and hack/image's, and they still share
+# the nested modules', the simulator's gate binary and hack/image's, and they still share
 # their compiled packages.
 TEST_GOFLAGS  := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false)
 # -parallel 5: the sim package runs its plane-changing scenarios one after another on a second
@@ -65,12 +64,11 @@ build: ## Build bin/gate, bin/kubectl-startupgate (the same binary, as a kubectl
 	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o bin/simulate ./cmd/simulate
 
 .PHONY: test
-test: controlplane ## Run every test with the race detector, vetted with go vet's full set: unit, integration, the scenario suite on the embedded plane, the Helm chart's module, then the image module.
+test: controlplane ## Run every test with the race detector, vetted with go vet's full set: unit, integration, the scenario suite on the embedded plane, the Helm chart's and the image's modules.
 	GOFLAGS='$(TEST_GOFLAGS)' go test -race -vet=all -parallel 5 -timeout $(TEST_TIMEOUT) ./...
-	@for m in $(NESTED_MODULES); do echo "== $$m"; (cd $$m && GOFLAGS='$(TEST_GOFLAGS)' go test -race -vet=all -timeout $(TEST_TIMEOUT) ./...) || exit 1; done
 
 .PHONY: test-deploy
-test-deploy: controlplane ## The install paths only: the kustomize overlays and the Helm chart rendered, proved equal, and applied to the embedded plane.
+test-deploy: controlplane ## The install paths only: the kustomize overlays and the Helm chart rendered, proved equal, and applied to the embedded plane; the image built and run.
 	go test -race ./deploy/...
 
 .PHONY: simulate
