@@ -37,10 +37,6 @@ BENCH_FLAGS   ?=
 TEST_GOFLAGS  := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false)
 # -parallel 5: the sim package runs its plane-changing scenarios one after another on a second
 # plane (one slot), beside four at a time on the shared plane, as `make simulate` runs them.
-# -p 3: go test runs at most -p builds or test binaries at once (default: the cores, 2). The
-# scenario suite (sim) spends much of its time waiting out timelines, and with 2 it ran alone
-# at the end of a cold run while the CPU idled a third of the time; with 3, deploy (the nested
-# modules) and sim/bench run beside it.
 
 # make fuzz: each target this long, one worker each (the machines have 2 cores).
 FUZZTIME      ?= 5m
@@ -69,7 +65,7 @@ build: ## Build bin/gate, bin/kubectl-startupgate (the same binary, as a kubectl
 
 .PHONY: test
 test: controlplane ## Run every test with the race detector, vetted with go vet's full set: unit, integration, the scenario suite on the embedded plane, the Helm chart's and the image's modules.
-	GOFLAGS='$(TEST_GOFLAGS)' go test -race -vet=all -p 3 -parallel 5 -timeout $(TEST_TIMEOUT) ./...
+	GOFLAGS='$(TEST_GOFLAGS)' go test -race -vet=all -parallel 5 -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test-deploy
 test-deploy: controlplane ## The install paths only: the kustomize overlays and the Helm chart rendered, proved equal, and applied to the embedded plane; the image built and run.
