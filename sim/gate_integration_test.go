@@ -38,7 +38,6 @@ type equivInput struct {
 // real TLS, registered from deploy/base/webhook.yaml) and the MutatingAdmissionPolicy
 // (evaluated inside the real apiserver) must produce identical Nodes.
 func TestWebhookPolicyEquivalence(t *testing.T) {
-	t.Parallel()
 	foreign := corev1.Taint{Key: "example.com/other", Value: "x", Effect: corev1.TaintEffectNoSchedule}
 	registered := corev1.Taint{Key: gate.DefaultTaintKey, Value: "karpenter", Effect: corev1.TaintEffectNoSchedule}
 	one := map[string]int{gate.DefaultTaintKey: 1}
@@ -58,7 +57,6 @@ func TestWebhookPolicyEquivalence(t *testing.T) {
 // CNI on every node, a dry-run storage rule. A node matched by one rule and not another gets
 // exactly its rules' taints, either way, and the dry-run rule's never.
 func TestWebhookPolicyEquivalenceRules(t *testing.T) {
-	t.Parallel()
 	raw, err := os.ReadFile("../deploy/examples/rules.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +164,6 @@ func countKey(n *corev1.Node, key string) int {
 // apiserver: between the gate's read and its write, another controller adds a taint. The
 // resourceVersion guard must turn that into a conflict, and the retry must keep the taint.
 func TestReleaseKeepsForeignTaint(t *testing.T) {
-	t.Parallel()
 	rc := sharedPlane(t)
 	ctx := context.Background()
 	cfg := gate.DefaultConfig()

@@ -22,13 +22,6 @@ import (
 // everything else: 190 s of the package's 400 s, most of it waiting out their windows.
 var shared, apart lazyPlane
 
-// Go runs the tests that call t.Parallel at the top together, once the others are done:
-// TestNegativeControls and the tests that run no scenario file (the webhook/policy
-// equivalence, the shipped gate's restart), which would otherwise wait for each other in
-// series. A test that runs a scenario file the negative controls also run (TestPolicyMode,
-// TestKubeconfigBackend: basic-join) must not be parallel: two runs of one scenario on one
-// plane would share node names, and the runner refuses the second.
-
 // lazyPlane is an embedded plane started on first use.
 type lazyPlane struct {
 	once sync.Once

@@ -17,7 +17,6 @@ import (
 // run kills on purpose stays down: that is gate-crash-mid-release's fault, which restarts
 // it itself.
 func TestShippedGateIsRestarted(t *testing.T) {
-	t.Parallel()
 	rc := sharedPlane(t)
 	sc, err := scenario.Parse([]byte(`name: shipped-gate-restart
 description: the shipped gate process exits mid-release and is started again

@@ -94,7 +94,6 @@ func runPassing(t *testing.T, r *Runner, sc *scenario.Scenario) {
 // TestNegativeControls: every invariant has a run in which the checker must report a
 // violation. A checker that cannot fail proves nothing.
 func TestNegativeControls(t *testing.T) {
-	t.Parallel() // see the note above lazyPlane
 	tests := []negativeControl{
 		// No gate: every pending Pod lands before the node is ready.
 		{file: "basic-join", gate: gateundertest.Off, want: check.KindEarlyPod},
