@@ -22,79 +22,50 @@ import (
 
 // TestScenarios runs the whole scenario suite with the gate in-process: each must meet its
 // own expect. This is the race-condition regression suite CI runs.
-//
-// Scenarios that change their plane run one after another on a plane of their own, beside
-// the rest (that chain holds one of go test's -parallel slots). On the shared plane, large
-// bursts run alone first; then the others share it in parallel (go test -parallel bounds
-// how many at once), each isolated by namespace, node names and label. Exclusive() is true
-// of every scenario that changes its plane, so "shared" needs no second test.
 func TestScenarios(t *testing.T) {
+	rc := sharedPlane(t)
 	scs, err := scenario.LoadAll([]string{"../scenarios"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Run("own-plane", func(t *testing.T) {
-		t.Parallel()
-		r := inProcessRunner(t, &apart)
-		for _, sc := range scs {
-			if changesPlane(sc) {
-				t.Run(sc.Name, func(t *testing.T) { runPassing(t, r, sc) })
-			}
-		}
-	})
-	r := inProcessRunner(t, &shared)
-	t.Run("exclusive", func(t *testing.T) {
-		for _, sc := range scs {
-			if !changesPlane(sc) && sc.Exclusive() {
-				t.Run(sc.Name, func(t *testing.T) { runPassing(t, r, sc) })
-			}
-		}
-	})
-	// Parallel, so that it starts with own-plane once this function returns (a subtest that
-	// is not parallel would have to end first).
-	t.Run("shared", func(t *testing.T) {
-		t.Parallel()
-		for _, sc := range scs {
-			if !sc.Exclusive() {
+	r, err := NewRunner(rc, Options{Gate: gateundertest.InProcess, Plane: plane})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Plane-wide faults and large bursts run alone first; the rest share the plane in
+	// parallel (go test -parallel bounds how many at once), each isolated by namespace,
+	// node names and label.
+	for _, exclusive := range []bool{true, false} {
+		t.Run(map[bool]string{true: "exclusive", false: "shared"}[exclusive], func(t *testing.T) {
+			for _, sc := range scs {
+				if sc.Exclusive() != exclusive {
+					continue
+				}
 				t.Run(sc.Name, func(t *testing.T) {
-					t.Parallel()
-					runPassing(t, r, sc)
+					if !exclusive {
+						t.Parallel()
+					}
+					res, err := r.Run(context.Background(), sc)
+					if err != nil {
+						t.Fatal(err)
+					}
+					assertPassed(t, res)
 				})
 			}
-		}
-	})
-}
-
-// changesPlane: the scenario restarts the apiserver or sets the controller-manager's
-// flags, so no other scenario may run on its plane meanwhile.
-func changesPlane(sc *scenario.Scenario) bool {
-	return sc.Plane != nil || sc.RestartsAPIServer()
-}
-
-// inProcessRunner is a runner with the gate in-process on this plane.
-func inProcessRunner(t *testing.T, l *lazyPlane) *Runner {
-	t.Helper()
-	r, err := NewRunner(l.start(t), Options{Gate: gateundertest.InProcess, Plane: l.p})
-	if err != nil {
-		t.Fatal(err)
+		})
 	}
-	return r
-}
-
-// runPassing runs the scenario and fails the test unless it meets its expect.
-func runPassing(t *testing.T, r *Runner, sc *scenario.Scenario) {
-	t.Helper()
-	res, err := r.Run(context.Background(), sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	assertPassed(t, res)
 }
 
 // TestNegativeControls: every invariant has a run in which the checker must report a
 // violation. A checker that cannot fail proves nothing.
 func TestNegativeControls(t *testing.T) {
-	tests := []negativeControl{
+	rc := sharedPlane(t)
+	tests := []struct {
+		file   string
+		gate   gateundertest.Mode
+		mutate func(*scenario.Scenario)
+		want   string // a violation kind, or a failure text
+	}{
 		// No gate: every pending Pod lands before the node is ready.
 		{file: "basic-join", gate: gateundertest.Off, want: check.KindEarlyPod},
 		{file: "autoscale-burst", gate: gateundertest.Off, want: check.KindEarlyPod},
@@ -172,51 +143,40 @@ func TestNegativeControls(t *testing.T) {
 		// The NoExecute rule out of dry run evicts.
 		{file: "condition-dry-run", mutate: func(sc *scenario.Scenario) { sc.GateConfig.Rules[2].DryRun = false }, want: check.KindEvicted},
 	}
-	// As in TestScenarios: a control whose scenario changes the plane runs on a plane of its
-	// own, one after another, beside the others on the shared plane.
-	caught := func(t *testing.T, l *lazyPlane, tt negativeControl) {
+	for _, tt := range tests {
 		mode := tt.gate
 		if mode == "" {
 			mode = gateundertest.InProcess
 		}
-		res := runFile(t, l.start(t), tt.file, Options{Gate: mode, Plane: l.p}, tt.mutate)
-		if res.Passed {
-			t.Fatalf("%s passed; the checker missed %s", res.Name, tt.want)
-		}
-		found := 0
-		for _, v := range res.Violations {
-			if v.Kind == tt.want {
-				found++
-			}
-		}
-		for _, f := range res.Failures {
-			if strings.Contains(f, tt.want) {
-				found++
-			}
-		}
-		if found == 0 {
-			t.Fatalf("%s: want %s, got violations of kinds %q and failures %v", res.Name, tt.want, check.KindsOf(res.Violations), res.Failures)
-		}
-		if mode == gateundertest.Off && !strings.Contains(res.Reproduce, "--gate off") {
-			t.Errorf("reproduce line %q does not name the gate mode", res.Reproduce)
-		}
-		t.Logf("%s: caught %d × %s (%d workload pods)", res.Name, found, tt.want, res.WorkloadPods)
-	}
-	t.Run("own-plane", func(t *testing.T) {
-		t.Parallel()
-		for _, tt := range tests {
-			if changesPlane(load(t, tt.file)) {
-				t.Run(tt.file+"/"+tt.want, func(t *testing.T) { caught(t, &apart, tt) })
-			}
-		}
-	})
-	for _, tt := range tests {
-		if !changesPlane(load(t, tt.file)) {
-			t.Run(tt.file+"/"+tt.want, func(t *testing.T) {
+		t.Run(tt.file+"/"+tt.want, func(t *testing.T) {
+			// A scenario that changes the plane runs alone: Go runs every subtest that is not
+			// parallel before the parallel ones start.
+			if !exclusivePlane(t, tt.file) {
 				t.Parallel()
-				caught(t, &shared, tt)
-			})
-		}
+			}
+			res := runFile(t, rc, tt.file, Options{Gate: mode, Plane: plane}, tt.mutate)
+			if res.Passed {
+				t.Fatalf("%s passed; the checker missed %s", res.Name, tt.want)
+			}
+			found := 0
+			for _, v := range res.Violations {
+				if v.Kind == tt.want {
+					found++
+				}
+			}
+			for _, f := range res.Failures {
+				if strings.Contains(f, tt.want) {
+					found++
+				}
+			}
+			if found == 0 {
+				t.Fatalf("%s: want %s, got violations of kinds %q and failures %v", res.Name, tt.want, check.KindsOf(res.Violations), res.Failures)
+			}
+			if mode == gateundertest.Off && !strings.Contains(res.Reproduce, "--gate off") {
+				t.Errorf("reproduce line %q does not name the gate mode", res.Reproduce)
+			}
+			t.Logf("%s: caught %d × %s (%d workload pods)", res.Name, found, tt.want, res.WorkloadPods)
+		})
 	}
 }
 
@@ -239,7 +199,7 @@ func TestPolicyMode(t *testing.T) {
 // TestKubeconfigBackend points the kubeconfig backend at the running embedded plane.
 func TestKubeconfigBackend(t *testing.T) {
 	sharedPlane(t)
-	kb := &controlplane.Kubeconfig{Path: shared.p.Kubeconfig()}
+	kb := &controlplane.Kubeconfig{Path: plane.Kubeconfig()}
 	rc, err := kb.Start(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -248,28 +208,22 @@ func TestKubeconfigBackend(t *testing.T) {
 	assertPassed(t, runFile(t, rc, "basic-join", Options{Gate: gateundertest.InProcess}, nil))
 }
 
-// negativeControl is a scenario made to fail: the checker must report want.
-type negativeControl struct {
-	file   string
-	gate   gateundertest.Mode
-	mutate func(*scenario.Scenario)
-	want   string // a violation kind, or a failure text
-}
-
-// load loads scenarios/FILE.yaml.
-func load(t *testing.T, file string) *scenario.Scenario {
-	t.Helper()
+// exclusivePlane reports whether scenarios/FILE.yaml changes the plane.
+func exclusivePlane(t *testing.T, file string) bool {
 	sc, err := scenario.Load("../scenarios/" + file + ".yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sc
+	return sc.Plane != nil
 }
 
 // runFile loads scenarios/FILE.yaml, lets mutate adjust it, and runs it.
 func runFile(t *testing.T, rc *rest.Config, file string, opts Options, mutate func(*scenario.Scenario)) *report.Result {
 	t.Helper()
-	sc := load(t, file)
+	sc, err := scenario.Load("../scenarios/" + file + ".yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if mutate != nil {
 		mutate(sc)
 	}
