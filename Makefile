@@ -35,8 +35,6 @@ BENCH_FLAGS   ?=
 # the nested modules', the simulator's gate binary and hack/image's, and they still share
 # their compiled packages.
 TEST_GOFLAGS  := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false)
-# -parallel 5: the sim package runs its plane-changing scenarios one after another on a second
-# plane (one slot), beside four at a time on the shared plane, as `make simulate` runs them.
 
 # make fuzz: each target this long, one worker each (the machines have 2 cores).
 FUZZTIME      ?= 5m
@@ -65,7 +63,7 @@ build: ## Build bin/gate, bin/kubectl-startupgate (the same binary, as a kubectl
 
 .PHONY: test
 test: controlplane ## Run every test with the race detector, vetted with go vet's full set: unit, integration, the scenario suite on the embedded plane, the Helm chart's and the image's modules.
-	GOFLAGS='$(TEST_GOFLAGS)' go test -race -vet=all -parallel 5 -timeout $(TEST_TIMEOUT) ./...
+	GOFLAGS='$(TEST_GOFLAGS)' go test -race -vet=all -parallel 4 -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test-deploy
 test-deploy: controlplane ## The install paths only: the kustomize overlays and the Helm chart rendered, proved equal, and applied to the embedded plane; the image built and run.
