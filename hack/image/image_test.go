@@ -37,6 +37,23 @@ func build(t *testing.T, dir, pkg string) []byte {
 	return bin
 }
 
+// gateBinary is cmd/gate built with `make image`'s flags. `make test` builds it once, before
+// go test, and names it in $STARTUPGATE_GATE_BINARY, as it does for the scenario suite, so
+// that one cold CI run compiles it once instead of once per test that runs it; run by hand,
+// this test builds it itself.
+func gateBinary(t *testing.T) []byte {
+	t.Helper()
+	p := os.Getenv("STARTUPGATE_GATE_BINARY")
+	if p == "" {
+		return build(t, "../..", "./cmd/gate")
+	}
+	bin, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("$STARTUPGATE_GATE_BINARY: %v", err)
+	}
+	return bin
+}
+
 // buildTar builds and writes the image; it returns the tarball's path.
 func buildTar(t *testing.T, bin []byte, m Meta) string {
 	t.Helper()
@@ -156,7 +173,7 @@ func sameConfig(t *testing.T, img v1.Image, id string) bool {
 // TestGateImage builds the real gate into an image, opens the tarball, and runs the /gate it
 // holds: a command that needs no cluster prints the gate's admission policy.
 func TestGateImage(t *testing.T) {
-	_, img, _ := verifiedImage(t, build(t, "../..", "./cmd/gate"))
+	_, img, _ := verifiedImage(t, gateBinary(t))
 	gate, _, err := onlyFile(img)
 	if err != nil {
 		t.Fatal(err)

@@ -651,10 +651,9 @@ var (
 )
 
 // GateBinary is the cmd/gate binary for process-mode scenarios: $STARTUPGATE_GATE_BINARY
-// if set (the Makefile passes bin/gate), else built once per process from this module, as
-// `make build` and the image build it (static, -trimpath, stripped). The same flags are
-// also what lets hack/image's test, which builds the gate that way, reuse these compiled
-// packages instead of compiling every dependency again on a cold CI machine.
+// if set (the Makefile passes the one it built, so that make test compiles the gate once
+// for every test that runs it), else built once per process from this module, as `make
+// build` and the image build it (static, -trimpath, stripped).
 func GateBinary() (string, error) {
 	gateBinOnce.Do(func() {
 		if p := os.Getenv("STARTUPGATE_GATE_BINARY"); p != "" {
