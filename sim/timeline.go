@@ -60,6 +60,9 @@ func (x *run) play(ctx, gateCtx context.Context) {
 				case <-done[p]:
 				}
 			}
+			if step.AfterBound && !x.waitBound(ctx) {
+				return
+			}
 			x.step(ctx, step)
 			x.mu.Lock()
 			x.steps++
@@ -392,12 +395,9 @@ func (x *run) scale(ctx context.Context, s *scenario.Scale) error {
 // already serving (the gate had no chance at it). Without a gate nothing is released, so
 // there it is enough that the init Pods are ready.
 func (x *run) settled() bool {
+	want := x.wantPods()
 	x.mu.Lock()
 	steps, lastStep := x.steps, x.lastStep
-	want := 0
-	for _, n := range x.replicas {
-		want += int(n)
-	}
 	x.mu.Unlock()
 	if steps < len(x.sc.Timeline) {
 		return false
@@ -425,6 +425,34 @@ func (x *run) settled() bool {
 		}
 	}
 	return true
+}
+
+// wantPods is how many workload replicas the run has asked for so far.
+func (x *run) wantPods() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	want := 0
+	for _, n := range x.replicas {
+		want += int(n)
+	}
+	return want
+}
+
+// waitBound waits until every workload replica asked for so far is bound (false: ctx ended
+// first), for a step that is AfterBound. It polls the recorder, as waitSettled does.
+func (x *run) waitBound(ctx context.Context) bool {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if check.Check(x.recorder.Snapshot(), x.start, x.bounds()).WorkloadPods >= x.wantPods() {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
 }
 
 // progress reports the run's state to Opts.Progress: as data to a report.ProgressReceiver,

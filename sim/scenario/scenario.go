@@ -166,9 +166,15 @@ type Taint struct {
 
 // Step is one timeline entry: at an offset from the start, exactly one action.
 type Step struct {
-	At         time.Duration `yaml:"at"`
-	Join       *Join         `yaml:"join"`
-	Reregister *Reregister   `yaml:"reregister"`
+	At time.Duration `yaml:"at"`
+	// AfterBound holds the step, once At has passed, until every workload replica asked for
+	// so far is bound. A fault meant to strike placed workloads (an agent that flaps under
+	// running Pods) must not race the scheduler: a Pod that failed while every node was
+	// tainted waits out a backoff of up to 10 s, and under load it was bound inside the
+	// fault. The fault's window in the report is still the plan, from At.
+	AfterBound bool        `yaml:"afterBound"`
+	Join       *Join       `yaml:"join"`
+	Reregister *Reregister `yaml:"reregister"`
 	// Scale sets a workload's replicas (workloads that arrive after the nodes).
 	Scale *Scale `yaml:"scale"`
 	// NodeDelete deletes a node and the Pods bound to it.

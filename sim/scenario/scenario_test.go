@@ -25,6 +25,7 @@ func TestParseScenario(t *testing.T) {
 		{name: "missing description", yaml: "name: s\n", wantErr: "description is required"},
 		{name: "two actions in a step", yaml: "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 1}\n    reregister: {node: s-0}\n", wantErr: "exactly one action"},
 		{name: "no action in a step", yaml: base + "  - at: 1s\n", wantErr: "exactly one action"},
+		{name: "afterBound is no action", yaml: base + "  - at: 1s\n    afterBound: true\n", wantErr: "exactly one action"},
 		{name: "a fault with a join", yaml: "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 1}\n    watchDrops: {duration: 1s}\n", wantErr: "exactly one action"},
 		{name: "unknown admission", yaml: base + "admission: later\n", wantErr: "admission"},
 		{name: "reregister unknown node", yaml: base + "  - at: 1s\n    reregister: {node: nope}\n", wantErr: "has not joined"},
@@ -52,6 +53,18 @@ func TestParseScenario(t *testing.T) {
 				t.Fatalf("error %v, want it to contain %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestAfterBound: afterBound rides on a step's one action; it is no action of its own.
+func TestAfterBound(t *testing.T) {
+	sc, err := Parse([]byte("name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 2, prefix: n}\n" +
+		"  - at: 1s\n    afterBound: true\n    webhookOutage: {duration: 1s}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := sc.Timeline; s[0].AfterBound || !s[1].AfterBound || s[1].WebhookOutage == nil {
+		t.Errorf("timeline %+v; want only the outage after bound", s)
 	}
 }
 
