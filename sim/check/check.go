@@ -104,13 +104,9 @@ func Check(records []record.NodeRecord, start time.Time, b Bounds) Verdict {
 		}
 		return m.Time.Sub(start).Milliseconds()
 	}
+	v.WorkloadPods = WorkloadPods(records)
 	for i := range records {
 		rec := &records[i]
-		for _, b := range rec.Bindings {
-			if b.Workload() {
-				v.WorkloadPods++
-			}
-		}
 		if !rec.Gated {
 			continue
 		}
@@ -325,4 +321,19 @@ func PercentilesOf(ds []time.Duration) Percentiles {
 		return float64(s[i].Microseconds()) / 1000
 	}
 	return Percentiles{P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: at(1)}
+}
+
+// WorkloadPods counts the workload Pods bound in records: what Check reports as
+// Verdict.WorkloadPods, for a caller that needs only the count and not the whole verdict
+// (the runner polls it while a step waits for its Pods to be placed).
+func WorkloadPods(records []record.NodeRecord) int {
+	n := 0
+	for i := range records {
+		for _, b := range records[i].Bindings {
+			if b.Workload() {
+				n++
+			}
+		}
+	}
+	return n
 }
