@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"sync"
@@ -12,10 +13,12 @@ import (
 
 	"github.com/startupgate/startupgate/internal/simtest"
 	"github.com/startupgate/startupgate/sim/controlplane"
+	"github.com/startupgate/startupgate/sim/gateundertest"
 )
 
-// One embedded plane serves every test in this package: starting one takes seconds, and
-// scenarios isolate themselves (namespace, node names, scenario label).
+// One embedded plane serves every test in this process: starting one takes seconds, and
+// scenarios isolate themselves (namespace, node names, scenario label). TestExclusive's
+// child process has one of its own (exclusive_test.go).
 var (
 	planeOnce sync.Once
 	plane     *controlplane.Embedded
@@ -24,6 +27,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// Before any test, so that TestExclusive's child runs beside them; after the floor
+	// controller's child has taken its turn (it never returns), which is this binary too.
+	gateundertest.RunFloorChild()
+	flag.Parse()
+	startExclusiveChildIfRun()
 	simtest.Main(m, func() {
 		if plane != nil {
 			if err := plane.Stop(); err != nil {

@@ -20,8 +20,11 @@ import (
 	"github.com/startupgate/startupgate/sim/scenario"
 )
 
-// TestScenarios runs the whole scenario suite with the gate in-process: each must meet its
-// own expect. This is the race-condition regression suite CI runs.
+// TestScenarios runs the scenario suite with the gate in-process: each must meet its own
+// expect. This is the race-condition regression suite CI runs. The scenarios that cannot
+// share a plane run in TestExclusive, on a plane of their own; the rest share this one in
+// parallel (go test -parallel bounds how many at once), each isolated by namespace, node
+// names and label.
 func TestScenarios(t *testing.T) {
 	rc := sharedPlane(t)
 	scs, err := scenario.LoadAll([]string{"../scenarios"})
@@ -32,26 +35,17 @@ func TestScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Plane-wide faults and large bursts run alone first; the rest share the plane in
-	// parallel (go test -parallel bounds how many at once), each isolated by namespace,
-	// node names and label.
-	for _, exclusive := range []bool{true, false} {
-		t.Run(map[bool]string{true: "exclusive", false: "shared"}[exclusive], func(t *testing.T) {
-			for _, sc := range scs {
-				if sc.Exclusive() != exclusive {
-					continue
-				}
-				t.Run(sc.Name, func(t *testing.T) {
-					if !exclusive {
-						t.Parallel()
-					}
-					res, err := r.Run(context.Background(), sc)
-					if err != nil {
-						t.Fatal(err)
-					}
-					assertPassed(t, res)
-				})
+	for _, sc := range scs {
+		if sc.Exclusive() {
+			continue
+		}
+		t.Run(sc.Name, func(t *testing.T) {
+			t.Parallel()
+			res, err := r.Run(context.Background(), sc)
+			if err != nil {
+				t.Fatal(err)
 			}
+			assertPassed(t, res)
 		})
 	}
 }
@@ -60,124 +54,140 @@ func TestScenarios(t *testing.T) {
 // violation. A checker that cannot fail proves nothing.
 func TestNegativeControls(t *testing.T) {
 	rc := sharedPlane(t)
-	tests := []struct {
-		file   string
-		gate   gateundertest.Mode
-		mutate func(*scenario.Scenario)
-		want   string // a violation kind, or a failure text
-	}{
-		// No gate: every pending Pod lands before the node is ready.
-		{file: "basic-join", gate: gateundertest.Off, want: check.KindEarlyPod},
-		{file: "autoscale-burst", gate: gateundertest.Off, want: check.KindEarlyPod},
-		// The Pod guard off: Pods bound by spec.nodeName skip the taint.
-		{file: "nodename-bypass", mutate: func(sc *scenario.Scenario) { sc.GateConfig.PodGuard = false }, want: check.KindEarlyPod},
-		// failurePolicy Ignore and an outage, without backfill: nodes stay untainted.
-		{file: "webhook-down-fail-open-backfill", mutate: func(sc *scenario.Scenario) { sc.GateConfig.Backfill = false }, want: check.KindEarlyPod},
-		// Writers that write stale copies without the resourceVersion lose each other's taints.
-		{file: "foreign-taint-writers", mutate: func(sc *scenario.Scenario) {
-			for i := range sc.Timeline {
-				if w := sc.Timeline[i].TaintWriters; w != nil {
-					w.Unguarded = true
-				}
-			}
-			sc.Timeout = 20 * time.Second
-		}, want: check.KindForeignTaintLost},
-		// A release bound no gate can meet. (Each file appears once: runs of the same
-		// scenario would share node names, so they cannot run at the same time.)
-		{file: "min-hold", mutate: func(sc *scenario.Scenario) { sc.Expect.ReleasedWithin = time.Millisecond }, want: check.KindLateRelease},
-		// The keep policy holds nodes; expecting none stuck must fail.
-		{file: "init-never-ready-timeout-keep", mutate: func(sc *scenario.Scenario) { sc.Expect.Stuck = 0 }, want: "never released"},
-		// Without the GPU rule, GPU nodes are released when init is ready, before their driver.
-		{file: "rules-gpu-pool", mutate: func(sc *scenario.Scenario) { sc.GateConfig.Rules = sc.GateConfig.Rules[:1] }, want: check.KindPrematureRelease},
-		// Backfill after an outage under Ignore writes each node once more than its releases.
-		{file: "two-rules-one-write-each", mutate: func(sc *scenario.Scenario) {
-			sc.GateConfig.Backfill = true
-			sc.Webhook.FailurePolicy = "Ignore"
-			sc.Timeline = append(sc.Timeline, scenario.Step{WebhookOutage: &scenario.WebhookOutage{Duration: 3 * time.Second}})
-			sc.Expect.Violations = "some" // Pods may land on the untainted nodes first
-		}, want: "write(s) per rule release"},
-		// Nodes registered with the dry-run rule's taint: the checker must see it.
-		{file: "dry-run-rollout", mutate: func(sc *scenario.Scenario) {
-			sc.Timeline[0].Join.Taints = []scenario.Taint{{Key: "startup.k8s.io/candidate", Effect: "NoSchedule"}}
-			sc.Timeout = 15 * time.Second
-		}, want: check.KindDryRunWrote},
-		// The gate is down while the nodes leave the GPU pool: after its restart it has not
-		// seen them leave (a documented limit), and the GPU taint stays.
-		{file: "node-leaves-selector", mutate: func(sc *scenario.Scenario) {
-			sc.GateProcess = &scenario.GateProcess{Replicas: 1}
-			sc.Timeline = append(sc.Timeline, scenario.Step{At: 2 * time.Second, GateCrash: &scenario.GateCrash{RestartAfter: 4 * time.Second}})
-			sc.Timeout = 20 * time.Second
-		}, want: check.KindTaintOutsideSelector},
-		// The CNI rule as a startup rule: nothing re-taints and nothing guards; Pods land on
-		// nodes whose agent is unready. The hazard needs the nodes released before the agent
-		// goes unready at 5 s; on a saturated machine (a cold CI run compiling beside it) the
-		// releases came at 9 to 11 s, the startup rule then rightly held the nodes, and no
-		// Pod could land. The outage and the Pods come 10 s later here. (A step anchored to
-		// the last release, rather than to the start, would not need the margin.)
-		{file: "continuous-cni-unready", mutate: func(sc *scenario.Scenario) {
-			sc.GateConfig.Rules[1].Mode = rule.Startup
-			for i := range sc.Timeline {
-				if sc.Timeline[i].Join == nil {
-					sc.Timeline[i].At += 10 * time.Second
-				}
-			}
-			sc.Timeout += 10 * time.Second
-		}, want: check.KindBoundWhileUnready},
-		// No settle time: every flap becomes a re-taint and a release, two writes each.
-		{file: "continuous-flap", mutate: func(sc *scenario.Scenario) {
-			sc.GateConfig.Rules[1].SettleTime = metav1.Duration{Duration: time.Millisecond}
-		}, want: "write(s) per rule release"},
-		// No out-of-service rule: the preempted node's StatefulSet Pod stays Terminating and
-		// its replacement never starts within the window.
-		{file: "spot-preemption-out-of-service", mutate: func(sc *scenario.Scenario) {
-			sc.GateConfig.Rules = sc.GateConfig.Rules[:1]
-		}, want: check.KindReplacementLate},
-		// A rule that reads one condition of two taints (and evicts) the nodes that match one.
-		{file: "condition-taint-regex", mutate: func(sc *scenario.Scenario) {
-			sc.GateConfig.Rules[1].Match = sc.GateConfig.Rules[1].Match[:1]
-		}, want: check.KindTaintedWithoutMatch},
-		// No budget to speak of: every matching node is tainted.
-		{file: "noexecute-budget", mutate: func(sc *scenario.Scenario) {
-			sc.GateConfig.Rules[1].MaxTainted = ptr.To(intstr.FromString("100%"))
-		}, want: check.KindBudgetExceeded},
-		// The NoExecute rule out of dry run evicts.
-		{file: "condition-dry-run", mutate: func(sc *scenario.Scenario) { sc.GateConfig.Rules[2].DryRun = false }, want: check.KindEvicted},
-	}
-	for _, tt := range tests {
-		mode := tt.gate
-		if mode == "" {
-			mode = gateundertest.InProcess
+	for _, nc := range negativeControls {
+		if changesPlane(t, nc.file) {
+			continue // in TestExclusive
 		}
-		t.Run(tt.file+"/"+tt.want, func(t *testing.T) {
-			// A scenario that changes the plane runs alone: Go runs every subtest that is not
-			// parallel before the parallel ones start.
-			if !exclusivePlane(t, tt.file) {
-				t.Parallel()
-			}
-			res := runFile(t, rc, tt.file, Options{Gate: mode, Plane: plane}, tt.mutate)
-			if res.Passed {
-				t.Fatalf("%s passed; the checker missed %s", res.Name, tt.want)
-			}
-			found := 0
-			for _, v := range res.Violations {
-				if v.Kind == tt.want {
-					found++
-				}
-			}
-			for _, f := range res.Failures {
-				if strings.Contains(f, tt.want) {
-					found++
-				}
-			}
-			if found == 0 {
-				t.Fatalf("%s: want %s, got violations of kinds %q and failures %v", res.Name, tt.want, check.KindsOf(res.Violations), res.Failures)
-			}
-			if mode == gateundertest.Off && !strings.Contains(res.Reproduce, "--gate off") {
-				t.Errorf("reproduce line %q does not name the gate mode", res.Reproduce)
-			}
-			t.Logf("%s: caught %d × %s (%d workload pods)", res.Name, found, tt.want, res.WorkloadPods)
+		t.Run(nc.name(), func(t *testing.T) {
+			t.Parallel()
+			nc.caught(t, rc)
 		})
 	}
+}
+
+// negativeControl is a scenario file made to fail: run with gate (in-process if empty) and
+// mutate, the checker must report want.
+type negativeControl struct {
+	file   string
+	gate   gateundertest.Mode
+	mutate func(*scenario.Scenario)
+	want   string // a violation kind, or a failure text
+}
+
+func (nc negativeControl) name() string { return nc.file + "/" + nc.want }
+
+// caught runs the control on the plane at rc and fails the test unless the checker
+// reports what the control wants.
+func (nc negativeControl) caught(t *testing.T, rc *rest.Config) {
+	t.Helper()
+	mode := nc.gate
+	if mode == "" {
+		mode = gateundertest.InProcess
+	}
+	res := runFile(t, rc, nc.file, Options{Gate: mode, Plane: plane}, nc.mutate)
+	if res.Passed {
+		t.Fatalf("%s passed; the checker missed %s", res.Name, nc.want)
+	}
+	found := 0
+	for _, v := range res.Violations {
+		if v.Kind == nc.want {
+			found++
+		}
+	}
+	for _, f := range res.Failures {
+		if strings.Contains(f, nc.want) {
+			found++
+		}
+	}
+	if found == 0 {
+		t.Fatalf("%s: want %s, got violations of kinds %q and failures %v", res.Name, nc.want, check.KindsOf(res.Violations), res.Failures)
+	}
+	if mode == gateundertest.Off && !strings.Contains(res.Reproduce, "--gate off") {
+		t.Errorf("reproduce line %q does not name the gate mode", res.Reproduce)
+	}
+	t.Logf("%s: caught %d × %s (%d workload pods)", res.Name, found, nc.want, res.WorkloadPods)
+}
+
+// negativeControls: every invariant has a run in which the checker must report a
+// violation. A checker that cannot fail proves nothing. Those whose scenario changes its
+// plane run in TestExclusive, the rest in TestNegativeControls.
+var negativeControls = []negativeControl{
+	// No gate: every pending Pod lands before the node is ready.
+	{file: "basic-join", gate: gateundertest.Off, want: check.KindEarlyPod},
+	{file: "autoscale-burst", gate: gateundertest.Off, want: check.KindEarlyPod},
+	// The Pod guard off: Pods bound by spec.nodeName skip the taint.
+	{file: "nodename-bypass", mutate: func(sc *scenario.Scenario) { sc.GateConfig.PodGuard = false }, want: check.KindEarlyPod},
+	// failurePolicy Ignore and an outage, without backfill: nodes stay untainted.
+	{file: "webhook-down-fail-open-backfill", mutate: func(sc *scenario.Scenario) { sc.GateConfig.Backfill = false }, want: check.KindEarlyPod},
+	// Writers that write stale copies without the resourceVersion lose each other's taints.
+	{file: "foreign-taint-writers", mutate: func(sc *scenario.Scenario) {
+		for i := range sc.Timeline {
+			if w := sc.Timeline[i].TaintWriters; w != nil {
+				w.Unguarded = true
+			}
+		}
+		sc.Timeout = 20 * time.Second
+	}, want: check.KindForeignTaintLost},
+	// A release bound no gate can meet. (Each file appears once: runs of the same
+	// scenario would share node names, so they cannot run at the same time.)
+	{file: "min-hold", mutate: func(sc *scenario.Scenario) { sc.Expect.ReleasedWithin = time.Millisecond }, want: check.KindLateRelease},
+	// The keep policy holds nodes; expecting none stuck must fail.
+	{file: "init-never-ready-timeout-keep", mutate: func(sc *scenario.Scenario) { sc.Expect.Stuck = 0 }, want: "never released"},
+	// Without the GPU rule, GPU nodes are released when init is ready, before their driver.
+	{file: "rules-gpu-pool", mutate: func(sc *scenario.Scenario) { sc.GateConfig.Rules = sc.GateConfig.Rules[:1] }, want: check.KindPrematureRelease},
+	// Backfill after an outage under Ignore writes each node once more than its releases.
+	{file: "two-rules-one-write-each", mutate: func(sc *scenario.Scenario) {
+		sc.GateConfig.Backfill = true
+		sc.Webhook.FailurePolicy = "Ignore"
+		sc.Timeline = append(sc.Timeline, scenario.Step{WebhookOutage: &scenario.WebhookOutage{Duration: 3 * time.Second}})
+		sc.Expect.Violations = "some" // Pods may land on the untainted nodes first
+	}, want: "write(s) per rule release"},
+	// Nodes registered with the dry-run rule's taint: the checker must see it.
+	{file: "dry-run-rollout", mutate: func(sc *scenario.Scenario) {
+		sc.Timeline[0].Join.Taints = []scenario.Taint{{Key: "startup.k8s.io/candidate", Effect: "NoSchedule"}}
+		sc.Timeout = 15 * time.Second
+	}, want: check.KindDryRunWrote},
+	// The gate is down while the nodes leave the GPU pool: after its restart it has not
+	// seen them leave (a documented limit), and the GPU taint stays.
+	{file: "node-leaves-selector", mutate: func(sc *scenario.Scenario) {
+		sc.GateProcess = &scenario.GateProcess{Replicas: 1}
+		sc.Timeline = append(sc.Timeline, scenario.Step{At: 2 * time.Second, GateCrash: &scenario.GateCrash{RestartAfter: 4 * time.Second}})
+		sc.Timeout = 20 * time.Second
+	}, want: check.KindTaintOutsideSelector},
+	// The CNI rule as a startup rule: nothing re-taints and nothing guards; Pods land on
+	// nodes whose agent is unready. The hazard needs the nodes released before the agent
+	// goes unready at 5 s; on a saturated machine (a cold CI run compiling beside it) the
+	// releases came at 9 to 11 s, the startup rule then rightly held the nodes, and no
+	// Pod could land. The outage and the Pods come 10 s later here. (A step anchored to
+	// the last release, rather than to the start, would not need the margin.)
+	{file: "continuous-cni-unready", mutate: func(sc *scenario.Scenario) {
+		sc.GateConfig.Rules[1].Mode = rule.Startup
+		for i := range sc.Timeline {
+			if sc.Timeline[i].Join == nil {
+				sc.Timeline[i].At += 10 * time.Second
+			}
+		}
+		sc.Timeout += 10 * time.Second
+	}, want: check.KindBoundWhileUnready},
+	// No settle time: every flap becomes a re-taint and a release, two writes each.
+	{file: "continuous-flap", mutate: func(sc *scenario.Scenario) {
+		sc.GateConfig.Rules[1].SettleTime = metav1.Duration{Duration: time.Millisecond}
+	}, want: "write(s) per rule release"},
+	// No out-of-service rule: the preempted node's StatefulSet Pod stays Terminating and
+	// its replacement never starts within the window.
+	{file: "spot-preemption-out-of-service", mutate: func(sc *scenario.Scenario) {
+		sc.GateConfig.Rules = sc.GateConfig.Rules[:1]
+	}, want: check.KindReplacementLate},
+	// A rule that reads one condition of two taints (and evicts) the nodes that match one.
+	{file: "condition-taint-regex", mutate: func(sc *scenario.Scenario) {
+		sc.GateConfig.Rules[1].Match = sc.GateConfig.Rules[1].Match[:1]
+	}, want: check.KindTaintedWithoutMatch},
+	// No budget to speak of: every matching node is tainted.
+	{file: "noexecute-budget", mutate: func(sc *scenario.Scenario) {
+		sc.GateConfig.Rules[1].MaxTainted = ptr.To(intstr.FromString("100%"))
+	}, want: check.KindBudgetExceeded},
+	// The NoExecute rule out of dry run evicts.
+	{file: "condition-dry-run", mutate: func(sc *scenario.Scenario) { sc.GateConfig.Rules[2].DryRun = false }, want: check.KindEvicted},
 }
 
 // TestPolicyMode runs scenarios with --gate policy. The fail-open outage scenario is run
@@ -208,8 +218,8 @@ func TestKubeconfigBackend(t *testing.T) {
 	assertPassed(t, runFile(t, rc, "basic-join", Options{Gate: gateundertest.InProcess}, nil))
 }
 
-// exclusivePlane reports whether scenarios/FILE.yaml changes the plane.
-func exclusivePlane(t *testing.T, file string) bool {
+// changesPlane reports whether scenarios/FILE.yaml changes the plane it runs on.
+func changesPlane(t *testing.T, file string) bool {
 	sc, err := scenario.Load("../scenarios/" + file + ".yaml")
 	if err != nil {
 		t.Fatal(err)
