@@ -40,14 +40,15 @@ TEST_GOFLAGS  := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false)
 # in STARTUPGATE_GATE_BINARY: left to themselves, they built it at the same time in a cold CI
 # run, and the build cache saves nothing for builds that overlap.
 TEST_GATE     := bin/test/gate
-# The scenario suite (sim) is the longest test and spends much of it waiting out timelines,
-# so it is named first: go test starts test binaries in the order of its arguments, each once
-# its own build and those before it are done, and with ./... alone sim waited for every
-# package before it and then ran alone at the end of a cold run while the CPU idled (cold
-# run 8: 330 core-s in its last four minutes). -p 4: go test runs at most -p builds or test
-# binaries at once (default: the cores, 2); sim, deploy (the nested modules) and sim/bench
-# hold three of them while they run, and the fourth keeps compiling the rest.
-TEST_PACKAGES := ./sim ./deploy ./sim/bench ./...
+# -p 3: go test runs at most -p builds or test binaries at once (default: the cores, 2). The
+# scenario suite (sim) spends much of its time waiting out timelines; with 2 it ran alone at
+# the end of a cold run while the CPU idled a third of the time, and with 3, deploy (the
+# nested modules) and sim/bench run beside it (cold runs 4 and 5). Naming sim first, so that
+# it started as soon as it was built (go test starts test binaries in the order of its
+# arguments), with -p 4, ran the suite under every compile, and three timing hazards of the
+# scenarios showed at once (cold run 9); the machine was no less busy (100 % from minute 1 to
+# 23), so it won nothing, and the order stays ./...'s.
+TEST_PACKAGES := ./...
 
 # make fuzz: each target this long, one worker each (the machines have 2 cores).
 FUZZTIME      ?= 5m
@@ -77,7 +78,7 @@ build: ## Build bin/gate, bin/kubectl-startupgate (the same binary, as a kubectl
 .PHONY: test
 test: controlplane ## Run every test with the race detector, vetted with go vet's full set: unit, integration, the scenario suite on the embedded plane, the Helm chart's and the image's modules.
 	GOFLAGS='$(TEST_GOFLAGS)' CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -buildvcs=false -o $(TEST_GATE) ./cmd/gate
-	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) GOFLAGS='$(TEST_GOFLAGS)' go test -race -vet=all -p 4 -parallel 4 -timeout $(TEST_TIMEOUT) $(TEST_PACKAGES)
+	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) GOFLAGS='$(TEST_GOFLAGS)' go test -race -vet=all -p 3 -parallel 4 -timeout $(TEST_TIMEOUT) $(TEST_PACKAGES)
 
 .PHONY: test-deploy
 test-deploy: controlplane ## The install paths only: the kustomize overlays and the Helm chart rendered, proved equal, and applied to the embedded plane; the image built and run.

@@ -30,6 +30,9 @@ func (x *run) play(ctx, gateCtx context.Context) {
 			select {
 			case <-gateCtx.Done():
 			case <-time.After(d):
+				if x.sc.GateStartsAfterBound && !x.waitBound(gateCtx) {
+					return
+				}
 				if err := x.harness.Start(gateCtx, x.replicaCount()); err != nil {
 					x.fail(fmt.Errorf("starting gate late: %w", err))
 				}
@@ -439,8 +442,9 @@ func (x *run) wantPods() int {
 }
 
 // waitBound waits until every workload replica asked for so far is bound (false: ctx ended
-// first), for a step that is AfterBound. It polls the recorder, as waitSettled does, but
-// counts only the bound Pods instead of judging every invariant at each tick.
+// first), for a step that is AfterBound and for a late gate that is GateStartsAfterBound.
+// It polls the recorder, as waitSettled does, but counts only the bound Pods instead of
+// judging every invariant at each tick.
 func (x *run) waitBound(ctx context.Context) bool {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()

@@ -40,6 +40,11 @@ type Scenario struct {
 	// GateStartsAt delays the gate's start (webhook and controller), as when the gate is
 	// installed into a cluster whose nodes are already up.
 	GateStartsAt time.Duration `yaml:"gateStartsAt"`
+	// GateStartsAfterBound holds the late gate, once GateStartsAt has passed, until every
+	// workload replica asked for so far is bound, as a step's afterBound does: a scenario
+	// about a gate installed among busy nodes must not find them idle because the plane was
+	// slow to place Pods (under load, none had been bound by 6 s). Needs GateStartsAt.
+	GateStartsAfterBound bool `yaml:"gateStartsAfterBound"`
 	// Init lists the required init DaemonSets; empty means one default init DaemonSet
 	// labelled startup.k8s.io/component=init that tolerates the taint and is ready after 1s.
 	Init []InitDaemonSet `yaml:"init"`
@@ -738,6 +743,9 @@ func (sc *Scenario) validateChoices() error {
 	case "", "Fail", "Ignore":
 	default:
 		return at(sc.line("webhook", "failurePolicy"), "webhook.failurePolicy %q: want Fail or Ignore", sc.Webhook.FailurePolicy)
+	}
+	if sc.GateStartsAfterBound && sc.GateStartsAt <= 0 {
+		return at(sc.line("gateStartsAfterBound"), "gateStartsAfterBound needs gateStartsAt: a gate that starts with the run has nothing to wait for")
 	}
 	if sc.Plane != nil && sc.Plane.NodeMonitorGracePeriod < 4*time.Second {
 		return at(sc.line("plane", "nodeMonitorGracePeriod"), "plane.nodeMonitorGracePeriod %s: at least 4s", sc.Plane.NodeMonitorGracePeriod)

@@ -26,6 +26,8 @@ func TestParseScenario(t *testing.T) {
 		{name: "two actions in a step", yaml: "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 1}\n    reregister: {node: s-0}\n", wantErr: "exactly one action"},
 		{name: "no action in a step", yaml: base + "  - at: 1s\n", wantErr: "exactly one action"},
 		{name: "afterBound is no action", yaml: base + "  - at: 1s\n    afterBound: true\n", wantErr: "exactly one action"},
+		{name: "gateStartsAfterBound alone", yaml: base + "gateStartsAfterBound: true\n", wantErr: "6: gateStartsAfterBound needs gateStartsAt"},
+		{name: "gateStartsAfterBound late", yaml: base + "gateStartsAt: 2s\ngateStartsAfterBound: true\n"},
 		{name: "a fault with a join", yaml: "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 1}\n    watchDrops: {duration: 1s}\n", wantErr: "exactly one action"},
 		{name: "unknown admission", yaml: base + "admission: later\n", wantErr: "admission"},
 		{name: "reregister unknown node", yaml: base + "  - at: 1s\n    reregister: {node: nope}\n", wantErr: "has not joined"},
