@@ -2,7 +2,6 @@ package sim
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"os"
 	"os/exec"
@@ -11,9 +10,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-
-	"github.com/startupgate/startupgate/sim/gateundertest"
-	"github.com/startupgate/startupgate/sim/scenario"
 )
 
 // The runs that cannot share a plane (scenarios that restart its apiserver or run its
@@ -46,14 +42,10 @@ type childTest struct {
 	done chan struct{}
 }
 
-// startExclusiveChild runs TestExclusive (the subtests that sub selects, all if empty) in a
-// child process. The child gets SIGKILL if this process dies, and its planes with it.
-func startExclusiveChild(sub string) *childTest {
+// startExclusiveChild runs TestExclusive in a child process, with run (childPattern's) as
+// its -test.run. The child gets SIGKILL if this process dies, and its planes with it.
+func startExclusiveChild(run string) *childTest {
 	c := &childTest{done: make(chan struct{})}
-	run := "^TestExclusive$"
-	if sub != "" {
-		run += "/" + sub
-	}
 	args := []string{"-test.run=" + run, "-test.v"}
 	for _, name := range []string{"test.timeout", "test.skip", "test.failfast"} {
 		if f := flag.Lookup(name); f != nil {
@@ -87,18 +79,31 @@ func startExclusiveChildIfRun() {
 	if run == nil || skip != nil && skip.Value.String() != "" {
 		return
 	}
-	top, sub := splitTestPattern(run.Value.String())
-	if ok, err := regexp.MatchString(top, "TestExclusive"); err != nil || !ok {
-		return
+	if pattern, ok := childPattern(run.Value.String()); ok {
+		exclusiveChild.Store(startExclusiveChild(pattern))
 	}
-	exclusiveChild.Store(startExclusiveChild(sub))
 }
 
-// splitTestPattern splits a -test.run pattern at its first slash outside brackets and
-// parentheses, as the testing package splits it by level: the top-level test's pattern and
-// its subtests'.
-func splitTestPattern(p string) (top, sub string) {
-	depth := 0
+// childPattern is the child's -test.run for the parent's run: of each alternative that
+// selects TestExclusive (the testing package splits a pattern at its top-level bars, then
+// each alternative at its slashes, by level), TestExclusive with that alternative's
+// subtest part. ok is false when no alternative selects TestExclusive.
+func childPattern(run string) (pattern string, ok bool) {
+	var alts []string
+	for _, alt := range splitTop(run, '|') {
+		levels := splitTop(alt, '/')
+		if m, err := regexp.MatchString(levels[0], "TestExclusive"); err != nil || !m {
+			continue
+		}
+		alts = append(alts, strings.Join(append([]string{"^TestExclusive$"}, levels[1:]...), "/"))
+	}
+	return strings.Join(alts, "|"), len(alts) > 0
+}
+
+// splitTop splits p at each sep outside brackets and parentheses (and not escaped).
+func splitTop(p string, sep byte) []string {
+	var parts []string
+	depth, start := 0, 0
 	for i := 0; i < len(p); i++ {
 		switch p[i] {
 		case '\\':
@@ -107,13 +112,14 @@ func splitTestPattern(p string) (top, sub string) {
 			depth++
 		case ']', ')':
 			depth--
-		case '/':
+		case sep:
 			if depth == 0 {
-				return p[:i], p[i+1:]
+				parts = append(parts, p[start:i])
+				start = i + 1
 			}
 		}
 	}
-	return p, ""
+	return append(parts, p[start:])
 }
 
 // TestExclusive runs every scenario that cannot share a plane, and every negative control
@@ -124,7 +130,7 @@ func TestExclusive(t *testing.T) {
 		t.Parallel()
 		c := exclusiveChild.Swap(nil) // taken once: with -count, each later run starts its own
 		if c == nil {
-			c = startExclusiveChild("")
+			c = startExclusiveChild("^TestExclusive$")
 		}
 		<-c.done
 		t.Log("the child process (its own plane):\n| " + strings.ReplaceAll(strings.TrimRight(c.out.String(), "\n"), "\n", "\n| "))
@@ -133,45 +139,40 @@ func TestExclusive(t *testing.T) {
 		}
 		return
 	}
-	rc := sharedPlane(t)
-	scs, err := scenario.LoadAll([]string{"../scenarios"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := NewRunner(rc, Options{Gate: gateundertest.InProcess, Plane: plane})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, scs := suite(t)
 	for _, sc := range scs {
 		if sc.Exclusive() {
-			t.Run("scenario/"+sc.Name, func(t *testing.T) {
-				res, err := r.Run(context.Background(), sc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				assertPassed(t, res)
-			})
+			t.Run("scenario/"+sc.Name, func(t *testing.T) { runPassing(t, r, sc) })
 		}
 	}
 	for _, nc := range negativeControls {
 		if changesPlane(t, nc.file) {
-			t.Run("control/"+nc.name(), func(t *testing.T) { nc.caught(t, rc) })
+			t.Run("control/"+nc.name(), func(t *testing.T) { nc.caught(t, sharedPlane(t)) })
 		}
 	}
 }
 
-// TestSplitTestPattern: the child runs what -run selected under TestExclusive.
-func TestSplitTestPattern(t *testing.T) {
-	for _, tt := range []struct{ in, top, sub string }{
-		{"", "", ""},
-		{"TestExclusive", "TestExclusive", ""},
-		{"TestExclusive/scenario/apiserver-restart", "TestExclusive", "scenario/apiserver-restart"},
-		{"Test(A|B/C)/x", "Test(A|B/C)", "x"},
-		{"Test[/]X/y", "Test[/]X", "y"},
-		{`Test\/X/y`, `Test\/X`, "y"},
+// TestChildPattern: the child runs what -run selected under TestExclusive, and only that.
+func TestChildPattern(t *testing.T) {
+	for _, tt := range []struct {
+		run, want string
+		ok        bool
+	}{
+		{"", "^TestExclusive$", true},
+		{"TestExclusive", "^TestExclusive$", true},
+		{"Test", "^TestExclusive$", true},
+		{"TestScenarios", "", false},
+		{"TestScenarios/basic-join", "", false},
+		{"TestExclusive/scenario/apiserver-restart", "^TestExclusive$/scenario/apiserver-restart", true},
+		{"TestExclusive/scenario/apiserver-restart|TestScenarios/basic-join$", "^TestExclusive$/scenario/apiserver-restart", true},
+		{"TestScenarios|TestExclusive/control", "^TestExclusive$/control", true},
+		{"Test(Exclusive|Scenarios)/x|y", "^TestExclusive$/x", true},
+		{"Test(Exclusive|Scenarios)/x|Excl", "^TestExclusive$/x|^TestExclusive$", true},
+		{"Test[/|]X|TestExclusive/a", "^TestExclusive$/a", true},
+		{`Test\|X|TestExclusive`, "^TestExclusive$", true},
 	} {
-		if top, sub := splitTestPattern(tt.in); top != tt.top || sub != tt.sub {
-			t.Errorf("splitTestPattern(%q) = %q, %q; want %q, %q", tt.in, top, sub, tt.top, tt.sub)
+		if got, ok := childPattern(tt.run); got != tt.want || ok != tt.ok {
+			t.Errorf("childPattern(%q) = %q, %v; want %q, %v", tt.run, got, ok, tt.want, tt.ok)
 		}
 	}
 }

@@ -26,6 +26,22 @@ import (
 // parallel (go test -parallel bounds how many at once), each isolated by namespace, node
 // names and label.
 func TestScenarios(t *testing.T) {
+	r, scs := suite(t)
+	for _, sc := range scs {
+		if sc.Exclusive() {
+			continue
+		}
+		t.Run(sc.Name, func(t *testing.T) {
+			t.Parallel()
+			runPassing(t, r, sc)
+		})
+	}
+}
+
+// suite loads every scenario in scenarios/ and a runner with the gate in-process on this
+// process's plane.
+func suite(t *testing.T) (*Runner, []*scenario.Scenario) {
+	t.Helper()
 	rc := sharedPlane(t)
 	scs, err := scenario.LoadAll([]string{"../scenarios"})
 	if err != nil {
@@ -35,19 +51,17 @@ func TestScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sc := range scs {
-		if sc.Exclusive() {
-			continue
-		}
-		t.Run(sc.Name, func(t *testing.T) {
-			t.Parallel()
-			res, err := r.Run(context.Background(), sc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			assertPassed(t, res)
-		})
+	return r, scs
+}
+
+// runPassing runs the scenario and fails the test unless it meets its expect.
+func runPassing(t *testing.T, r *Runner, sc *scenario.Scenario) {
+	t.Helper()
+	res, err := r.Run(context.Background(), sc)
+	if err != nil {
+		t.Fatal(err)
 	}
+	assertPassed(t, res)
 }
 
 // TestNegativeControls: every invariant has a run in which the checker must report a
