@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"io"
 	"math/rand/v2"
+	"net"
 	"slices"
 	"sync"
 	"time"
@@ -246,14 +247,19 @@ func (k *Kubelet) remember(name string, l *coordinationv1.Lease, err error) {
 func Retry(ctx context.Context, f func() error) error {
 	backoff := wait.Backoff{Duration: 50 * time.Millisecond, Factor: 1.5, Jitter: 0.1, Steps: 40, Cap: 2 * time.Second}
 	return retry.OnError(backoff, func(err error) bool {
-		if ctx.Err() != nil {
-			return false
-		}
-		return apierrors.IsConflict(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
-			apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) ||
-			utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
-			errors.Is(err, io.ErrUnexpectedEOF)
+		return ctx.Err() == nil && retriable(err)
 	}, f)
+}
+
+// retriable: an error a kubelet would retry. Network timeouts count: a soak run of
+// apiserver-restart lost an init Pod's status write to "net/http: TLS handshake timeout"
+// from the restarted, loaded apiserver, and its node was never released.
+func retriable(err error) bool {
+	var netErr net.Error
+	return apierrors.IsConflict(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) ||
+		utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &netErr) && netErr.Timeout()
 }
 
 func ignoreExists(err error) error {

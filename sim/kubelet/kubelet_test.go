@@ -1,6 +1,8 @@
 package kubelet
 
 import (
+	"errors"
+	"net/url"
 	"testing"
 	"time"
 
@@ -23,5 +25,33 @@ func TestKubeletDelayIsSeeded(t *testing.T) {
 	}
 	if !same || !differ {
 		t.Errorf("same seed same schedule: %v; other seed differs: %v", same, differ)
+	}
+}
+
+// timeoutErr is a network timeout, as net/http's TLS handshake timeout is.
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "net/http: TLS handshake timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
+
+// TestRetriable: transport timeouts are retried, as a kubelet retries them; other errors
+// are not.
+func TestRetriable(t *testing.T) {
+	put := func(err error) error {
+		return &url.Error{Op: "Put", URL: "https://127.0.0.1/api/v1/pods/x/status", Err: err}
+	}
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{put(timeoutErr{}), true},
+		{errors.New("net/http: TLS handshake timeout"), false}, // a string alone is not a timeout
+		{put(errors.New("x509: certificate signed by unknown authority")), false},
+		{errors.New("pods \"x\" not found"), false},
+	} {
+		if got := retriable(tt.err); got != tt.want {
+			t.Errorf("retriable(%v) = %v, want %v", tt.err, got, tt.want)
+		}
 	}
 }
