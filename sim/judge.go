@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -88,12 +87,38 @@ func (x *run) observed(v check.Verdict, recs []record.NodeRecord) check.Observed
 	for _, m := range x.sc.Expect.EventsMatch {
 		reasons = append(reasons, m.Reason, m.Like)
 	}
-	for _, reason := range reasons {
-		n, err := x.countEvents(reason)
-		obs.Events[reason] = n
-		obs.EventsErr = errors.Join(obs.EventsErr, err)
+	if len(reasons) > 0 {
+		obs.Events, obs.EventsErr = awaitEvents(reasons, x.start.Add(x.sc.Timeout), time.Second, x.countEvents)
 	}
 	return obs
+}
+
+// awaitEvents counts the Events of each reason, again every interval until each has been
+// seen at least once or deadline has passed, and returns the last counts (and the first
+// error, which ends the wait). Every expectation about Events needs at least one of each
+// reason, and an Event reaches the apiserver after the action it reports: client-go's
+// broadcaster writes it from a goroutine and, after a write that failed on the way (a
+// dropped connection or a handshake timeout on a loaded plane), tries again only 10 s
+// later, while a run such as init-daemonset-missing-toleration settles in 6. A soak run of
+// that scenario (seed 6, on a machine loaded by two planes and a fuzzer) was judged before
+// its Event arrived. The deadline is the run's timeout, so a missing Event still fails the
+// run, once the scenario's own bound has passed.
+func awaitEvents(reasons []string, deadline time.Time, interval time.Duration, count func(reason string) (int, error)) (map[string]int, error) {
+	for {
+		counts, seen := make(map[string]int, len(reasons)), true
+		for _, reason := range reasons {
+			n, err := count(reason)
+			if err != nil {
+				return counts, err
+			}
+			counts[reason] = n
+			seen = seen && n > 0
+		}
+		if seen || !time.Now().Add(interval).Before(deadline) {
+			return counts, nil
+		}
+		time.Sleep(interval)
+	}
 }
 
 // countEvents counts events.k8s.io Events with this reason about the scenario's objects,
