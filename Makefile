@@ -82,7 +82,7 @@ test: controlplane ## Run every test with the race detector, vetted with go vet'
 
 .PHONY: test-deploy
 test-deploy: controlplane ## The install paths only: the kustomize overlays and the Helm chart rendered, proved equal, and applied to the embedded plane; the image built and run.
-	go test -race ./deploy/...
+	GOFLAGS='$(TEST_GOFLAGS)' go test -race -vet=all ./deploy/...
 
 .PHONY: simulate
 simulate: controlplane build ## Run every scenario in scenarios/ on the embedded plane; reports in out/ (scenarios.json, .xml, .html).
