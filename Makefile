@@ -33,8 +33,11 @@ BENCH_FLAGS   ?=
 # own tables), and it is about a sixth of a cold build's CPU (the race build of ./sim/...:
 # 361 against 428 CPU-s). Through GOFLAGS, so that every go command of the tests inherits it,
 # the nested modules', the simulator's gate binary and hack/image's, and they still share
-# their compiled packages.
-TEST_GOFLAGS  := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false)
+# their compiled packages. For the same reason they are linked without a symbol table
+# (-ldflags=-s): a cold run links some twenty race-built test binaries, and the race
+# detector's reports and panics read the runtime's own tables, not the ELF symbols. (One
+# word: GOFLAGS splits at spaces, and -s alone also omits DWARF.)
+TEST_GOFLAGS  := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false -ldflags=-s)
 # Three tests run the gate as a process: the scenario suite's process-mode gate, the
 # benchmark's and the image's. make test builds it once, as `make image` does, and names it
 # in STARTUPGATE_GATE_BINARY: left to themselves, they built it at the same time in a cold CI
