@@ -106,7 +106,7 @@ fuzz: ## Run each fuzz target for FUZZTIME (5m) in turn: the Node webhook, the P
 	done
 
 .PHONY: bench
-bench: controlplane build ## Benchmark (~75 min on 2 cores): 3 gate/floor pairs on the same admission at 100, 1000 and 5000 nodes, the webhook gate, zero-jitter and paced bursts taken apart by stage, writes, CPU, memory (out/bench.json, .md, .html), then the Go benchmarks.
+bench: controlplane build ## Benchmark (~95 min on 2 cores; BENCH_FLAGS=--pairs-largest=1 for ~1 h): 3 gate/floor pairs on the same admission at 100, 1000 and 5000 nodes, the webhook gate, zero-jitter and paced bursts taken apart by stage, writes, CPU, memory (out/bench.json, .md, .html), then the Go benchmarks.
 	@mkdir -p $(OUT)
 	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate go run ./cmd/simulate bench --out $(OUT) --paced-for 30s $(BENCH_FLAGS)
 	go test ./gate -run '^$$' -bench . -benchmem | tee $(OUT)/bench-go.txt
