@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -253,13 +254,24 @@ func Retry(ctx context.Context, f func() error) error {
 
 // retriable: an error a kubelet would retry. Network timeouts count: a soak run of
 // apiserver-restart lost an init Pod's status write to "net/http: TLS handshake timeout"
-// from the restarted, loaded apiserver, and its node was never released.
+// from the restarted, loaded apiserver, and its node was never released. So does a request
+// cut off by its HTTP/2 connection being closed under it (a cold CI run of the same
+// scenario lost one to "http2: client connection force closed via ClientConn.Close"); the
+// http2 package does not export that error, so it is known by its text, as
+// utilnet.IsHTTP2ConnectionLost knows its sibling.
 func retriable(err error) bool {
 	var netErr net.Error
 	return apierrors.IsConflict(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
 		apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) ||
 		utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
+		utilnet.IsHTTP2ConnectionLost(err) || http2ForceClosed(err) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &netErr) && netErr.Timeout()
+}
+
+// http2ForceClosed: the request failed because its HTTP/2 connection was closed locally
+// while it was in flight.
+func http2ForceClosed(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "http2: client connection force closed")
 }
 
 func ignoreExists(err error) error {

@@ -46,6 +46,8 @@ func TestRetriable(t *testing.T) {
 		want bool
 	}{
 		{put(timeoutErr{}), true},
+		{put(errors.New("http2: client connection force closed via ClientConn.Close")), true},
+		{put(errors.New("http2: client connection lost")), true},
 		{errors.New("net/http: TLS handshake timeout"), false}, // a string alone is not a timeout
 		{put(errors.New("x509: certificate signed by unknown authority")), false},
 		{errors.New("pods \"x\" not found"), false},
