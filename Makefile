@@ -38,6 +38,8 @@ BENCH_FLAGS   ?=
 # detector's reports and panics read the runtime's own tables, not the ELF symbols. (One
 # word: GOFLAGS splits at spaces, and -s alone also omits DWARF.)
 TEST_GOFLAGS  := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false -ldflags=-s)
+# How make test and make test-deploy run go test: race detector on, vet's full set.
+GO_TEST       := GOFLAGS='$(TEST_GOFLAGS)' go test -race -vet=all
 # Three tests run the gate as a process: the scenario suite's process-mode gate, the
 # benchmark's and the image's. make test builds it once, as `make image` does, and names it
 # in STARTUPGATE_GATE_BINARY: left to themselves, they built it at the same time in a cold CI
@@ -81,11 +83,11 @@ build: ## Build bin/gate, bin/kubectl-startupgate (the same binary, as a kubectl
 .PHONY: test
 test: controlplane ## Run every test with the race detector, vetted with go vet's full set: unit, integration, the scenario suite on the embedded plane, the Helm chart's and the image's modules.
 	GOFLAGS='$(TEST_GOFLAGS)' CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -buildvcs=false -o $(TEST_GATE) ./cmd/gate
-	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) GOFLAGS='$(TEST_GOFLAGS)' go test -race -vet=all -p 3 -parallel 4 -timeout $(TEST_TIMEOUT) $(TEST_PACKAGES)
+	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) $(GO_TEST) -p 3 -parallel 4 -timeout $(TEST_TIMEOUT) $(TEST_PACKAGES)
 
 .PHONY: test-deploy
 test-deploy: controlplane ## The install paths only: the kustomize overlays and the Helm chart rendered, proved equal, and applied to the embedded plane; the image built and run.
-	GOFLAGS='$(TEST_GOFLAGS)' go test -race -vet=all ./deploy/...
+	$(GO_TEST) ./deploy/...
 
 .PHONY: simulate
 simulate: controlplane build ## Run every scenario in scenarios/ on the embedded plane; reports in out/ (scenarios.json, .xml, .html).

@@ -35,8 +35,8 @@ func (timeoutErr) Error() string   { return "net/http: TLS handshake timeout" }
 func (timeoutErr) Timeout() bool   { return true }
 func (timeoutErr) Temporary() bool { return true }
 
-// TestRetriable: transport timeouts are retried, as a kubelet retries them; other errors
-// are not.
+// TestRetriable: transport timeouts and requests whose HTTP/2 connection was closed under
+// them are retried, as a kubelet retries them; other errors are not.
 func TestRetriable(t *testing.T) {
 	put := func(err error) error {
 		return &url.Error{Op: "Put", URL: "https://127.0.0.1/api/v1/pods/x/status", Err: err}
