@@ -276,7 +276,8 @@ func (r *Runner) newRun(sc *scenario.Scenario, seed uint64) (*run, error) {
 		gateundertest.Options{As: r.Opts.GateAs, Shipped: r.Opts.Hooks != nil && r.Opts.Hooks.Shipped, Args: r.gateArgs(),
 			Run: fmt.Sprintf("%s seed %d", sc.Name, seed)})
 	x.kubelet = &kubelet.Kubelet{Client: r.kubeletClient, Namespace: ns, Scenario: sc.Name, Seed: seed, Init: sc.Init,
-		Version: controlplane.KubeVersion, Errors: x.fail, ReadyAccepted: x.recorder.ReadyAccepted}
+		Version: controlplane.KubeVersion, Errors: x.fail, ReadyAccepted: x.recorder.ReadyAccepted,
+		StatusReport: sc.Kubelet.NodeStatusReportFrequency}
 	if sc.Plane != nil {
 		x.kubelet.LeaseRenew = sc.Plane.NodeMonitorGracePeriod / 4
 	}

@@ -68,9 +68,16 @@ type Kubelet struct {
 	// LeaseRenew is how often each node's Lease is renewed (default 30s); a plane with a
 	// shorter node-monitor grace period needs a shorter one.
 	LeaseRenew time.Duration
+	// StatusReport is how often each Ready node reports its status though nothing changed,
+	// as a kubelet's nodeStatusReportFrequency (5m by default there). 0: never, after the
+	// first report. The report is what makes the node-lifecycle controller look at a Node
+	// again: a taint change of its that failed (the apiserver restarted under it) is not
+	// retried until the Node is next updated.
+	StatusReport time.Duration
 
 	mu      sync.Mutex
 	nodes   map[string]struct{}              // names of registered nodes
+	readied map[string]bool                  // registered nodes reported Ready
 	leases  map[string]*coordinationv1.Lease // the Lease each node last wrote
 	writers chan struct{}                    // bounds concurrent Pod writes
 	written map[types.UID]*corev1.Pod        // the Pod as this kubelet last wrote it
@@ -82,6 +89,7 @@ type Kubelet struct {
 func (k *Kubelet) Start(ctx context.Context) error {
 	k.ctx = ctx
 	k.nodes, k.handled, k.leases = map[string]struct{}{}, map[string]bool{}, map[string]*coordinationv1.Lease{}
+	k.readied = map[string]bool{}
 	k.writers = make(chan struct{}, kubeletWriters)
 	k.written = map[types.UID]*corev1.Pod{}
 	f := informers.NewSharedInformerFactoryWithOptions(k.Client, 0, informers.WithNamespace(k.Namespace))
@@ -97,6 +105,9 @@ func (k *Kubelet) Start(ctx context.Context) error {
 		return fmt.Errorf("kubelet pod informer did not sync")
 	}
 	go k.heartbeat(ctx)
+	if k.StatusReport > 0 {
+		go k.everyNode(ctx, k.StatusReport, k.readyNodes, k.reportStatus)
+	}
 	return nil
 }
 
@@ -160,6 +171,7 @@ func (k *Kubelet) Deregister(name string) {
 	defer k.mu.Unlock()
 	delete(k.nodes, name)
 	delete(k.leases, name)
+	delete(k.readied, name)
 }
 
 func (k *Kubelet) reportReady(node *corev1.Node) error {
@@ -198,8 +210,43 @@ func (k *Kubelet) reportReady(node *corev1.Node) error {
 		}
 		n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: k.Version, OperatingSystem: "linux", Architecture: "amd64"}
 		_, err := k.Client.CoreV1().Nodes().UpdateStatus(k.ctx, n, metav1.UpdateOptions{})
+		if err == nil {
+			k.mu.Lock()
+			if _, ok := k.nodes[node.Name]; ok {
+				k.readied[node.Name] = true
+			}
+			k.mu.Unlock()
+		}
 		return err
 	})
+}
+
+// reportStatus is a Ready node's periodic status report: its Ready condition's heartbeat,
+// moved to now. A failed report is left to the next one, as a kubelet would.
+func (k *Kubelet) reportStatus(ctx context.Context, name string) {
+	patch := fmt.Sprintf(`{"status":{"conditions":[{"type":%q,"lastHeartbeatTime":%q}]}}`,
+		corev1.NodeReady, time.Now().UTC().Format(time.RFC3339))
+	_, _ = k.Client.CoreV1().Nodes().PatchStatus(ctx, name, []byte(patch))
+}
+
+func (k *Kubelet) readyNodes() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	names := make([]string, 0, len(k.readied))
+	for n := range k.readied {
+		names = append(names, n)
+	}
+	return names
+}
+
+func (k *Kubelet) registered() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	names := make([]string, 0, len(k.nodes))
+	for n := range k.nodes {
+		names = append(names, n)
+	}
+	return names
 }
 
 // renewLease creates or renews the node's Lease. A renewal writes over the Lease this
@@ -298,7 +345,15 @@ func (k *Kubelet) heartbeat(ctx context.Context) {
 	if every <= 0 {
 		every = leaseRenew
 	}
-	t := time.NewTicker(every)
+	k.everyNode(ctx, every, k.registered, func(ctx context.Context, n string) {
+		_ = k.renewLease(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+	})
+}
+
+// everyNode calls write for each of nodes() once per interval until ctx ends, spread evenly
+// over the first half of the interval, at most heartbeatWriters at once.
+func (k *Kubelet) everyNode(ctx context.Context, interval time.Duration, nodes func() []string, write func(context.Context, string)) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
@@ -306,15 +361,10 @@ func (k *Kubelet) heartbeat(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		k.mu.Lock()
-		names := make([]string, 0, len(k.nodes))
-		for n := range k.nodes {
-			names = append(names, n)
-		}
-		k.mu.Unlock()
+		names := nodes()
 		var g errgroup.Group
 		g.SetLimit(heartbeatWriters)
-		start, step := time.Now(), every/2/time.Duration(max(1, len(names)))
+		start, step := time.Now(), interval/2/time.Duration(max(1, len(names)))
 		for i, n := range names {
 			if d := time.Until(start.Add(time.Duration(i) * step)); d > 0 {
 				select {
@@ -324,7 +374,7 @@ func (k *Kubelet) heartbeat(ctx context.Context) {
 				}
 			}
 			g.Go(func() error {
-				_ = k.renewLease(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+				write(ctx, n)
 				return nil
 			})
 		}

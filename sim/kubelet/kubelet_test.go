@@ -1,10 +1,16 @@
 package kubelet
 
 import (
+	"context"
 	"errors"
 	"net/url"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/startupgate/startupgate/sim/scenario"
 )
@@ -55,5 +61,55 @@ func TestRetriable(t *testing.T) {
 		if got := retriable(tt.err); got != tt.want {
 			t.Errorf("retriable(%v) = %v, want %v", tt.err, got, tt.want)
 		}
+	}
+}
+
+// TestStatusReport: with StatusReport set, a node reports its status again and again once
+// it is Ready, and only then; the report keeps it Ready. Without the reports, the
+// node-lifecycle controller never looks again at a Node whose taint write it lost.
+func TestStatusReport(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewClientset()
+	k := &Kubelet{Client: client, Namespace: "ns", Scenario: "s", StatusReport: 100 * time.Millisecond}
+	if err := k.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Register(ctx, "ready", nil, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Register(ctx, "late", nil, nil, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	reports := func(node string) int {
+		n := 0
+		for _, a := range client.Actions() {
+			if p, ok := a.(k8stesting.PatchAction); ok && a.GetSubresource() == "status" && p.GetName() == node {
+				n++
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for reports("ready") < 3 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := reports("ready"); n < 3 {
+		t.Fatalf("node ready: %d status reports, want at least 3", n)
+	}
+	if n := reports("late"); n != 0 {
+		t.Errorf("node not yet ready: %d status reports, want 0", n)
+	}
+	n, err := client.CoreV1().Nodes().Get(ctx, "ready", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
+			t.Errorf("after the reports, Ready is %s", c.Status)
+		}
+	}
+	if len(n.Status.Conditions) != 5 {
+		t.Errorf("after the reports, %d conditions, want the 5 reported Ready", len(n.Status.Conditions))
 	}
 }

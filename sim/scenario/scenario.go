@@ -60,6 +60,8 @@ type Scenario struct {
 	// Plane changes the embedded plane's controller-manager for this scenario, which then
 	// runs alone (embedded backend only).
 	Plane *Plane `yaml:"plane"`
+	// Kubelet sets what a real kubelet's configuration would for the fake kubelets.
+	Kubelet KubeletSettings `yaml:"kubelet"`
 
 	// File is filled by Load; GateConfig by Parse: the gate's defaults with the gate
 	// section applied, validated. A test may adjust it (a negative control turns a
@@ -78,6 +80,16 @@ type Plane struct {
 	// heartbeat before it marks the node NotReady (Unknown). The fake kubelet renews every
 	// quarter of it, so that live nodes stay Ready.
 	NodeMonitorGracePeriod time.Duration `yaml:"nodeMonitorGracePeriod"`
+}
+
+// KubeletSettings are the fields of a kubelet's configuration the fake kubelet honours.
+type KubeletSettings struct {
+	// NodeStatusReportFrequency is how often each Ready node reports its status though
+	// nothing changed. A real kubelet's default is 5m, longer than any run; unset, the fake
+	// kubelet reports once. A scenario that can make the node-lifecycle controller's taint
+	// write fail (an apiserver restart) needs it: that controller does not retry the write
+	// until the Node is next updated.
+	NodeStatusReportFrequency time.Duration `yaml:"nodeStatusReportFrequency"`
 }
 
 // GateProcess is the process-mode gate.
@@ -749,6 +761,9 @@ func (sc *Scenario) validateChoices() error {
 	}
 	if sc.Plane != nil && sc.Plane.NodeMonitorGracePeriod < 4*time.Second {
 		return at(sc.line("plane", "nodeMonitorGracePeriod"), "plane.nodeMonitorGracePeriod %s: at least 4s", sc.Plane.NodeMonitorGracePeriod)
+	}
+	if f := sc.Kubelet.NodeStatusReportFrequency; f != 0 && f < time.Second {
+		return at(sc.line("kubelet", "nodeStatusReportFrequency"), "kubelet.nodeStatusReportFrequency %s: at least 1s, or unset", f)
 	}
 	if ct := sc.Expect.ConditionTaint; ct != nil {
 		if ct.Taint.Key == "" || len(ct.While) == 0 {

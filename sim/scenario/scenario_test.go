@@ -26,6 +26,8 @@ func TestParseScenario(t *testing.T) {
 		{name: "two actions in a step", yaml: "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 1}\n    reregister: {node: s-0}\n", wantErr: "exactly one action"},
 		{name: "no action in a step", yaml: base + "  - at: 1s\n", wantErr: "exactly one action"},
 		{name: "afterBound is no action", yaml: base + "  - at: 1s\n    afterBound: true\n", wantErr: "exactly one action"},
+		{name: "status report under a second", yaml: base + "kubelet: {nodeStatusReportFrequency: 500ms}\n", wantErr: "6: kubelet.nodeStatusReportFrequency 500ms: at least 1s"},
+		{name: "negative status report", yaml: base + "kubelet: {nodeStatusReportFrequency: -1s}\n", wantErr: "6: kubelet.nodeStatusReportFrequency -1s"},
 		{name: "gateStartsAfterBound alone", yaml: base + "gateStartsAfterBound: true\n", wantErr: "6: gateStartsAfterBound needs gateStartsAt"},
 		{name: "gateStartsAfterBound late", yaml: base + "gateStartsAt: 2s\ngateStartsAfterBound: true\n"},
 		{name: "a fault with a join", yaml: "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 1}\n    watchDrops: {duration: 1s}\n", wantErr: "exactly one action"},
