@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -232,21 +233,13 @@ func (k *Kubelet) reportStatus(ctx context.Context, name string) {
 func (k *Kubelet) readyNodes() []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	names := make([]string, 0, len(k.readied))
-	for n := range k.readied {
-		names = append(names, n)
-	}
-	return names
+	return slices.Collect(maps.Keys(k.readied))
 }
 
 func (k *Kubelet) registered() []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	names := make([]string, 0, len(k.nodes))
-	for n := range k.nodes {
-		names = append(names, n)
-	}
-	return names
+	return slices.Collect(maps.Keys(k.nodes))
 }
 
 // renewLease creates or renews the node's Lease. A renewal writes over the Lease this
