@@ -222,6 +222,8 @@ func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64
 	kcancel()
 	if err := x.recorder.Barrier(ctx, r.recorderClient, sc.Name); err != nil {
 		x.fail(fmt.Errorf("recorder barrier: %w", err))
+	} else if err := x.recorder.ResolveReleases(ctx, r.recorderClient); err != nil {
+		x.fail(fmt.Errorf("recorder: %w", err))
 	}
 	if h := r.Opts.Hooks; h != nil && h.Settled != nil {
 		x.fail(h.Settled(outer, Live{x}))

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -78,7 +79,10 @@ type NodeRecord struct {
 	Tainted   Mark // first version seen with the gate taint (zero if never)
 	InitReady Mark // first time every init Pod seen on it was Ready
 	Released  Mark // first version seen with completedAt and without the taint
-	Deleted   Mark
+	// Held is the newest version seen before Released that was not released yet. The
+	// release came after it, and at or before Released; see ResolveReleases.
+	Held    Mark
+	Deleted Mark
 	// TaintedAtCreate: the first stored version already had the taint (admission worked).
 	TaintedAtCreate bool
 	// CompletedAt lists every change of a rule's completion annotation, as KEY=VALUE (an
@@ -248,8 +252,12 @@ func (r *Recorder) node(old, cur *corev1.Node) {
 	r.rules(rec, cur, m)
 	rec.Conditions = appendChanged(rec.Conditions, conditionFacts(cur), m)
 	rec.Taints = appendChanged(rec.Taints, taintFacts(cur), m)
-	if r.cfg.Released(cur) && !r.cfg.HasTaint(cur) && rec.Released.IsZero() {
-		rec.Released = m
+	if rec.Released.IsZero() {
+		if r.released(cur) {
+			rec.Released = m
+		} else {
+			rec.Held = m
+		}
 	}
 	if old != nil {
 		for _, t := range lostTaints(old.Spec.Taints, cur.Spec.Taints) {
@@ -258,6 +266,94 @@ func (r *Recorder) node(old, cur *corev1.Node) {
 			}
 		}
 	}
+}
+
+// released: the node has its completion and not the gate's taint.
+func (r *Recorder) released(n *corev1.Node) bool {
+	return r.cfg.Released(n) && !r.cfg.HasTaint(n)
+}
+
+// ResolveReleases makes each released node's Released exact enough to judge its bindings.
+// The node stream can miss versions (after a broken watch, a re-list hands over only the
+// newest), so the first version seen released may be later than the release itself, and
+// a workload Pod bound in between would look early: after an apiserver restart, a node released at
+// 13 s was first seen released at 18 s, a status report later, and three Pods bound at
+// 14 s were judged early. For each binding between Held and Released, it reads the node
+// as it was at the binding's resourceVersion (a list at that exact revision, from etcd's
+// history), and moves Released back to the first version read released. A binding is
+// still judged only by what the API held at its resourceVersion.
+func (r *Recorder) ResolveReleases(ctx context.Context, cs kubernetes.Interface) error {
+	type open struct {
+		uid, name      string
+		held, released uint64
+		bound          []uint64
+	}
+	var opens []open
+	r.mu.Lock()
+	for _, rec := range r.nodes {
+		o := open{uid: rec.UID, name: rec.Name, held: rec.Held.RV, released: rec.Released.RV}
+		for _, b := range rec.Bindings {
+			// Only a binding that would be a violation is worth a read: each node's init
+			// Pod is commonly bound between its last version held and its release.
+			if !b.Tolerates && !b.Init && !rec.Released.IsZero() && b.Mark.RV > o.held && b.Mark.RV < o.released {
+				o.bound = append(o.bound, b.Mark.RV)
+			}
+		}
+		if len(o.bound) > 0 {
+			opens = append(opens, o)
+		}
+	}
+	r.mu.Unlock()
+	for _, o := range opens {
+		at := func(rv uint64) (bool, uint64, error) { return r.releasedAt(ctx, cs, o.name, o.uid, rv) }
+		released, err := FirstReleased(o.held, o.released, o.bound, at)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", o.name, err)
+		}
+		r.mu.Lock()
+		r.nodes[o.uid].Released.RV = released
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// FirstReleased narrows a release known to lie in (held, released] until no binding in
+// bound falls inside it: it asks at(rv) whether the node was released at each one, in
+// order, and returns the resourceVersion the release is at or before.
+func FirstReleased(held, released uint64, bound []uint64, at func(rv uint64) (bool, uint64, error)) (uint64, error) {
+	bound = slices.Sorted(slices.Values(bound))
+	for _, b := range bound {
+		if b <= held || b >= released {
+			continue
+		}
+		ok, version, err := at(b)
+		if err != nil {
+			return released, err
+		}
+		if !ok {
+			held = b
+			continue
+		}
+		released = version
+	}
+	return released, nil
+}
+
+// releasedAt reads the node incarnation uid as it was at resourceVersion rv: whether it
+// was released then, and the version it had.
+func (r *Recorder) releasedAt(ctx context.Context, cs kubernetes.Interface, name, uid string, at uint64) (bool, uint64, error) {
+	l, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{
+		FieldSelector:        fields.OneTermEqualSelector("metadata.name", name).String(),
+		ResourceVersion:      strconv.FormatUint(at, 10),
+		ResourceVersionMatch: metav1.ResourceVersionMatchExact,
+	})
+	if err != nil {
+		return false, 0, fmt.Errorf("reading it at rv %d: %w", at, err)
+	}
+	if len(l.Items) != 1 || string(l.Items[0].UID) != uid {
+		return false, 0, fmt.Errorf("at rv %d, found %d nodes of that name, not incarnation %s", at, len(l.Items), uid)
+	}
+	return r.released(&l.Items[0]), rv(&l.Items[0]), nil
 }
 
 // rules records, per rule, what this version shows: completion annotations that change
