@@ -38,7 +38,7 @@ BENCH_FLAGS   ?=
 # detector's reports and panics read the runtime's own tables, not the ELF symbols. (One
 # word: GOFLAGS splits at spaces, and -s alone also omits DWARF.) The tools run through
 # hack/buildgc, with a garbage collector that runs a quarter as often (GOGC=400): the same
-# packages, a sixth less CPU; the tests and what they start keep Go's default.
+# packages, a tenth to a seventh less CPU; the tests and what they start keep Go's default.
 TEST_GOFLAGS  := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false -ldflags=-s -toolexec=$(CURDIR)/hack/buildgc)
 # How make test and make test-deploy run go test: race detector on, vet's full set.
 GO_TEST       := GOFLAGS='$(TEST_GOFLAGS)' go test -race -vet=all
