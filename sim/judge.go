@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -122,16 +121,16 @@ func awaitEvents(reasons []string, deadline time.Time, interval time.Duration, c
 }
 
 // countEvents counts events.k8s.io Events with this reason about the scenario's objects,
-// created during this run. Events about its Nodes land in "default" and the rest in its
-// namespace, so it lists those two namespaces only, not the whole cluster. Each List still
-// reads every Event in its namespace (the apiserver keeps no watch cache for Events), and
-// over a soak "default" fills with every earlier run's Node Events: in one soak, 50,000 to
-// 73,000 of them, 2 to 6 s a List. A List that outlives its timeout is an error here, never
-// a count of 0 (a soak run once reported "found 0 and 0", most likely after two timeouts).
-// Node names repeat from run to run of a scenario, and Events outlive the run, so without
-// the time an earlier run's Events (a negative control's, say) would count here.
+// created during this run: those about its Nodes, which land in "default", and those about
+// objects in its namespace. Each List reads every Event in its namespace (the apiserver
+// keeps no watch cache for Events), so "default" must not grow with the runs before this
+// one: each run's cleanup deletes the Events about its Nodes (deleteNodeEvents). A List
+// that outlives its timeout is an error here, never a count of 0 (a soak run once reported
+// "found 0 and 0", most likely after two timeouts). Node names repeat from run to run of a
+// scenario, and an Event may outlive its run's cleanup (one written late), so without the
+// time an earlier run's Events (a negative control's, say) could count here.
 func (x *run) countEvents(reason string) (int, error) {
-	n := 0
+	n, nodes := 0, x.sc.NodeNames()
 	for _, ns := range []string{metav1.NamespaceDefault, x.ns} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		list, err := x.client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + reason})
@@ -140,7 +139,7 @@ func (x *run) countEvents(reason string) (int, error) {
 			return 0, fmt.Errorf("listing %s events in %s: %w", reason, ns, err)
 		}
 		for _, e := range list.Items {
-			ours := e.Regarding.Namespace == x.ns || strings.HasPrefix(e.Regarding.Name, x.sc.Name+"-")
+			ours := e.Regarding.Namespace == x.ns || e.Regarding.Kind == "Node" && nodes[e.Regarding.Name]
 			if ours && !e.CreationTimestamp.Time.Before(x.start.Truncate(time.Second)) {
 				n++
 			}

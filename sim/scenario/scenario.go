@@ -849,6 +849,22 @@ func (sc *Scenario) NodeName(prefix string, i int) string {
 	return fmt.Sprintf("%s-%s%d", sc.Name, prefix, i)
 }
 
+// NodeNames is the set of every node the scenario joins: on a shared plane, the Nodes (and
+// the Events about them) that are this scenario's. A prefix match on its name would not
+// do, since one scenario's name can begin another's (init-never-ready-timeout and
+// init-never-ready-timeout-keep).
+func (sc *Scenario) NodeNames() map[string]bool {
+	names := map[string]bool{}
+	for _, s := range sc.Timeline {
+		if s.Join != nil {
+			for i := 0; i < s.Join.Count; i++ {
+				names[sc.NodeName(s.Join.Prefix, i)] = true
+			}
+		}
+	}
+	return names
+}
+
 // LoadAll loads FILE or DIR arguments (a DIR contributes its *.yaml files, sorted).
 func LoadAll(args []string) ([]*Scenario, error) {
 	var out []*Scenario

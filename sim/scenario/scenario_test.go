@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -69,6 +70,29 @@ func TestAfterBound(t *testing.T) {
 	}
 	if s := sc.Timeline; s[0].AfterBound || !s[1].AfterBound || s[1].WebhookOutage == nil {
 		t.Errorf("timeline %+v; want only the outage after bound", s)
+	}
+}
+
+// TestNodeNames: a scenario's nodes are exactly those its joins name; a node of another
+// scenario whose name begins with this one's is not among them.
+func TestNodeNames(t *testing.T) {
+	sc, err := Parse([]byte("name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 2, prefix: n}\n" +
+		"  - at: 1s\n    join: {count: 1, prefix: gpu-}\n  - at: 2s\n    nodeDelete: {node: s-n1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"s-n0": true, "s-n1": true, "s-gpu-0": true}
+	if got := sc.NodeNames(); !maps.Equal(got, want) {
+		t.Errorf("NodeNames() = %v, want %v", got, want)
+	}
+	keep, err := Parse([]byte("name: s-keep\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 1, prefix: n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range keep.NodeNames() {
+		if sc.NodeNames()[n] {
+			t.Errorf("%s is s-keep's node, and NodeNames() of s counts it", n)
+		}
 	}
 }
 
