@@ -51,7 +51,10 @@ const (
 // when a continuous rule's requirements have failed, what a dry-run rule already reported,
 // and which node just left a rule's selector.
 type Reconciler struct {
-	Client   client.Client // cached: Nodes, DaemonSets and the init Pods only
+	Client client.Client // cached: Nodes, DaemonSets and the init Pods only
+	// Reader reads from the apiserver itself: a re-taint is confirmed there first (nil:
+	// decided from the cache alone).
+	Reader   client.Reader
 	Writer   *NodeWriter
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
@@ -172,6 +175,9 @@ func (r *Reconciler) rule(ctx context.Context, f *facts, rl *Rule) (time.Duratio
 	}
 	st := r.track(ctx, node, rl, rl.HasTaint(node))
 	d, err := r.decide(ctx, f, rl, r.unmet(st))
+	if err == nil && d.Taint {
+		d, err = r.confirm(ctx, f, rl, r.unmet(st))
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -187,6 +193,36 @@ func (r *Reconciler) rule(ctx context.Context, f *facts, rl *Rule) (time.Duratio
 		log.FromContext(ctx).V(1).Info("Holding node", "node", klog.KObj(node), "rule", rl.Name, "reason", d.Reason, "requeueAfter", d.RequeueAfter)
 	}
 	return d.RequeueAfter, nil
+}
+
+// confirm decides a re-taint again on the node and its Pods as the apiserver has them now.
+// The cache can lag the apiserver by seconds on a loaded plane, and a re-taint decided from
+// it can put a taint back on a node whose component was Ready again seconds before (a soak
+// run saw 10 nodes re-tainted that way, with a 3 s settle time, and released again 4 s
+// later). A release needs no such check: releasing late is the safe side. f takes the
+// fresh node and Pods, so that the write is guarded by the version just read.
+func (r *Reconciler) confirm(ctx context.Context, f *facts, rl *Rule, unmetSince time.Time) (Decision, error) {
+	if r.Reader == nil {
+		return r.decide(ctx, f, rl, unmetSince)
+	}
+	node := &corev1.Node{}
+	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(f.node), node); err != nil {
+		return Decision{}, fmt.Errorf("reading node %q to confirm a re-taint: %w", f.node.Name, err)
+	}
+	list := &corev1.PodList{}
+	if err := r.Reader.List(ctx, list, client.MatchingFields{PodNodeNameField: node.Name}); err != nil {
+		return Decision{}, fmt.Errorf("listing pods of node %q to confirm a re-taint: %w", node.Name, err)
+	}
+	pods := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		pods[i] = &list.Items[i]
+	}
+	f.node, f.pods = node, pods
+	d, err := r.decide(ctx, f, rl, unmetSince)
+	if err == nil && !d.Taint {
+		log.FromContext(ctx).Info("Re-taint withdrawn: the apiserver's copy disagrees with the cache", "node", klog.KObj(node), "rule", rl.Name, "reason", d.Reason)
+	}
+	return d, err
 }
 
 func (r *Reconciler) initPods(ctx context.Context, nodeName string) ([]*corev1.Pod, error) {

@@ -43,6 +43,12 @@ func (c *calls) writes() int {
 	return c.patches + c.updates + c.creates
 }
 
+func (c *calls) reads() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gets + c.lists
+}
+
 // counting wraps funcs so that every Get/List/Patch/Update/Create is counted (and every patch body
 // recorded) before the given hook, if any, runs.
 func (c *calls) counting(funcs interceptor.Funcs) interceptor.Funcs {

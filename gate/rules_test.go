@@ -192,6 +192,50 @@ func TestContinuousRuleRetaints(t *testing.T) {
 	}
 }
 
+// TestRetaintConfirmedAgainstAPIServer: a re-taint decided from a cache that lags the
+// apiserver is decided again on the apiserver's copy, and is written only if that copy
+// still calls for it. A soak run's gate re-tainted 10 nodes whose CNI Pods had been Ready in
+// the apiserver for seconds, its cache not yet told.
+func TestRetaintConfirmedAgainstAPIServer(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		liveReady  bool
+		wantTaints []corev1.Taint
+		wantWrites int
+	}{
+		{"the apiserver has the Pod Ready again: no write", true, nil, 0},
+		{"the apiserver agrees: re-tainted", false, []corev1.Taint{cniTaint}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := rulesConfig(t, nil)
+			node := newNode("c", t0, withNodeAnnotation(DefaultCompletedAnnotation, "1"), withNodeAnnotation(DefaultCompletedAnnotation+".cni", "1"))
+			e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, node, componentPod("cni-c", "c", "cni")) // the cache: not Ready
+			var livePod []podOpt
+			if tc.liveReady {
+				livePod = append(livePod, readyAt(e.clock.Now().Add(2*time.Second)))
+			}
+			live, liveCalls := newFakeClient(interceptor.Funcs{}, node.DeepCopy(), componentPod("cni-c", "c", "cni", livePod...))
+			e.r.Reader = live
+
+			e.reconcile(t, "c")
+			if liveCalls.reads() != 0 {
+				t.Errorf("%d reads from the apiserver before any re-taint was due, want 0", liveCalls.reads())
+			}
+			e.clock.Step(5 * time.Second)
+			e.reconcile(t, "c")
+			if diff := cmp.Diff(tc.wantTaints, getNode(t, e.c, "c").Spec.Taints); diff != "" {
+				t.Errorf("taints (-want +got):\n%s", diff)
+			}
+			if w := e.calls.writes(); w != tc.wantWrites {
+				t.Errorf("%d writes, want %d", w, tc.wantWrites)
+			}
+			if liveCalls.reads() == 0 {
+				t.Error("the re-taint was decided without reading the apiserver")
+			}
+		})
+	}
+}
+
 // TestNodeLeavesRuleSelector: relabelled out of a rule's selector, a node loses that rule's
 // taint in one write; a node that was never seen inside it keeps it (registered by hand).
 func TestNodeLeavesRuleSelector(t *testing.T) {

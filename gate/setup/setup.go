@@ -83,7 +83,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, cfg *gate.Config, op
 
 	recorder := mgr.GetEventRecorder("startupgate")
 	writer := &gate.NodeWriter{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
-	r := &gate.Reconciler{Client: mgr.GetClient(), Writer: writer, Recorder: recorder, Clock: opts.Clock, Config: cfg}
+	r := &gate.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Writer: writer, Recorder: recorder, Clock: opts.Clock, Config: cfg}
 	if cfg.Backfill {
 		r.Backfill = &gate.Backfiller{Writer: writer, Reader: mgr.GetAPIReader(), Recorder: recorder, Clock: opts.Clock, Config: cfg}
 	}
