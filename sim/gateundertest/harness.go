@@ -267,6 +267,7 @@ func (h *Harness) gateRC() *rest.Config {
 	rc.QPS, rc.Burst = 1000, 2000
 	rc.UserAgent = "startupgate-gate"
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &writeCounter{next: rt, n: &h.nodeWrites} })
+	controlplane.LogSlowRequests(rc, ctrllog.Log.WithValues("run", h.run))
 	if h.as != nil {
 		rc.Impersonate = *h.as
 	}
@@ -410,22 +411,19 @@ func (h *Harness) writeGateFiles() (kubeconfig, config string, err error) {
 	return kubeconfig, config, os.WriteFile(config, raw, 0o600)
 }
 
-// startChild starts cmd as replica r, logging to the harness dir; it dies with us.
+// startChild starts cmd as replica r, its output passed to the simulator's log under the
+// run and replica (childLog); it dies with us.
 func (h *Harness) startChild(r *Replica, cmd *exec.Cmd, env ...string) error {
-	logf, err := os.OpenFile(filepath.Join(h.dir, fmt.Sprintf("gate-%d.log", r.id)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
+	out := &childLog{log: ctrllog.Log.WithValues("run", h.run, "replica", r.id)}
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		logf.Close()
 		return fmt.Errorf("starting %s: %w", filepath.Base(cmd.Path), err)
 	}
 	done := make(chan error)
 	r.cmd, r.done = cmd, done
-	go func() { _ = cmd.Wait(); logf.Close(); close(done) }()
+	go func() { _ = cmd.Wait(); out.Close(); close(done) }()
 	return nil
 }
 
