@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/startupgate/startupgate/gate"
 	"github.com/startupgate/startupgate/sim/controlplane"
@@ -113,6 +114,7 @@ func NewRunner(rc *rest.Config, opts Options) (*Runner, error) {
 		c := rest.CopyConfig(rc)
 		c.UserAgent = ua
 		controlplane.Protobuf(c)
+		controlplane.LogSlowRequests(c, ctrllog.Log)
 		cs, err := kubernetes.NewForConfig(c)
 		if err != nil {
 			return nil, err
