@@ -92,15 +92,15 @@ test-deploy: controlplane ## The install paths only: the kustomize overlays and 
 	$(GO_TEST) ./deploy/...
 
 .PHONY: simulate
-simulate: controlplane build ## Run every scenario in scenarios/ on the embedded plane; reports in out/ (scenarios.json, .xml, .html).
+simulate: controlplane build ## Run every scenario in scenarios/ on the embedded plane; reports in out/ (scenarios.json, .xml, .html), logs in out/gate.log and out/plane/.
 	@mkdir -p $(OUT)
-	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate go run ./cmd/simulate run --gate-log $(OUT)/gate.log --parallel 4 --json $(OUT)/scenarios.json --junit $(OUT)/scenarios.xml --html $(OUT)/scenarios.html $(SCENARIOS)
+	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate go run ./cmd/simulate run --gate-log $(OUT)/gate.log --plane-logs $(OUT)/plane --parallel 4 --json $(OUT)/scenarios.json --junit $(OUT)/scenarios.xml --html $(OUT)/scenarios.html $(SCENARIOS)
 
 .PHONY: soak
-soak: controlplane build ## Soak: every scenario on consecutive seeds until at least SOAK_RUNS (1000) runs; per-scenario table, out/soak.json with every run's seed, result and reproduce command.
+soak: controlplane build ## Soak: every scenario on consecutive seeds until at least SOAK_RUNS (1000) runs; per-scenario table, out/soak.json with every run's seed, result and reproduce command; logs in out/soak-gate.log and out/soak-plane/.
 	@mkdir -p $(OUT)
 	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate go run ./cmd/simulate run --repeat $(SOAK_REPEAT) --seed $(SOAK_SEED) --parallel $(SOAK_PARALLEL) \
-		--gate-log $(OUT)/soak-gate.log --json $(OUT)/soak.json --junit $(OUT)/soak.xml $(SCENARIOS)
+		--gate-log $(OUT)/soak-gate.log --plane-logs $(OUT)/soak-plane --json $(OUT)/soak.json --junit $(OUT)/soak.xml $(SCENARIOS)
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (5m) in turn: the Node webhook, the Pod guard, config and rules decoding, scenario decoding, gate convert. A crasher lands in testdata/fuzz/ as a seed.

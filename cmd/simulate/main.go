@@ -81,10 +81,10 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 }
 
 type runOpts struct {
-	backend, kubeconfig, gate, jsonOut, junitOut, htmlOut, gateLog string
-	seed                                                           uint64
-	repeat, parallel                                               int
-	verbose                                                        bool
+	backend, kubeconfig, gate, jsonOut, junitOut, htmlOut, gateLog, planeLogs string
+	seed                                                                      uint64
+	repeat, parallel                                                          int
+	verbose                                                                   bool
 }
 
 var opts runOpts
@@ -103,6 +103,7 @@ func runFlags(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&opts.htmlOut, "html", "", "write the HTML report (one self-contained page of pictures) here")
 	fs.StringVar(&opts.gateLog, "gate-log", "", "write the gate's logs, and client-go's and klog's, here (default: a temporary file, named at the start)")
 	fs.BoolVar(&opts.verbose, "v", false, "print those logs on stderr as well")
+	fs.StringVar(&opts.planeLogs, "plane-logs", "", "keep the embedded plane's logs (etcd, kube-apiserver, kube-scheduler, kube-controller-manager) in this directory (default: the plane's temporary directory, removed at exit)")
 	return fs
 }
 
@@ -130,7 +131,7 @@ func runScenarios(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 2, err
 	}
-	backend, err := newBackend(opts.backend, opts.kubeconfig)
+	backend, err := newBackend(opts.backend, opts.kubeconfig, opts.planeLogs)
 	if err != nil {
 		return 2, err
 	}
@@ -140,6 +141,9 @@ func runScenarios(args []string, stdout, stderr io.Writer) (int, error) {
 	con := newConsole(stdout)
 	defer con.Close()
 	fmt.Fprintf(con, "starting %s control plane (logs: %s)\n", backend.Name(), logPath)
+	if opts.planeLogs != "" {
+		fmt.Fprintf(con, "the plane's own logs: %s\n", opts.planeLogs)
+	}
 	rc, err := backend.Start(ctx)
 	if err != nil {
 		return 1, err
@@ -182,10 +186,19 @@ func runScenarios(args []string, stdout, stderr io.Writer) (int, error) {
 }
 
 // newBackend is the control plane --backend names.
-func newBackend(name, kubeconfig string) (controlplane.Backend, error) {
+func newBackend(name, kubeconfig, planeLogs string) (controlplane.Backend, error) {
+	if planeLogs != "" && name != "embedded" {
+		return nil, fmt.Errorf("--plane-logs: only the embedded backend's logs are the simulator's to keep (--backend %s)", name)
+	}
 	switch name {
 	case "embedded":
-		return &controlplane.Embedded{}, nil
+		if planeLogs == "" {
+			return &controlplane.Embedded{}, nil
+		}
+		if err := os.MkdirAll(planeLogs, 0o755); err != nil {
+			return nil, fmt.Errorf("--plane-logs: %w", err)
+		}
+		return &controlplane.Embedded{LogDir: planeLogs}, nil
 	case "kubeconfig":
 		return &controlplane.Kubeconfig{Path: kubeconfig}, nil
 	case "kind":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,7 +80,8 @@ type Embedded struct {
 	// APIServerArgs are extra kube-apiserver flags (name -> value), for faults such as
 	// short request timeouts.
 	APIServerArgs map[string]string
-	// LogDir receives the scheduler's and controller-manager's output; a temp dir if empty.
+	// LogDir receives the output of etcd, kube-apiserver, the scheduler and the
+	// controller-manager, one file each; the plane's temp dir (removed by Stop) if empty.
 	LogDir string
 
 	env        *envtest.Environment
@@ -88,6 +90,7 @@ type Embedded struct {
 	bin        string
 	mu         sync.Mutex
 	children   []*exec.Cmd
+	logs       []*os.File           // etcd's and kube-apiserver's, which envtest starts
 	running    map[string]*exec.Cmd // the scheduler and the controller-manager, among children
 	grace      time.Duration        // the controller-manager's node monitor grace period
 	started    time.Duration
@@ -113,12 +116,26 @@ func (e *Embedded) Start(ctx context.Context) (*rest.Config, error) {
 	if e.LogDir == "" {
 		e.LogDir = e.dir
 	}
+	// A kept log directory holds this plane's logs only; a restart within it appends.
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-apiserver-restarted", "kube-scheduler", "kube-controller-manager"} {
+		if err := os.Remove(filepath.Join(e.LogDir, name+".log")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("clearing the plane's log: %w", err)
+		}
+	}
 	assets, err := e.deathsigWrappers(bin)
 	if err != nil {
 		return nil, err
 	}
 	e.env = &envtest.Environment{BinaryAssetsDirectory: assets, ControlPlaneStartTimeout: time.Minute}
-	api := e.env.ControlPlane.GetAPIServer().Configure()
+	logs, err := e.openLogs("etcd", "kube-apiserver")
+	if err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	e.env.ControlPlane.Etcd = &envtest.Etcd{Out: logs[0], Err: logs[0]}
+	apiServer := e.env.ControlPlane.GetAPIServer()
+	apiServer.Out, apiServer.Err = logs[1], logs[1]
+	api := apiServer.Configure()
 	// Bursts of thousands of nodes and pods must not be throttled by the apiserver itself.
 	api.Set("max-requests-inflight", "2000").Set("max-mutating-requests-inflight", "1000")
 	// A run's cleanup deletes its nodes and Pods by collection; with the default single
@@ -254,6 +271,19 @@ func (e *Embedded) restartChild(name string, args []string) error {
 	return e.startChild(name, args)
 }
 
+// openLogs opens LogDir/<name>.log for appending for each of the processes envtest starts
+// (it does not write their output anywhere by default); Stop closes them.
+func (e *Embedded) openLogs(names ...string) ([]*os.File, error) {
+	for _, name := range names {
+		f, err := os.OpenFile(filepath.Join(e.LogDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("creating %s log: %w", name, err)
+		}
+		e.logs = append(e.logs, f)
+	}
+	return e.logs, nil
+}
+
 // startProcess starts path with args, its output appended to LogDir/logName.log, as a
 // child that gets SIGKILL when this process dies; Stop kills it.
 func (e *Embedded) startProcess(logName, path string, args []string) (*exec.Cmd, error) {
@@ -328,6 +358,10 @@ func (e *Embedded) Stop() error {
 		err = e.env.Stop()
 		e.env = nil
 	}
+	for _, f := range e.logs {
+		_ = f.Close()
+	}
+	e.logs = nil
 	if e.dir != "" {
 		_ = os.RemoveAll(e.dir)
 		e.dir = ""
