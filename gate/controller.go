@@ -209,9 +209,16 @@ func (r *Reconciler) confirm(ctx context.Context, f *facts, rl *Rule, unmetSince
 	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(f.node), node); err != nil {
 		return Decision{}, fmt.Errorf("reading node %q to confirm a re-taint: %w", f.node.Name, err)
 	}
+	// The cache's own scope (the components' label key, their namespace if they share one),
+	// on this node: the Pods the cached decision read, as the apiserver has them.
+	opts := []client.ListOption{client.MatchingFields{PodNodeNameField: node.Name},
+		client.MatchingLabelsSelector{Selector: r.Config.CacheSelector()}}
+	if ns := r.Config.CacheNamespace(); ns != "" {
+		opts = append(opts, client.InNamespace(ns))
+	}
 	list := &corev1.PodList{}
-	if err := r.Reader.List(ctx, list, client.MatchingFields{PodNodeNameField: node.Name}); err != nil {
-		return Decision{}, fmt.Errorf("listing pods of node %q to confirm a re-taint: %w", node.Name, err)
+	if err := r.Reader.List(ctx, list, opts...); err != nil {
+		return Decision{}, fmt.Errorf("listing init pods of node %q to confirm a re-taint: %w", node.Name, err)
 	}
 	pods := make([]*corev1.Pod, len(list.Items))
 	for i := range list.Items {
