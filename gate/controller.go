@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -97,6 +98,9 @@ type facts struct {
 	loaded bool
 	pods   []*corev1.Pod
 	dss    []appsv1.DaemonSet
+	// live: node and pods were read from the apiserver itself (a confirmed re-taint); a
+	// second continuous rule on the node decides on them without reading again.
+	live bool
 }
 
 // Reconcile handles one node.
@@ -176,7 +180,7 @@ func (r *Reconciler) rule(ctx context.Context, f *facts, rl *Rule) (time.Duratio
 	st := r.track(ctx, node, rl, rl.HasTaint(node))
 	d, err := r.decide(ctx, f, rl, r.unmet(st))
 	if err == nil && d.Taint {
-		d, err = r.confirm(ctx, f, rl, r.unmet(st))
+		d, err = r.confirm(ctx, f, rl, d, r.unmet(st))
 	}
 	if err != nil {
 		return 0, err
@@ -199,18 +203,47 @@ func (r *Reconciler) rule(ctx context.Context, f *facts, rl *Rule) (time.Duratio
 // The cache can lag the apiserver by seconds on a loaded plane, and a re-taint decided from
 // it can put a taint back on a node whose component was Ready again seconds before (a soak
 // run saw 10 nodes re-tainted that way, with a 3 s settle time, and released again 4 s
-// later). A release needs no such check: releasing late is the safe side. f takes the
-// fresh node and Pods, so that the write is guarded by the version just read.
-func (r *Reconciler) confirm(ctx context.Context, f *facts, rl *Rule, unmetSince time.Time) (Decision, error) {
-	if r.Reader == nil {
-		return r.decide(ctx, f, rl, unmetSince)
+// later). A release needs no such check: releasing late is the safe side.
+//
+// It returns the fresh decision only when that is still a re-taint, and then f takes the
+// fresh node and Pods: the Node write is guarded by the Node's version just read (the Pods
+// are as of the read; a conflict re-reads the Node and writes the taint without deciding
+// again). Anything else comes back as no action: a node replaced under the same name, or
+// gone, or out of the rule's selector, is the next event's to handle, with every check of
+// rule() on the way, and what else the fresh copy says is a hold (the requirements hold
+// again, or have not failed for the settle time).
+func (r *Reconciler) confirm(ctx context.Context, f *facts, rl *Rule, d Decision, unmetSince time.Time) (Decision, error) {
+	if r.Reader == nil || f.live {
+		return d, nil
 	}
+	fresh, err := r.read(ctx, f.node)
+	if apierrors.IsNotFound(err) || err == nil && (fresh.node.UID != f.node.UID || !rl.Matches(fresh.node)) {
+		return Decision{Reason: "the node changed under the decision"}, nil
+	}
+	if err != nil {
+		return Decision{}, err
+	}
+	fresh.dss, fresh.start = f.dss, f.start
+	fd, err := r.decide(ctx, fresh, rl, unmetSince)
+	switch {
+	case err != nil:
+		return Decision{}, err
+	case fd.Taint:
+		f.node, f.pods, f.live = fresh.node, fresh.pods, true
+		return fd, nil
+	case !rl.HasTaint(fresh.node):
+		log.FromContext(ctx).Info("Re-taint withdrawn: the apiserver's copy disagrees with the cache", "node", klog.KObj(fresh.node), "rule", rl.Name, "reason", fd.Reason)
+	}
+	return Decision{Met: fd.Met, Reason: fd.Reason, RequeueAfter: fd.RequeueAfter}, nil
+}
+
+// read gets the node and its init Pods from the apiserver: the cache's scope (the
+// components' label key, their namespace if they share one), on this node.
+func (r *Reconciler) read(ctx context.Context, cached *corev1.Node) (*facts, error) {
 	node := &corev1.Node{}
-	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(f.node), node); err != nil {
-		return Decision{}, fmt.Errorf("reading node %q to confirm a re-taint: %w", f.node.Name, err)
+	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(cached), node); err != nil {
+		return nil, fmt.Errorf("reading node %q: %w", cached.Name, err)
 	}
-	// The cache's own scope (the components' label key, their namespace if they share one),
-	// on this node: the Pods the cached decision read, as the apiserver has them.
 	opts := []client.ListOption{client.MatchingFields{PodNodeNameField: node.Name},
 		client.MatchingLabelsSelector{Selector: r.Config.CacheSelector()}}
 	if ns := r.Config.CacheNamespace(); ns != "" {
@@ -218,18 +251,13 @@ func (r *Reconciler) confirm(ctx context.Context, f *facts, rl *Rule, unmetSince
 	}
 	list := &corev1.PodList{}
 	if err := r.Reader.List(ctx, list, opts...); err != nil {
-		return Decision{}, fmt.Errorf("listing init pods of node %q to confirm a re-taint: %w", node.Name, err)
+		return nil, fmt.Errorf("listing init pods of node %q: %w", node.Name, err)
 	}
-	pods := make([]*corev1.Pod, len(list.Items))
+	f := &facts{node: node, loaded: true, live: true, pods: make([]*corev1.Pod, len(list.Items))}
 	for i := range list.Items {
-		pods[i] = &list.Items[i]
+		f.pods[i] = &list.Items[i]
 	}
-	f.node, f.pods = node, pods
-	d, err := r.decide(ctx, f, rl, unmetSince)
-	if err == nil && !d.Taint {
-		log.FromContext(ctx).Info("Re-taint withdrawn: the apiserver's copy disagrees with the cache", "node", klog.KObj(node), "rule", rl.Name, "reason", d.Reason)
-	}
-	return d, err
+	return f, nil
 }
 
 func (r *Reconciler) initPods(ctx context.Context, nodeName string) ([]*corev1.Pod, error) {

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -195,26 +197,40 @@ func TestContinuousRuleRetaints(t *testing.T) {
 // TestRetaintConfirmedAgainstAPIServer: a re-taint decided from a cache that lags the
 // apiserver is decided again on the apiserver's copy, and is written only if that copy
 // still calls for it. A soak run's gate re-tainted 10 nodes whose CNI Pods had been Ready in
-// the apiserver for seconds, its cache not yet told.
+// the apiserver for seconds, its cache not yet told. A node the apiserver no longer has, or
+// has under another UID, is left to the next event; a failed read is the reconcile's error.
 func TestRetaintConfirmedAgainstAPIServer(t *testing.T) {
+	node := func(uid types.UID) *corev1.Node {
+		n := newNode("c", t0, withNodeAnnotation(DefaultCompletedAnnotation, "1"), withNodeAnnotation(DefaultCompletedAnnotation+".cni", "1"))
+		n.UID = uid
+		return n
+	}
+	unready := func() *corev1.Pod { return componentPod("cni-c", "c", "cni") }
+	failList := interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+		return errors.New("apiserver unavailable")
+	}}
 	for _, tc := range []struct {
 		name       string
-		liveReady  bool
+		live       func(now time.Time) []client.Object
+		funcs      interceptor.Funcs
 		wantTaints []corev1.Taint
 		wantWrites int
+		wantErr    string
 	}{
-		{"the apiserver has the Pod Ready again: no write", true, nil, 0},
-		{"the apiserver agrees: re-tainted", false, []corev1.Taint{cniTaint}, 1},
+		{name: "the apiserver has the Pod Ready again: no write", live: func(now time.Time) []client.Object {
+			return []client.Object{node("u1"), componentPod("cni-c", "c", "cni", readyAt(now.Add(2*time.Second)))}
+		}},
+		{name: "the apiserver agrees: re-tainted", live: func(time.Time) []client.Object { return []client.Object{node("u1"), unready()} },
+			wantTaints: []corev1.Taint{cniTaint}, wantWrites: 1},
+		{name: "the node was replaced: no write", live: func(time.Time) []client.Object { return []client.Object{node("u2"), unready()} }},
+		{name: "the node is gone: no write", live: func(time.Time) []client.Object { return []client.Object{unready()} }},
+		{name: "the read fails: an error, no write", live: func(time.Time) []client.Object { return []client.Object{node("u1"), unready()} },
+			funcs: failList, wantErr: "apiserver unavailable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := rulesConfig(t, nil)
-			node := newNode("c", t0, withNodeAnnotation(DefaultCompletedAnnotation, "1"), withNodeAnnotation(DefaultCompletedAnnotation+".cni", "1"))
-			e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, node, componentPod("cni-c", "c", "cni")) // the cache: not Ready
-			var livePod []podOpt
-			if tc.liveReady {
-				livePod = append(livePod, readyAt(e.clock.Now().Add(2*time.Second)))
-			}
-			live, liveCalls := newFakeClient(interceptor.Funcs{}, node.DeepCopy(), componentPod("cni-c", "c", "cni", livePod...))
+			e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, node("u1"), unready()) // the cache: not Ready
+			live, liveCalls := newFakeClient(tc.funcs, tc.live(e.clock.Now())...)
 			e.r.Reader = live
 
 			e.reconcile(t, "c")
@@ -222,7 +238,10 @@ func TestRetaintConfirmedAgainstAPIServer(t *testing.T) {
 				t.Errorf("%d reads from the apiserver before any re-taint was due, want 0", liveCalls.reads())
 			}
 			e.clock.Step(5 * time.Second)
-			e.reconcile(t, "c")
+			_, err := e.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "c"}})
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("Reconcile error %v, want %q", err, tc.wantErr)
+			}
 			if diff := cmp.Diff(tc.wantTaints, getNode(t, e.c, "c").Spec.Taints); diff != "" {
 				t.Errorf("taints (-want +got):\n%s", diff)
 			}
