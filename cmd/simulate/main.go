@@ -13,11 +13,10 @@ import (
 	"strings"
 	"syscall"
 
-	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/startupgate/startupgate/internal/jsonlog"
 	"github.com/startupgate/startupgate/sim"
 	"github.com/startupgate/startupgate/sim/controlplane"
 	"github.com/startupgate/startupgate/sim/gateundertest"
@@ -241,8 +240,7 @@ func setLogs(path string, verbose bool, stderr io.Writer) (string, error) {
 	if verbose {
 		w = io.MultiWriter(f, stderr)
 	}
-	// No stack traces: client-go logs every watch a cancelled context ends as an error.
-	logger := zap.New(zap.WriteTo(w), zap.UseDevMode(false), zap.StacktraceLevel(zapcore.DPanicLevel))
+	logger := jsonlog.New(w)
 	ctrl.SetLogger(logger)
 	// klog writes errors to stderr whatever its output is set to (its stderrthreshold);
 	// with a logger set, it writes everything there instead.

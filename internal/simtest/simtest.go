@@ -13,8 +13,8 @@ import (
 
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/startupgate/startupgate/internal/jsonlog"
 	"github.com/startupgate/startupgate/sim/gateundertest"
 )
 
@@ -27,7 +27,7 @@ func Main(m *testing.M, after func()) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	logger := zap.New(zap.WriteTo(logf))
+	logger := jsonlog.New(logf)
 	ctrl.SetLogger(logger)
 	// klog's own output setting leaves errors on stderr; a logger takes all of it.
 	klog.SetLogger(logger)
