@@ -119,6 +119,7 @@ func (e *Embedded) Start(ctx context.Context) (*rest.Config, error) {
 	// A kept log directory holds this plane's logs only; a restart within it appends.
 	for _, name := range []string{"etcd", "kube-apiserver", "kube-apiserver-restarted", "kube-scheduler", "kube-controller-manager"} {
 		if err := os.Remove(filepath.Join(e.LogDir, name+".log")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			_ = e.Stop()
 			return nil, fmt.Errorf("clearing the plane's log: %w", err)
 		}
 	}

@@ -35,6 +35,10 @@ type slowLogger struct {
 	after time.Duration // log requests that take this long or longer
 }
 
+// WrappedRoundTripper lets client-go's utilities (utilnet.CloseIdleConnectionsFor) reach
+// the transport underneath.
+func (s *slowLogger) WrappedRoundTripper() http.RoundTripper { return s.next }
+
 // requestTimes are the moments httptrace reports, from the trace's own goroutines.
 type requestTimes struct {
 	mu                            sync.Mutex

@@ -19,6 +19,9 @@ type childLog struct {
 	buf []byte
 }
 
+// maxLine is the longest line kept whole; a longer one is logged in pieces of this size.
+const maxLine = 64 << 10
+
 // Write logs every complete line in p and keeps the rest for the next call.
 func (c *childLog) Write(p []byte) (int, error) {
 	c.mu.Lock()
@@ -26,13 +29,18 @@ func (c *childLog) Write(p []byte) (int, error) {
 	c.buf = append(c.buf, p...)
 	for {
 		i := bytes.IndexByte(c.buf, '\n')
-		if i < 0 {
-			break
+		switch {
+		case i < 0 && len(c.buf) < maxLine:
+			return len(p), nil
+		case i < 0 || i > maxLine:
+			i = maxLine
+			c.emit(c.buf[:i])
+			c.buf = c.buf[i:]
+		default:
+			c.emit(c.buf[:i])
+			c.buf = c.buf[i+1:]
 		}
-		c.emit(c.buf[:i])
-		c.buf = c.buf[i+1:]
 	}
-	return len(p), nil
 }
 
 // Close logs a last line that had no newline (a child killed mid-write).

@@ -52,3 +52,24 @@ func TestChildLog(t *testing.T) {
 		t.Errorf("the unterminated last line: got %#v", got[2]["child"])
 	}
 }
+
+// A line longer than maxLine (a child that never writes a newline) is logged in pieces as
+// it comes, not held in memory whole.
+func TestChildLogLongLine(t *testing.T) {
+	var out bytes.Buffer
+	c := &childLog{log: zap.New(zap.WriteTo(&out))}
+	long := strings.Repeat("x", 2*maxLine+10)
+	if _, err := c.Write([]byte(long)); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "\n"); n != 2 {
+		t.Errorf("%d lines logged before the end, want 2 pieces of %d bytes", n, maxLine)
+	}
+	if len(c.buf) != 10 {
+		t.Errorf("%d bytes held, want the 10 left over", len(c.buf))
+	}
+	_ = c.Close()
+	if n := strings.Count(out.String(), "\n"); n != 3 {
+		t.Errorf("%d lines logged in all, want 3", n)
+	}
+}
