@@ -223,7 +223,7 @@ func (r *Reconciler) confirm(ctx context.Context, f *facts, rl *Rule, d Decision
 	if err != nil {
 		return Decision{}, err
 	}
-	fresh.dss, fresh.start = f.dss, f.start
+	fresh.dss = f.dss
 	fd, err := r.decide(ctx, fresh, rl, unmetSince)
 	switch {
 	case err != nil:
@@ -237,27 +237,17 @@ func (r *Reconciler) confirm(ctx context.Context, f *facts, rl *Rule, d Decision
 	return Decision{Met: fd.Met, Reason: fd.Reason, RequeueAfter: fd.RequeueAfter}, nil
 }
 
-// read gets the node and its init Pods from the apiserver: the cache's scope (the
-// components' label key, their namespace if they share one), on this node.
+// read gets the node and its init Pods from the apiserver.
 func (r *Reconciler) read(ctx context.Context, cached *corev1.Node) (*facts, error) {
 	node := &corev1.Node{}
 	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(cached), node); err != nil {
 		return nil, fmt.Errorf("reading node %q: %w", cached.Name, err)
 	}
-	opts := []client.ListOption{client.MatchingFields{PodNodeNameField: node.Name},
-		client.MatchingLabelsSelector{Selector: r.Config.CacheSelector()}}
-	if ns := r.Config.CacheNamespace(); ns != "" {
-		opts = append(opts, client.InNamespace(ns))
-	}
-	list := &corev1.PodList{}
-	if err := r.Reader.List(ctx, list, opts...); err != nil {
+	pods, err := listInitPods(ctx, r.Reader, r.Config, node.Name)
+	if err != nil {
 		return nil, fmt.Errorf("listing init pods of node %q: %w", node.Name, err)
 	}
-	f := &facts{node: node, loaded: true, live: true, pods: make([]*corev1.Pod, len(list.Items))}
-	for i := range list.Items {
-		f.pods[i] = &list.Items[i]
-	}
-	return f, nil
+	return &facts{node: node, pods: pods, loaded: true, live: true}, nil
 }
 
 func (r *Reconciler) initPods(ctx context.Context, nodeName string) ([]*corev1.Pod, error) {

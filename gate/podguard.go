@@ -88,9 +88,16 @@ func (g *PodGuard) decideContinuous(ctx context.Context, node *corev1.Node, tole
 
 // initPodsOn lists the init Pods bound to the node, from the API.
 func (g *PodGuard) initPodsOn(ctx context.Context, nodeName string) ([]*corev1.Pod, error) {
+	return listInitPods(ctx, g.Pods, g.Config, nodeName)
+}
+
+// listInitPods lists, through c, the Pods bound to the node in the cache's scope (the
+// components' label key, their namespace if they share one): what the cached decisions
+// read, as c has them. The Pod guard and a re-taint's confirmation read them from the API.
+func listInitPods(ctx context.Context, c client.Reader, cfg *Config, nodeName string) ([]*corev1.Pod, error) {
 	list := &corev1.PodList{}
-	if err := g.Pods.List(ctx, list, client.InNamespace(g.Config.CacheNamespace()),
-		client.MatchingLabelsSelector{Selector: g.Config.CacheSelector()},
+	if err := c.List(ctx, list, client.InNamespace(cfg.CacheNamespace()),
+		client.MatchingLabelsSelector{Selector: cfg.CacheSelector()},
 		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(PodNodeNameField, nodeName)}); err != nil {
 		return nil, err
 	}
