@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"crypto/tls"
 	"net/http"
 	"net/http/httptrace"
 	"strings"
@@ -41,9 +40,9 @@ func (s *slowLogger) WrappedRoundTripper() http.RoundTripper { return s.next }
 
 // requestTimes are the moments httptrace reports, from the trace's own goroutines.
 type requestTimes struct {
-	mu                            sync.Mutex
-	gotConn, wrote, firstByte     time.Time
-	reused, handshake, handshaken bool
+	mu                        sync.Mutex
+	gotConn, wrote, firstByte time.Time
+	reused, handshake         bool
 }
 
 func (s *slowLogger) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -57,7 +56,6 @@ func (s *slowLogger) RoundTrip(req *http.Request) (*http.Response, error) {
 			set(func() { rt.gotConn, rt.reused = time.Now(), i.Reused })
 		},
 		TLSHandshakeStart:    func() { set(func() { rt.handshake = true }) },
-		TLSHandshakeDone:     func(tls.ConnectionState, error) { set(func() { rt.handshaken = true }) },
 		WroteRequest:         func(httptrace.WroteRequestInfo) { set(func() { rt.wrote = time.Now() }) },
 		GotFirstResponseByte: func() { set(func() { rt.firstByte = time.Now() }) },
 	}
@@ -76,7 +74,7 @@ func (s *slowLogger) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.Sub(start).Round(time.Millisecond).String()
 	}
 	kv := []any{"method", req.Method, "path", req.URL.Path, "agent", agent(req), "took", took.Round(time.Millisecond).String(),
-		"gotConn", since(rt.gotConn), "reused", rt.reused, "tlsHandshake", rt.handshake || rt.handshaken,
+		"gotConn", since(rt.gotConn), "reused", rt.reused, "tlsHandshake", rt.handshake,
 		"wroteRequest", since(rt.wrote), "firstByte", since(rt.firstByte)}
 	if resp != nil {
 		kv = append(kv, "status", resp.StatusCode, "auditID", resp.Header.Get("Audit-Id"))
