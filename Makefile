@@ -28,7 +28,8 @@ BENCH_FLAGS   ?=
 # `go test` in each), in one of go test's slots beside the scenario suite.
 # Every module is vetted by go test itself: -vet=all is go vet's full set, and it reads the
 # race build's own compiled packages, where a separate `go vet ./...` would compile every
-# dependency a second time without -race (minutes on a cold cache).
+# dependency a second time without -race (minutes on a cold cache). Vet's facts pass over
+# third-party packages is skipped (hack/buildgc says what that costs and what it loses).
 # Test builds generate no DWARF: nothing reads it (panics and race reports use the runtime's
 # own tables), and it is about a sixth of a cold build's CPU (the race build of ./sim/...:
 # 361 against 428 CPU-s). Through GOFLAGS, so that every go command of the tests inherits it,
