@@ -211,6 +211,11 @@ func (k *Kubelet) reportReady(node *corev1.Node) error {
 		}
 		n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: k.Version, OperatingSystem: "linux", Architecture: "amd64"}
 		_, err := k.Client.CoreV1().Nodes().UpdateStatus(k.ctx, n, metav1.UpdateOptions{})
+		if apierrors.IsNotFound(err) {
+			// Deleted between the read and the write (a scenario's reregister or
+			// nodeDelete): there is no node left to report for, as after a NotFound read.
+			return nil
+		}
 		if err == nil {
 			k.mu.Lock()
 			if _, ok := k.nodes[node.Name]; ok {

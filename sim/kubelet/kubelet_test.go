@@ -8,7 +8,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -111,5 +114,45 @@ func TestStatusReport(t *testing.T) {
 	}
 	if len(n.Status.Conditions) != 5 {
 		t.Errorf("after the reports, %d conditions, want the 5 reported Ready", len(n.Status.Conditions))
+	}
+}
+
+// TestReportReadyNodeDeleted: a node deleted while its Ready report is being retried (a
+// conflict, a fresh read of the old node, then the write finds it gone) is not an error.
+// A cold CI run failed same-name-reregistration-stale-init so: its reregister deleted n0
+// between the kubelet's re-read and its write, and the write's NotFound was reported as a
+// simulator error.
+func TestReportReadyNodeDeleted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewClientset()
+	k := &Kubelet{Client: client, Namespace: "ns", Scenario: "s"}
+	if err := k.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	node, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n0"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := 0
+	client.PrependReactor("update", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		writes++
+		gr := schema.GroupResource{Resource: "nodes"}
+		if writes == 1 {
+			return true, nil, apierrors.NewConflict(gr, "n0", errors.New("the object has been modified"))
+		}
+		return true, nil, apierrors.NewNotFound(gr, "n0")
+	})
+	if err := k.reportReady(node); err != nil {
+		t.Errorf("reportReady of a node deleted under its retry: %v, want nil", err)
+	}
+	if writes != 2 {
+		t.Errorf("%d status writes, want 2 (the conflict, then the write that finds the node gone)", writes)
+	}
+	if k.readyNodes() != nil {
+		t.Errorf("ready nodes %v, want none: the report was not accepted", k.readyNodes())
 	}
 }
