@@ -46,31 +46,19 @@ export GOFLAGS="-mod=mod -gcflags=all=-dwarf=false" GOWORK=off CGO_ENABLED=0
 # script only builds, so it can say so once, here.
 export GOGC=400
 
-# --- etcd -------------------------------------------------------------------
-# Built in the background while the Kubernetes modules download: that part waits on the
-# network, and the two builds share nothing. Both strip symbols and DWARF (-s -w), which the
-# tests never read and which make the links the slowest single-threaded steps.
-mkdir -p "$work/etcd"
-(
-  cd "$work/etcd"
-  go mod init startupgate.local/etcdbuild >/dev/null 2>&1
-  cat > tools.go <<GO
-//go:build tools
-
-package tools
-
-import _ "go.etcd.io/etcd/server/v3"
-GO
-  go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null 2>&1
-  go build -trimpath -ldflags "-s -w" -o "$DIR/etcd" go.etcd.io/etcd/server/v3
-) &
-etcd_pid=$!
-
-# --- kubernetes ---------------------------------------------------------------
+# --- one build: kube-apiserver, kube-scheduler, kube-controller-manager and etcd ------------
 # k8s.io/kubernetes replaces every k8s.io/<staging> module with ./staging/src/...; a consumer
 # must replace each one with its published release instead.
+#
+# etcd is built in the same module and the same `go build`: the two share the standard
+# library, grpc, protobuf, the etcd client, zap, otel and more, 258 packages that a cold CI
+# run compiled twice when etcd was a build of its own beside this one (77 CPU-s). Minimal
+# version selection then picks the newer of each module the two require, as it does for
+# ours above: the apiserver's etcd client is etcd's own release, $ETCD_VERSION. Every
+# binary strips symbols and DWARF (-s -w), which the tests never read and which make the
+# links the slowest single-threaded steps.
 kmod="$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p')"
-mkdir -p "$work/kube"
+mkdir -p "$work/kube" "$work/bin"
 (
   cd "$work/kube"
   {
@@ -79,27 +67,30 @@ mkdir -p "$work/kube"
     echo "go 1.25"
     echo
     echo "require k8s.io/kubernetes $KUBE_VERSION"
+    echo "require go.etcd.io/etcd/server/v3 $ETCD_VERSION"
     echo
     awk 'NF == 2 && $1 != "k8s.io/kubernetes" { print "require " $1 " " $2 }' <<<"$ours"
     echo
     grep -E '^\s*k8s.io/[a-z0-9-]+ => ./staging/src/' "$kmod" \
       | awk -v v="$STAGING_VERSION" '{ print "replace " $1 " => " $1 " " v }'
   } > go.mod
-  # No `go mod tidy`: -mod=mod lets the build add the requirements and sums it needs, 146
-  # modules and 65 MB of zips, where tidy fetched every module the tests of every package
-  # need too (724 MB). k8s.io/kubernetes's go.mod pins them all, raised to ours where ours is
-  # newer (above).
+  # No `go mod tidy`: -mod=mod lets the build add the requirements and sums it needs, where
+  # tidy fetched every module the tests of every package need too (724 MB).
+  # k8s.io/kubernetes's go.mod pins them all, raised to ours where ours is newer (above).
   minor="${KUBE_VERSION#v1.}"; minor="${minor%%.*}"
   ld=""
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ld+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
     ld+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
   done
-  go build -trimpath -ldflags "-s -w $ld" -o "$DIR/" \
+  go build -trimpath -ldflags "-s -w $ld" -o "$work/bin/" \
     k8s.io/kubernetes/cmd/kube-apiserver \
     k8s.io/kubernetes/cmd/kube-scheduler \
-    k8s.io/kubernetes/cmd/kube-controller-manager
+    k8s.io/kubernetes/cmd/kube-controller-manager \
+    go.etcd.io/etcd/server/v3
 )
-wait "$etcd_pid" || { echo "building etcd $ETCD_VERSION failed" >&2; exit 1; }
+# go build names a main package of a /vN path after the element before it.
+mv "$work/bin/server" "$work/bin/etcd"
+mv "$work/bin/"* "$DIR/"
 echo "$KUBE_VERSION $ETCD_VERSION" > "$DIR/.versions"
 echo "control plane ready in $DIR" >&2
