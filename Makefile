@@ -78,7 +78,7 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make TARGET\n\nTargets:\n"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
 .PHONY: controlplane
-controlplane: ## Build the pinned etcd, kube-apiserver, kube-scheduler and kube-controller-manager into the per-user cache (first time about 9 min on 2 cores).
+controlplane: ## Build the pinned etcd, kube-apiserver, kube-scheduler and kube-controller-manager into the per-user cache (first time 8 to 9 min on 2 cores).
 	@KUBE_VERSION=$(KUBE_VERSION) PLANE_GCFLAGS='$(PLANE_GCFLAGS)' hack/controlplane.sh $(CONTROLPLANE)
 
 .PHONY: build

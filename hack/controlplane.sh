@@ -34,7 +34,7 @@ if [[ $complete == 1 && -f "$DIR/.versions" && "$(cat "$DIR/.versions")" == "$KE
   exit 0
 fi
 
-echo "building control plane $KUBE_VERSION and its etcd into $DIR (first time only, about 9 min on 2 cores)" >&2
+echo "building control plane $KUBE_VERSION and its etcd into $DIR (first time only, 8 to 9 min on 2 cores)" >&2
 mkdir -p "$DIR"
 # The modules of startupgate's own build, each at the version it selects (read before GOFLAGS
 # below, which are for the control plane's build only). They join the Kubernetes build's
