@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/startupgate/startupgate/internal/jsonlog"
+	"github.com/startupgate/startupgate/internal/version"
 	"github.com/startupgate/startupgate/sim"
 	"github.com/startupgate/startupgate/sim/controlplane"
 	"github.com/startupgate/startupgate/sim/gateundertest"
@@ -28,6 +29,7 @@ const usage = `Usage:
   simulate list [DIR]
   simulate run [flags] FILE|DIR...
   simulate bench [flags]
+  simulate --version
 
 Commands:
   list   print the scenarios in DIR (default scenarios/) with their descriptions
@@ -71,6 +73,9 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 		return runScenarios(args[1:], stdout, stderr)
 	case "bench":
 		return runBench(args[1:], stdout, stderr)
+	case "--version", "-version", "version":
+		fmt.Fprintln(stdout, version.String())
+		return 0, nil
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		runFlags(stdout).PrintDefaults()
