@@ -1,4 +1,4 @@
-# startupgate. `make help` lists the targets.
+# startupgate. `make help` lists the targets; docs/development.md explains them.
 #
 # The Kubernetes version is pinned once, by the k8s.io/api requirement in go.mod
 # (staging v0.X.Y ships with Kubernetes v1.X.Y); everything else derives from it.
@@ -6,12 +6,24 @@ SHELL := /usr/bin/env bash
 .DEFAULT_GOAL := help
 
 KUBE_VERSION  ?= $(shell go list -m -f '{{.Version}}' k8s.io/api | sed 's/^v0\./v1./')
-CONTROLPLANE  ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/startupgate/controlplane/$(KUBE_VERSION)
+CACHE_DIR     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/startupgate
+CONTROLPLANE  ?= $(CACHE_DIR)/controlplane/$(KUBE_VERSION)
 export KUBEBUILDER_ASSETS ?= $(CONTROLPLANE)
 
-GOFLAGS_BUILD := -trimpath -ldflags "-s -w"
+# One version source, the VERSION file: the binaries get it and the commit through -X, the
+# image through its label, and hack/version_test.go holds the chart's versions equal to it.
+VERSION       := $(shell cat VERSION)
+COMMIT        ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+VERSION_PKG   := github.com/startupgate/startupgate/internal/version
+# ${VERSION} and ${COMMIT} are written with braces, which make expands like $(...), so that
+# the Dockerfile's RUN line (deploy/deploy_test.go holds it equal to make build's) is the
+# same text; there the shell fills them from the build's ARGs.
+VERSION_LDFLAGS := -X $(VERSION_PKG).Version=${VERSION} -X $(VERSION_PKG).Commit=${COMMIT}
+GOFLAGS_BUILD := -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)"
 IMG           ?= ghcr.io/startupgate/startupgate:dev
 OUT           ?= out
+# Where the quiet set-up steps (module downloads, tool builds) keep their output.
+SETUP_LOG     ?= $(OUT)/setup.log
 SCENARIOS     ?= scenarios
 TEST_TIMEOUT  ?= 40m
 # The soak repeats the whole suite until it has run at least SOAK_RUNS scenarios.
@@ -20,47 +32,44 @@ SOAK_SEED     ?= 1
 SOAK_PARALLEL ?= 4
 SOAK_REPEAT   ?= $(shell n=$$(ls $(SCENARIOS)/*.yaml | wc -l); echo $$(( ($(SOAK_RUNS) + n - 1) / n )))
 BENCH_FLAGS   ?=
-# Modules of their own, so that Helm and go-containerregistry never enter the gate's
-# dependencies: the root ./... does not reach them, and no go.work joins them (a workspace
-# would resolve one version of every module for all of them, the gate's build included).
-# Their tests run from the root's own `go test ./deploy/...` (deploy/modules_test.go runs
-# `go test` in each), in one of go test's slots beside the scenario suite.
-# Every module is vetted by go test itself: -vet=all is go vet's full set, and it reads the
-# race build's own compiled packages, where a separate `go vet ./...` would compile every
-# dependency a second time without -race (minutes on a cold cache). Vet's facts pass over
-# third-party packages is skipped (hack/buildgc says what that costs and what it loses).
-# Test builds generate no DWARF: nothing reads it (panics and race reports use the runtime's
-# own tables), and it is about a sixth of a cold build's CPU (the race build of ./sim/...:
-# 361 against 428 CPU-s). Through GOFLAGS, so that every go command of the tests inherits it,
-# the nested modules', the simulator's gate binary and hack/image's, and they still share
-# their compiled packages. For the same reason they are linked without a symbol table
-# (-ldflags=-s): a cold run links some twenty race-built test binaries, and the race
-# detector's reports and panics read the runtime's own tables, not the ELF symbols. (One
-# word: GOFLAGS splits at spaces, and -s alone also omits DWARF.) The tools run through
-# hack/buildgc, with a garbage collector that runs a quarter as often (GOGC=400): the same
-# packages, a tenth to a seventh less CPU; the tests and what they start keep Go's default.
+
+# deploy/helm and hack/image are modules of their own so that Helm and go-containerregistry
+# never enter the gate's dependencies; deploy/modules_test.go runs their tests from the root's
+# `go test ./deploy/...`. hack/tools pins the linter the same way.
+GO_MODULES    := . deploy/helm hack/image hack/tools
+LINT_MODULES  := . deploy/helm hack/image
+
+# make test's flags, inherited through GOFLAGS by every go command the tests start, so that
+# they all share one set of compiled packages: no DWARF and no symbol table (nothing reads
+# them; race reports and panics use the runtime's own tables), and hack/buildgc, which says
+# why it runs the compiler with less garbage collection and skips vet's facts pass over
+# third-party packages. Vetting happens in go test itself (-vet=all) so that it reads the race
+# build's packages instead of compiling everything a second time.
 TEST_GOFLAGS  := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false -ldflags=-s -toolexec=$(CURDIR)/hack/buildgc)
-# How make test and make test-deploy run go test: race detector on, vet's full set.
 GO_TEST       := GOFLAGS='$(TEST_GOFLAGS)' go test -race -vet=all
-# Three tests run the gate as a process: the scenario suite's process-mode gate, the
-# benchmark's and the image's. make test builds it once, as `make image` does, and names it
-# in STARTUPGATE_GATE_BINARY: left to themselves, they built it at the same time in a cold CI
-# run, and the build cache saves nothing for builds that overlap.
+# Three tests run the gate as a process (the scenario suite's, the benchmark's and the
+# image's); make test builds it once and names it in STARTUPGATE_GATE_BINARY, since builds
+# of it running at the same time would each compile everything.
 TEST_GATE     := bin/test/gate
 # The control plane's compiler flags (hack/controlplane.sh says why no inlining). The test
-# gate is compiled with the same, so that it reuses the plane's compiled client-go, api,
-# apimachinery and std instead of compiling them again; the gate that ships (make build,
-# make image) is compiled with Go's defaults.
+# gate uses the same so that it reuses the plane's compiled client-go, api and apimachinery;
+# the gate that ships (make build, make image) is compiled with Go's defaults.
 PLANE_GCFLAGS := all=-dwarf=false -l
-# -p 3: go test runs at most -p builds or test binaries at once (default: the cores, 2). The
-# scenario suite (sim) spends much of its time waiting out timelines; with 2 it ran alone at
-# the end of a cold run while the CPU idled a third of the time, and with 3, deploy (the
-# nested modules) and sim/bench run beside it (cold runs 4 and 5). Naming sim first, so that
-# it started as soon as it was built (go test starts test binaries in the order of its
-# arguments), with -p 4, ran the suite under every compile, and three timing hazards of the
-# scenarios showed at once (cold run 9); the machine was no less busy (100 % from minute 1 to
-# 23), so it won nothing, and the order stays ./...'s.
+# go test's -p: with 3, the nested modules and sim/bench build and run beside the scenario
+# suite, which spends much of its time waiting out timelines.
 TEST_PACKAGES := ./...
+
+# make test-unit: everything but the tests that need the embedded control plane. sim and
+# deploy start one in TestMain; in cmd/gate and sim/bench, the plane tests are skipped by
+# name. docs/development.md tells how to add one.
+PLANE_PACKAGES := sim|deploy
+PLANE_TESTS    := ^(TestStatusOnEmbeddedPlane|TestBenchSmall)$$
+UNIT_PACKAGES   = $(shell go list ./... | grep -vE '^github.com/startupgate/startupgate/($(PLANE_PACKAGES))$$')
+
+# golangci-lint, pinned by hack/tools/go.mod and built once into the per-user cache.
+TOOLS_DIR     := $(CACHE_DIR)/tools
+GOLANGCI_LINT_VERSION := $(shell awk '$$1 == "github.com/golangci/golangci-lint/v2" { print $$2 }' hack/tools/go.mod)
+GOLANGCI_LINT := $(TOOLS_DIR)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 # make fuzz: each target this long, one worker each (the machines have 2 cores).
 FUZZTIME      ?= 5m
@@ -69,80 +78,136 @@ FUZZ_PARALLEL ?= 1
 # The image: labels and timestamps come from the commit, so one commit gives one digest.
 IMAGE_TAR     ?= $(OUT)/startupgate.tar
 IMAGE_ARCH    ?= $(shell go env GOARCH)
-VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-REVISION      ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+
+POLICY_FILE   := deploy/overlays/policy/policy.yaml
+POLICY_HEADER := \# generated by: go run ./cmd/gate --print-policy > $(POLICY_FILE)
 
 .PHONY: help
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make TARGET\n\nTargets:\n"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
+.PHONY: modules
+modules: ## Download the Go modules the build and tests need, saying so in one line (log in out/setup.log).
+	@GOPROXY=off go mod download >/dev/null 2>&1 || \
+		hack/quietly $(SETUP_LOG) "fetching the Go modules startupgate builds and tests with (first time only)" go mod download
+
 .PHONY: controlplane
-controlplane: ## Build the pinned etcd, kube-apiserver, kube-scheduler and kube-controller-manager into the per-user cache (first time 8 to 9 min on 2 cores).
+controlplane: ## Build the pinned etcd, kube-apiserver, kube-scheduler and kube-controller-manager into the per-user cache (first time only).
 	@KUBE_VERSION=$(KUBE_VERSION) PLANE_GCFLAGS='$(PLANE_GCFLAGS)' hack/controlplane.sh $(CONTROLPLANE)
 
 .PHONY: build
-build: ## Build bin/gate, bin/kubectl-startupgate (the same binary, as a kubectl plugin) and bin/simulate (static, the Dockerfile's flags).
+build: modules ## Build bin/gate, bin/kubectl-startupgate (the same binary, as a kubectl plugin) and bin/simulate, static and stamped with VERSION.
 	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o bin/gate ./cmd/gate
 	cp bin/gate bin/kubectl-startupgate
 	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o bin/simulate ./cmd/simulate
 
-.PHONY: test
-test: controlplane ## Run every test with the race detector, vetted with go vet's full set: unit, integration, the scenario suite on the embedded plane, the Helm chart's and the image's modules.
+.PHONY: test-gate
+test-gate: modules ## Build bin/test/gate, the gate that the tests run as a process, with the plane's compiler flags.
 	GOFLAGS='$(TEST_GOFLAGS)' CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -gcflags='$(PLANE_GCFLAGS)' -buildvcs=false -o $(TEST_GATE) ./cmd/gate
+
+# lint and verify run first: they fail in a minute where the tests take many, and the tests
+# keep both cores busy anyway, so running them alongside would save no time.
+.PHONY: test
+test: controlplane test-gate lint verify ## Everything: lint, verify, then every test with the race detector, the scenario suite on the embedded plane and the nested modules included.
 	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) $(GO_TEST) -p 3 -parallel 4 -timeout $(TEST_TIMEOUT) $(TEST_PACKAGES)
 
+.PHONY: test-unit
+test-unit: modules ## Every test that needs no control plane, with the race detector; the nested modules' too.
+	$(GO_TEST) -skip '$(PLANE_TESTS)' $(UNIT_PACKAGES)
+	cd deploy/helm && $(GO_TEST) ./...
+	cd hack/image && $(GO_TEST) ./...
+
 .PHONY: test-deploy
-test-deploy: controlplane ## The install paths only: the kustomize overlays and the Helm chart rendered, proved equal, and applied to the embedded plane; the image built and run.
+test-deploy: controlplane ## The install paths only: the overlays and the chart rendered, proved equal and applied to the embedded plane; the image built and run.
 	$(GO_TEST) ./deploy/...
+
+$(GOLANGCI_LINT):
+	@GOFLAGS= GOWORK=off hack/quietly $(TOOLS_DIR)/golangci-lint.log "building golangci-lint $(GOLANGCI_LINT_VERSION) into $(TOOLS_DIR) (first time only)" \
+		go build -C hack/tools -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+.PHONY: lint
+lint: modules $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml) over the root module, deploy/helm and hack/image.
+	@rc=0; for m in $(LINT_MODULES); do \
+		(cd $$m && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...) || rc=1; \
+	done; exit $$rc
+
+.PHONY: verify
+verify: verify-fmt verify-mod verify-policy shellcheck verify-docs ## Check that nothing generated or formatted is stale: gofmt, go mod tidy, the policy, shellcheck, the docs.
+
+.PHONY: verify-fmt
+verify-fmt: ## gofmt -l prints nothing.
+	@files=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go' | while read -r f; do [[ -f $$f ]] && echo "$$f"; done)); \
+		if [[ -n $$files ]]; then echo "gofmt -w these files:"; echo "$$files"; exit 1; fi
+
+.PHONY: verify-mod
+verify-mod: modules ## go mod tidy changes nothing, in every module.
+	@rc=0; for m in $(GO_MODULES); do \
+		(cd $$m && GOFLAGS= go mod tidy -diff 2> >(grep -v '^go: downloading' >&2)) || { echo "run go mod tidy in $$m"; rc=1; }; \
+	done; exit $$rc
+
+.PHONY: verify-policy
+verify-policy: test-gate ## make policy would change nothing.
+	@{ echo "$(POLICY_HEADER)"; $(TEST_GATE) --print-policy; } | diff -u $(POLICY_FILE) - || { echo "$(POLICY_FILE) is stale: run make policy"; exit 1; }
+
+.PHONY: verify-docs
+verify-docs: ## The docs' tests (generated references up to date, links resolve), if docs/ has any.
+	@if [[ -f docs/go.mod ]]; then cd docs && go test -count=1 ./...; \
+	elif [[ -n $$(find docs -name '*_test.go' 2>/dev/null) ]]; then go test -count=1 ./docs/...; \
+	else echo "verify-docs: docs/ has no tests"; fi
+
+# Every tracked or new file whose first line runs a shell.
+SHELL_SCRIPTS = $(shell git ls-files --cached --others --exclude-standard | while read -r f; do [[ -f $$f ]] && head -n1 "$$f" | grep -qE '^\#!.*[/ ](ba)?sh\b' && echo "$$f"; done)
+
+.PHONY: shellcheck
+shellcheck: ## Lint every shell script (installs Debian's shellcheck when missing).
+	@command -v shellcheck >/dev/null || hack/quietly $(SETUP_LOG) "installing shellcheck with apt-get" \
+		bash -c '$$( [[ $$(id -u) == 0 ]] || echo sudo ) apt-get update && $$( [[ $$(id -u) == 0 ]] || echo sudo ) apt-get install -y shellcheck'
+	shellcheck $(SHELL_SCRIPTS)
 
 .PHONY: simulate
 simulate: controlplane build ## Run every scenario in scenarios/ on the embedded plane; reports in out/ (scenarios.json, .xml, .html), logs in out/gate.log and out/plane/.
 	@mkdir -p $(OUT)
-	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate go run ./cmd/simulate run --gate-log $(OUT)/gate.log --plane-logs $(OUT)/plane --parallel 4 --json $(OUT)/scenarios.json --junit $(OUT)/scenarios.xml --html $(OUT)/scenarios.html $(SCENARIOS)
+	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate bin/simulate run --gate-log $(OUT)/gate.log --plane-logs $(OUT)/plane --parallel 4 --json $(OUT)/scenarios.json --junit $(OUT)/scenarios.xml --html $(OUT)/scenarios.html $(SCENARIOS)
 
 .PHONY: soak
-soak: controlplane build ## Soak: every scenario on consecutive seeds until at least SOAK_RUNS (1000) runs; per-scenario table, out/soak.json with every run's seed, result and reproduce command; logs in out/soak-gate.log and out/soak-plane/.
+soak: controlplane build ## Every scenario on consecutive seeds until SOAK_RUNS runs; out/soak.json has each run's seed, result and reproduce command.
 	@mkdir -p $(OUT)
-	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate go run ./cmd/simulate run --repeat $(SOAK_REPEAT) --seed $(SOAK_SEED) --parallel $(SOAK_PARALLEL) \
+	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate bin/simulate run --repeat $(SOAK_REPEAT) --seed $(SOAK_SEED) --parallel $(SOAK_PARALLEL) \
 		--gate-log $(OUT)/soak-gate.log --plane-logs $(OUT)/soak-plane --json $(OUT)/soak.json --junit $(OUT)/soak.xml $(SCENARIOS)
 
 .PHONY: fuzz
-fuzz: ## Run each fuzz target for FUZZTIME (5m) in turn: the Node webhook, the Pod guard, config and rules decoding, scenario decoding, gate convert. A crasher lands in testdata/fuzz/ as a seed.
+fuzz: ## Run each fuzz target for FUZZTIME in turn; a crasher lands in testdata/fuzz/ as a seed.
 	@for t in gate:FuzzNodeWebhook gate:FuzzPodGuard gate:FuzzLoadConfig sim/scenario:FuzzScenarioParse gate/convert:FuzzConvert; do \
 		echo "== $${t#*:} ($(FUZZTIME))"; \
 		go test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 100x -parallel $(FUZZ_PARALLEL) ./$${t%%:*} || exit 1; \
 	done
 
 .PHONY: bench
-bench: controlplane build ## Benchmark (~95 min on 2 cores; BENCH_FLAGS=--pairs-largest=1 for ~1 h): 3 gate/floor pairs on the same admission at 100, 1000 and 5000 nodes, the webhook gate, zero-jitter and paced bursts taken apart by stage, writes, CPU, memory (out/bench.json, .md, .html), then the Go benchmarks.
+bench: controlplane build ## Benchmark the gate against the plane's floor at 100, 1000 and 5000 nodes (long; BENCH_FLAGS=--pairs-largest=1 shortens it); out/bench.*, then the Go benchmarks.
 	@mkdir -p $(OUT)
-	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate go run ./cmd/simulate bench --out $(OUT) --paced-for 30s $(BENCH_FLAGS)
+	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate bin/simulate bench --out $(OUT) --paced-for 30s $(BENCH_FLAGS)
 	go test ./gate -run '^$$' -bench . -benchmem | tee $(OUT)/bench-go.txt
 
 .PHONY: policy
-policy: ## Regenerate deploy/overlays/policy/policy.yaml from the default gate.Config.
-	@{ echo "# generated by: go run ./cmd/gate --print-policy > deploy/overlays/policy/policy.yaml"; go run ./cmd/gate --print-policy; } > deploy/overlays/policy/policy.yaml
+policy: ## Regenerate deploy/overlays/policy/policy.yaml from the default configuration.
+	@{ echo "$(POLICY_HEADER)"; go run ./cmd/gate --print-policy; } > $(POLICY_FILE)
 
 .PHONY: image
-image: ## Build the gate's OCI image without Docker into out/startupgate.tar (static /gate, 65532:65532) and print its digest; same commit, same digest.
+image: modules ## Build the gate's OCI image without Docker into out/startupgate.tar and print its digest; same commit, same digest.
 	@mkdir -p $(OUT)/image
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build $(GOFLAGS_BUILD) -buildvcs=false -o $(OUT)/image/gate ./cmd/gate
 	cd hack/image && go run . -binary $(abspath $(OUT)/image/gate) -out $(abspath $(IMAGE_TAR)) -tag $(IMG) -arch $(IMAGE_ARCH) \
-		-version $(VERSION) -revision $(REVISION) -created $(SOURCE_DATE_EPOCH)
+		-version $(VERSION) -revision $(COMMIT) -created $(SOURCE_DATE_EPOCH)
 
 .PHONY: docker-build
-docker-build: ## Build the container image IMG with the Dockerfile (needs a Docker engine; none on the CI machines; `make image` does not).
-	docker build -t $(IMG) .
+docker-build: ## Build the image IMG with the Dockerfile (needs a Docker engine; make image does not).
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMG) .
 
 .PHONY: clean
-clean: ## Remove bin/ and out/ (the control-plane cache stays).
+clean: ## Remove bin/ and out/ (the control-plane and tools caches stay).
 	rm -rf bin $(OUT)
 
 .PHONY: kind-demo
-kind-demo: image ## Run deploy/kind/demo.sh: a kind cluster, `make image`'s tarball loaded, the gate installed, node joins replayed with a timeline (needs Docker and kind).
+kind-demo: image ## Run deploy/kind/demo.sh: a kind cluster, make image's tarball loaded, the gate installed, node joins replayed (needs Docker and kind).
 	IMG=$(IMG) IMAGE_TAR=$(IMAGE_TAR) deploy/kind/demo.sh
-
-.PHONY: shellcheck
-shellcheck: ## Lint the shell scripts under deploy/ (generate-certs.sh, kind/demo.sh).
-	shellcheck deploy/overlays/self-signed/generate-certs.sh deploy/kind/demo.sh

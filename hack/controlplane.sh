@@ -7,15 +7,10 @@
 set -euo pipefail
 
 KUBE_VERSION="${KUBE_VERSION:-v1.36.3}"
-# The compiler's flags for every package of the plane (the Makefile passes its own, which
-# make test's gate binary is built with too, so that the two share their compiled packages).
-# No DWARF (-dwarf=false): the links drop it anyway (-w). No inlining (-l): a cold build of
-# the plane took 988 CPU-s and 512 s without inlining, 1158 and 600 with it. The scenarios
-# pay for it: TestScenarios and TestNegativeControls took 359 and 351 CPU-s on planes so
-# built against 333 and 323 with inlining (one run each, alternating), about 8% more; the
-# whole sim package's runs (609 against 595) were within their own spread. make test builds
-# the plane once per machine and is bound by CPU from start to end, so the build's 170 CPU-s
-# outweigh the scenarios' 25 to 35 there.
+# The compiler's flags for every package of the plane; the Makefile passes its own, which make
+# test's gate is built with too, so that the two share their compiled packages. No inlining
+# (-l): the plane is built once per machine and a cold make test is bound by CPU, so the
+# build's saving outweighs the scenarios' small extra cost (docs/development.md has both).
 PLANE_GCFLAGS="${PLANE_GCFLAGS:-all=-dwarf=false -l}"
 # Staging modules are released as v0.<minor>.<patch> alongside v1.<minor>.<patch>.
 STAGING_VERSION="v0.${KUBE_VERSION#v1.}"
@@ -36,17 +31,25 @@ if [[ $complete == 1 && -f "$DIR/.versions" && "$(cat "$DIR/.versions")" == "$KE
   exit 0
 fi
 
-echo "building control plane $KUBE_VERSION and its etcd into $DIR (first time only, 8 to 9 min on 2 cores)" >&2
 mkdir -p "$DIR"
-# The modules of startupgate's own build, each at the version it selects (read before GOFLAGS
-# below, which are for the control plane's build only). They join the Kubernetes build's
-# requirements, so that minimal version selection picks the newer of the two for every module
-# both use (golang.org/x/net, x/sys, k8s.io/utils, ...). Built with the same compiler flags,
-# the packages both compile (client-go, api, apimachinery, std: most of cmd/gate) are then
-# identical and the build cache keeps one copy: make test's gate binary, built right after
-# this, reuses them instead of compiling them a second time.
+# The go commands' output (hundreds of "go: downloading" lines) goes to a log; the terminal
+# gets one line, and the log's tail if the build fails.
+log="$DIR/build.log"
+: >"$log"
+echo "building control plane $KUBE_VERSION and its etcd into $DIR (first time only, several minutes; log: $log)" >&2
+logged() {
+  if ! "$@" 2>>"$log"; then
+    echo "control-plane build failed; the last lines of $log:" >&2
+    tail -n 40 "$log" >&2
+    exit 1
+  fi
+}
+# startupgate's own module versions join the Kubernetes build's requirements, so that minimal
+# version selection picks the newer of the two for every module both use; with the same
+# compiler flags, the packages both compile (client-go, api, apimachinery, std) are then
+# identical and make test's gate reuses the plane's instead of compiling them again.
 root="$(cd "$(dirname "$0")/.." && pwd)"
-ours="$(cd "$root" && GOFLAGS= go list -m -f '{{if not .Main}}{{.Path}} {{.Version}}{{end}}' all)"
+ours="$(cd "$root" && GOFLAGS='' logged go list -m -f '{{if not .Main}}{{.Path}} {{.Version}}{{end}}' all)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export GOFLAGS="-mod=mod '-gcflags=$PLANE_GCFLAGS'" GOWORK=off CGO_ENABLED=0
@@ -58,16 +61,11 @@ export GOGC=400
 # k8s.io/kubernetes replaces every k8s.io/<staging> module with ./staging/src/...; a consumer
 # must replace each one with its published release instead.
 #
-# etcd is built in the same module and the same `go build`, at the release that
-# k8s.io/kubernetes's own go.mod requires (so the Kubernetes version is pinned once and etcd's
-# derives from it). Its requirements are then already part of the Kubernetes build's module
-# graph and raise nothing: a newer etcd (v3.6.16) raised x/net, x/sys, x/text and logr above
-# startupgate's versions, and make test's gate binary compiled 430 packages again instead of
-# reusing the plane's. In one build the two share the standard library, grpc, protobuf, the
-# etcd client and more, 258 packages that a cold CI run compiled twice when etcd was a
-# build of its own beside this one. Every binary strips symbols and DWARF (-s -w), which the
-# tests never read and which make the links the slowest single-threaded steps.
-kmod="$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p')"
+# etcd is built in the same module and the same `go build`, so that the packages it shares
+# with Kubernetes compile once, and at the release k8s.io/kubernetes's go.mod requires, so
+# that its requirements raise no module above startupgate's (which would make the test gate
+# compile those packages again). Symbols and DWARF are stripped (-s -w): nothing reads them.
+kmod="$(logged go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p')"
 etcd_version="$(awk '$1 == "go.etcd.io/etcd/server/v3" { print $2 }' "$kmod")"
 [[ -n $etcd_version ]] || { echo "k8s.io/kubernetes $KUBE_VERSION requires no go.etcd.io/etcd/server/v3" >&2; exit 1; }
 mkdir -p "$work/kube" "$work/bin"
@@ -86,16 +84,15 @@ mkdir -p "$work/kube" "$work/bin"
     grep -E '^\s*k8s.io/[a-z0-9-]+ => ./staging/src/' "$kmod" \
       | awk -v v="$STAGING_VERSION" '{ print "replace " $1 " => " $1 " " v }'
   } > go.mod
-  # No `go mod tidy`: -mod=mod lets the build add the requirements and sums it needs, where
-  # tidy fetched every module the tests of every package need too (724 MB).
-  # k8s.io/kubernetes's go.mod pins them all, raised to ours where ours is newer (above).
+  # No `go mod tidy`, which would fetch the modules of every package's tests too: -mod=mod
+  # lets the build add only the requirements and sums it needs.
   minor="${KUBE_VERSION#v1.}"; minor="${minor%%.*}"
   ld=""
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ld+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
     ld+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
   done
-  go build -trimpath -ldflags "-s -w $ld" -o "$work/bin/" \
+  logged go build -trimpath -ldflags "-s -w $ld" -o "$work/bin/" \
     k8s.io/kubernetes/cmd/kube-apiserver \
     k8s.io/kubernetes/cmd/kube-scheduler \
     k8s.io/kubernetes/cmd/kube-controller-manager \

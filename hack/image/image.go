@@ -274,7 +274,7 @@ func untar(path string) (map[string][]byte, error) {
 	tr := tar.NewReader(f)
 	for {
 		hdr, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return files, nil
 		}
 		if err != nil {

@@ -29,26 +29,26 @@ func Dir() string {
 // Path names a file under testdata/.
 func Path(elem ...string) string { return filepath.Join(append([]string{Dir()}, elem...)...) }
 
-// Compare fails t with a diff when got differs from the golden file at testdata/REL, or
+// Compare fails tb with a diff when got differs from the golden file at testdata/REL, or
 // rewrites the file under -update.
-func Compare(t testing.TB, rel string, got []byte) {
-	t.Helper()
+func Compare(tb testing.TB, rel string, got []byte) {
+	tb.Helper()
 	path := Path(rel)
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		return
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create it): %v", err)
+		tb.Fatalf("reading golden file (run with -update to create it): %v", err)
 	}
 	if d := cmp.Diff(string(want), string(got)); d != "" {
-		t.Errorf("%s differs from the output (-want +got); rerun with -update if the change is meant:\n%s", rel, d)
+		tb.Errorf("%s differs from the output (-want +got); rerun with -update if the change is meant:\n%s", rel, d)
 	}
 }
 
