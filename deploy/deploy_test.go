@@ -52,6 +52,7 @@ import (
 
 	"github.com/startupgate/startupgate/deploy"
 	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/policy"
 	"github.com/startupgate/startupgate/sim/controlplane"
 )
@@ -270,9 +271,9 @@ func mustGet[T any](t *testing.T, objs []*unstructured.Unstructured, kind, name 
 	return typed[T](t, u)
 }
 
-func defaultConfig(t *testing.T) gate.Config {
+func defaultConfig(t *testing.T) config.Config {
 	t.Helper()
-	cfg := gate.DefaultConfig()
+	cfg := config.DefaultConfig()
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("default config: %v", err)
 	}
@@ -349,7 +350,7 @@ func TestOverlaysRender(t *testing.T) {
 				t.Errorf("node webhook failurePolicy = %v, want Fail", w.FailurePolicy)
 			}
 			if diff := cmp.Diff(wantSelector, w.ObjectSelector, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("node webhook objectSelector differs from policy.ObjectSelector(gate.DefaultConfig()) (-want +got):\n%s", diff)
+				t.Errorf("node webhook objectSelector differs from policy.ObjectSelector(config.DefaultConfig()) (-want +got):\n%s", diff)
 			}
 			if len(w.ClientConfig.CABundle) != 0 {
 				t.Errorf("the manifests must never set caBundle (re-applying would clear the injected one)")
@@ -474,7 +475,7 @@ func certSecretName(t *testing.T, d *appsv1.Deployment) string {
 	return ""
 }
 
-func checkDeployment(t *testing.T, d *appsv1.Deployment, cfg *gate.Config, webhookMode bool) {
+func checkDeployment(t *testing.T, d *appsv1.Deployment, cfg *config.Config, webhookMode bool) {
 	t.Helper()
 	if d.Namespace != gateNamespace {
 		t.Errorf("Deployment namespace = %q", d.Namespace)
@@ -622,7 +623,7 @@ func TestConfigMapRollsDeployment(t *testing.T) {
 	if cm == nil {
 		t.Fatalf("no generated startupgate-config-<hash> ConfigMap among %d ConfigMaps", len(cms))
 	}
-	cfg, err := gate.LoadConfig([]byte(cm.Data["config.yaml"]))
+	cfg, err := config.LoadConfig([]byte(cm.Data["config.yaml"]))
 	if err == nil {
 		err = cfg.Validate()
 	}
@@ -645,7 +646,7 @@ func TestConfigMapRollsDeployment(t *testing.T) {
 	}
 }
 
-// TestPolicyOverlayMatchesConfig: the shipped policy.yaml is what the default gate.Config
+// TestPolicyOverlayMatchesConfig: the shipped policy.yaml is what the default config.Config
 // renders, so it cannot drift from the webhook's mutation.
 func TestPolicyOverlayMatchesConfig(t *testing.T) {
 	cfg := defaultConfig(t)
@@ -688,7 +689,7 @@ func TestWebhookObjectSelectorMatchesConfig(t *testing.T) {
 	wh := typed[admissionregistrationv1.MutatingWebhookConfiguration](t, objs[0])
 	for _, w := range wh.Webhooks {
 		if diff := cmp.Diff(want, w.ObjectSelector, cmpopts.EquateEmpty()); diff != "" {
-			t.Errorf("webhook %s objectSelector != policy.ObjectSelector(gate.DefaultConfig()) (-want +got):\n%s", w.Name, diff)
+			t.Errorf("webhook %s objectSelector != policy.ObjectSelector(config.DefaultConfig()) (-want +got):\n%s", w.Name, diff)
 		}
 	}
 }
@@ -1019,7 +1020,7 @@ func TestOverlaysApply(t *testing.T) {
 }
 
 // checkApply applies an overlay's objects, as rendered by one source, to the plane.
-func checkApply(t *testing.T, c client.Client, cfg *gate.Config, objs []*unstructured.Unstructured, overlay string) {
+func checkApply(t *testing.T, c client.Client, cfg *config.Config, objs []*unstructured.Unstructured, overlay string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	t.Cleanup(func() { deleteAll(t, c, objs) })
@@ -1090,7 +1091,7 @@ func deleteNow(ctx context.Context, t *testing.T, c client.Client, o *unstructur
 // checkWebhookFailsClosed proves on the real apiserver what the webhook comment claims:
 // with no gate Pod to answer, a gated Node cannot register (failurePolicy Fail), while
 // the system and control-plane nodes the gate itself runs on still can (objectSelector).
-func checkWebhookFailsClosed(ctx context.Context, t *testing.T, c client.Client, cfg *gate.Config) {
+func checkWebhookFailsClosed(ctx context.Context, t *testing.T, c client.Client, cfg *config.Config) {
 	t.Helper()
 	dry := client.DryRunAll
 	err := wait(ctx, 15*time.Second, func() error {
@@ -1122,7 +1123,7 @@ func checkWebhookFailsClosed(ctx context.Context, t *testing.T, c client.Client,
 
 // checkPolicyTaints proves that the shipped policy really adds the taint inside the
 // apiserver, and skips system nodes.
-func checkPolicyTaints(ctx context.Context, t *testing.T, c client.Client, cfg *gate.Config) {
+func checkPolicyTaints(ctx context.Context, t *testing.T, c client.Client, cfg *config.Config) {
 	t.Helper()
 	err := wait(ctx, 20*time.Second, func() error {
 		n := probeNode("probe-policy", nil)

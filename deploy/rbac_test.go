@@ -38,12 +38,13 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/setup"
 	"github.com/startupgate/startupgate/sim"
 	"github.com/startupgate/startupgate/sim/gateundertest"
@@ -162,7 +163,7 @@ func TestGateUnderDeployedRBAC(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		id := leaderElectionID(t)
-		cfg := gate.DefaultConfig()
+		cfg := config.DefaultConfig()
 		cfg.Webhook = false
 		mgr, err := setup.NewManager(saConfig(t), &cfg, setup.ManagerOptions{
 			Metrics:                       metricsserver.Options{BindAddress: "0"},
@@ -171,7 +172,7 @@ func TestGateUnderDeployedRBAC(t *testing.T) {
 			LeaderElectionID:              id,
 			LeaderElectionNamespace:       gateNamespace,
 			LeaderElectionReleaseOnCancel: true,
-			Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
+			Controller:                    ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 		}, setup.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -418,7 +419,7 @@ type fixture struct {
 	saCS  kubernetes.Interface
 	// cfg's taint is the one the fixture's gated node carries; absent's is on no node, so
 	// operations with it only read.
-	cfg, absent gate.Config
+	cfg, absent config.Config
 	ns          string
 	gatedNode   string
 	busyNode    string
@@ -451,10 +452,10 @@ func newFixture(t *testing.T, admin client.Client) *fixture {
 	f := &fixture{admin: admin, sa: sa, saRC: saRC, saCS: saCS, ns: ns,
 		gatedNode: "rbac-test-gated", busyNode: "rbac-test-busy", busyPod: "busy", daemonSet: "rbac-test-ds",
 		lease: "rbac-test-lease", newLease: "rbac-test-lease-new"}
-	f.cfg, f.absent = gate.DefaultConfig(), gate.DefaultConfig()
+	f.cfg, f.absent = config.DefaultConfig(), config.DefaultConfig()
 	f.cfg.Taint.Key = "rbac-test.startup.k8s.io/gated"
 	f.absent.Taint.Key = "rbac-test.startup.k8s.io/absent"
-	for _, c := range []*gate.Config{&f.cfg, &f.absent} {
+	for _, c := range []*config.Config{&f.cfg, &f.absent} {
 		if err := c.Validate(); err != nil {
 			t.Fatal(err)
 		}
@@ -804,7 +805,7 @@ func (f *fixture) gateCache(ctx context.Context) error {
 		return fmt.Errorf("fixture: %w", err)
 	}
 	initLabels := map[string]string{}
-	sel := strings.SplitN(gate.DefaultInitLabel, "=", 2)
+	sel := strings.SplitN(config.DefaultInitLabel, "=", 2)
 	initLabels[sel[0]] = sel[1]
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "init-" + seq, Namespace: f.ns, Labels: initLabels},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}

@@ -13,6 +13,9 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/gate/rule"
 )
 
 const mirrorPodAnnotation = "kubernetes.io/config.mirror"
@@ -28,7 +31,7 @@ type Backfiller struct {
 	Reader   client.Reader // uncached (APIReader)
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
-	Config   *Config
+	Config   *config.Config
 }
 
 // Node backfills one untainted, unreleased, gated node if it is idle. After tainting it
@@ -46,8 +49,8 @@ func (b *Backfiller) Node(ctx context.Context, node *corev1.Node) error {
 		logger.V(1).Info("Not backfilling busy node", "pod", busy)
 		return nil
 	}
-	var rules []*Rule
-	tainted, wrote, err := b.Writer.Write(ctx, node, func(n *corev1.Node) { _, rules = b.Config.admit(n) })
+	var rules []*rule.Rule
+	tainted, wrote, err := b.Writer.Write(ctx, node, func(n *corev1.Node) { _, rules = b.Config.Admit(n) })
 	if err != nil || !wrote {
 		return err
 	}
@@ -101,7 +104,7 @@ func podsOn(ctx context.Context, r client.Reader, nodeName string) ([]corev1.Pod
 
 // makesBusy: a Pod counts as workload unless it is finished, a DaemonSet Pod, a mirror Pod,
 // or tolerates the startup taint.
-func makesBusy(p *corev1.Pod, cfg *Config) bool {
+func makesBusy(p *corev1.Pod, cfg *config.Config) bool {
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return false
 	}
@@ -115,7 +118,7 @@ func makesBusy(p *corev1.Pod, cfg *Config) bool {
 }
 
 // ruleNames lists rules' names for a message.
-func ruleNames(rules []*Rule) string {
+func ruleNames(rules []*rule.Rule) string {
 	names := make([]string, len(rules))
 	for i, r := range rules {
 		names[i] = r.Name

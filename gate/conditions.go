@@ -34,7 +34,7 @@ const budgetRetry = 10 * time.Second
 // conditionRule runs a condition rule on a node: its taint is on exactly while the node's
 // conditions match (unless keepAfterClear keeps it), and a NoExecute taint only within the
 // rule's eviction budget.
-func (r *Reconciler) conditionRule(ctx context.Context, f *facts, rl *Rule) (time.Duration, error) {
+func (r *Reconciler) conditionRule(ctx context.Context, f *facts, rl *rule.Rule) (time.Duration, error) {
 	if !rl.Matches(f.node) {
 		if rl.DryRun {
 			return 0, nil
@@ -61,7 +61,7 @@ func (r *Reconciler) conditionRule(ctx context.Context, f *facts, rl *Rule) (tim
 
 // budgetedTaint asks the rule's eviction budget before tainting. The question and the
 // write hold the budget lock, so that two workers never both take the last place.
-func (r *Reconciler) budgetedTaint(ctx context.Context, f *facts, rl *Rule, st *ruleState, d rule.ConditionDecision) (time.Duration, error) {
+func (r *Reconciler) budgetedTaint(ctx context.Context, f *facts, rl *rule.Rule, st *ruleState, d rule.ConditionDecision) (time.Duration, error) {
 	r.budgetMu.Lock()
 	defer r.budgetMu.Unlock()
 	use, err := r.budgetUse(ctx, f.node, rl)
@@ -86,7 +86,7 @@ func (r *Reconciler) budgetedTaint(ctx context.Context, f *facts, rl *Rule, st *
 // show yet needs no ledger: that node still matches in the cache and stands in the queue at
 // its place, ahead of every node it kept out, so it is counted all the same. The budget
 // lock makes the question and the write one step.
-func (r *Reconciler) budgetUse(ctx context.Context, node *corev1.Node, rl *Rule) (rule.BudgetUse, error) {
+func (r *Reconciler) budgetUse(ctx context.Context, node *corev1.Node, rl *rule.Rule) (rule.BudgetUse, error) {
 	list := &corev1.NodeList{}
 	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return rule.BudgetUse{}, fmt.Errorf("listing nodes for rule %q's eviction budget (node %q): %w", rl.Name, node.Name, err)
@@ -106,7 +106,7 @@ func (r *Reconciler) budgetUse(ctx context.Context, node *corev1.Node, rl *Rule)
 }
 
 // budgetDenied reports, once per node until it is tainted, that the budget holds it back.
-func (r *Reconciler) budgetDenied(ctx context.Context, node *corev1.Node, rl *Rule, st *ruleState, use rule.BudgetUse) {
+func (r *Reconciler) budgetDenied(ctx context.Context, node *corev1.Node, rl *rule.Rule, st *ruleState, use rule.BudgetUse) {
 	r.mu.Lock()
 	first := !st.budgetDenied
 	st.budgetDenied = true
@@ -123,7 +123,7 @@ func (r *Reconciler) budgetDenied(ctx context.Context, node *corev1.Node, rl *Ru
 
 // conditionTaint puts the rule's taint on, marked as the rule's, in one guarded write; a
 // dry-run rule reports it once instead, with the Pods the taint would evict.
-func (r *Reconciler) conditionTaint(ctx context.Context, f *facts, rl *Rule, st *ruleState, d rule.ConditionDecision) error {
+func (r *Reconciler) conditionTaint(ctx context.Context, f *facts, rl *rule.Rule, st *ruleState, d rule.ConditionDecision) error {
 	if rl.DryRun {
 		return r.wouldTaint(ctx, f.node, rl, st, d)
 	}
@@ -143,7 +143,7 @@ func (r *Reconciler) conditionTaint(ctx context.Context, f *facts, rl *Rule, st 
 }
 
 // conditionClear takes off the taint the rule placed, and its mark, in one guarded write.
-func (r *Reconciler) conditionClear(ctx context.Context, f *facts, rl *Rule, d rule.ConditionDecision) error {
+func (r *Reconciler) conditionClear(ctx context.Context, f *facts, rl *rule.Rule, d rule.ConditionDecision) error {
 	had := rl.HasTaint(f.node)
 	written, wrote, err := r.Writer.Write(ctx, f.node, rl.ClearConditionTaint)
 	if err != nil {
@@ -162,7 +162,7 @@ func (r *Reconciler) conditionClear(ctx context.Context, f *facts, rl *Rule, d r
 // wouldTaint reports, once per match, what a dry-run condition rule would do: the taint, and
 // for a NoExecute taint the Pods it would evict (read from the API: the gate caches init
 // Pods only).
-func (r *Reconciler) wouldTaint(ctx context.Context, node *corev1.Node, rl *Rule, st *ruleState, d rule.ConditionDecision) error {
+func (r *Reconciler) wouldTaint(ctx context.Context, node *corev1.Node, rl *rule.Rule, st *ruleState, d rule.ConditionDecision) error {
 	if !r.setWouldTaint(st, true) {
 		return nil
 	}
@@ -198,7 +198,7 @@ func (r *Reconciler) reportedTaint(st *ruleState) bool {
 	return st.wouldTaint
 }
 
-func (r *Reconciler) wouldTaintLocked(name string, rl *Rule) bool {
+func (r *Reconciler) wouldTaintLocked(name string, rl *rule.Rule) bool {
 	if st, ok := r.nodes[name]; ok {
 		if rs, ok := st.rules[rl.Name]; ok {
 			return rs.wouldTaint
@@ -209,7 +209,7 @@ func (r *Reconciler) wouldTaintLocked(name string, rl *Rule) bool {
 
 // evictable lists the Pods on the node that the rule's NoExecute taint would evict: those
 // that do not tolerate it (a toleration with tolerationSeconds still ends in eviction).
-func (r *Reconciler) evictable(ctx context.Context, nodeName string, rl *Rule) ([]string, error) {
+func (r *Reconciler) evictable(ctx context.Context, nodeName string, rl *rule.Rule) ([]string, error) {
 	pods, err := podsOn(ctx, r.Writer.Reader, nodeName)
 	if err != nil {
 		return nil, err

@@ -13,29 +13,31 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/rule"
+	"github.com/startupgate/startupgate/internal/testobj"
 )
 
 var oosTaint = corev1.Taint{Key: "node.kubernetes.io/out-of-service", Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}
 
 // conditionConfig: the default startup rule, and an out-of-service condition rule on a
 // preempted node that is not Ready.
-func conditionConfig(t *testing.T, mod func(*Rule)) *Config {
-	return validConfig(t, func(c *Config) {
-		oos := Rule{Name: "oos", Mode: rule.Condition, Taint: oosTaint, Match: []rule.Match{
+func conditionConfig(t *testing.T, mod func(*rule.Rule)) *config.Config {
+	return validConfig(t, func(c *config.Config) {
+		oos := rule.Rule{Name: "oos", Mode: rule.Condition, Taint: oosTaint, Match: []rule.Match{
 			{Type: "example.com/Preempted", Status: "True"}, {Type: corev1.NodeReady, Status: "False|Unknown"},
 		}}
 		if mod != nil {
 			mod(&oos)
 		}
-		c.Rules = []Rule{
-			{Name: DefaultRuleName, NodeSelector: DefaultNodeSelector, Taint: gateTaint, Components: []Component{{Name: "init", Selector: DefaultInitLabel}}},
+		c.Rules = []rule.Rule{
+			{Name: config.DefaultRuleName, NodeSelector: config.DefaultNodeSelector, Taint: gateTaint, Components: []rule.Component{{Name: "init", Selector: config.DefaultInitLabel}}},
 			oos,
 		}
 	})
 }
 
-func preempted(since time.Time) nodeOpt {
+func preempted(since time.Time) testobj.NodeOpt {
 	return func(n *corev1.Node) {
 		n.Status.Conditions = append(n.Status.Conditions,
 			corev1.NodeCondition{Type: "example.com/Preempted", Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(since)},
@@ -43,25 +45,25 @@ func preempted(since time.Time) nodeOpt {
 	}
 }
 
-const releasedMark = DefaultCompletedAnnotation
+const releasedMark = config.DefaultCompletedAnnotation
 
 // TestConditionRuleTaintsWhileMatching: never at creation; on while every condition
 // matches, with timeAdded and the rule's mark, in one write; off, mark and all, when a
 // condition clears.
 func TestConditionRuleTaintsWhileMatching(t *testing.T) {
-	cfg := conditionConfig(t, func(r *Rule) { r.MaxTainted = &intstr.IntOrString{Type: intstr.Int, IntVal: 5} })
-	created := newNode("n", t0)
-	if applies, _ := cfg.admit(created.DeepCopy()); len(applies) != 1 || applies[0].Name != DefaultRuleName {
+	cfg := conditionConfig(t, func(r *rule.Rule) { r.MaxTainted = &intstr.IntOrString{Type: intstr.Int, IntVal: 5} })
+	created := testobj.Node("n", t0)
+	if applies, _ := cfg.Admit(created.DeepCopy()); len(applies) != 1 || applies[0].Name != config.DefaultRuleName {
 		t.Fatalf("rules applied at creation: %v, want the startup rule only", ruleNames(applies))
 	}
 	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{},
-		newNode("n", t0, withNodeAnnotation(releasedMark, "1"), preempted(t0.Add(time.Minute))))
+		testobj.Node("n", t0, testobj.NodeAnnotation(releasedMark, "1"), preempted(t0.Add(time.Minute))))
 	e.reconcile(t, "n")
 	n := getNode(t, e.c, "n")
 	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != oosTaint.Key || n.Spec.Taints[0].TimeAdded == nil {
 		t.Fatalf("taints %+v, want the out-of-service taint with timeAdded", n.Spec.Taints)
 	}
-	if n.Annotations[DefaultTaintedAnnotation+".oos"] == "" {
+	if n.Annotations[config.DefaultTaintedAnnotation+".oos"] == "" {
 		t.Errorf("annotations %v: want the rule's mark", n.Annotations)
 	}
 	e.reconcile(t, "n") // matching still, tainted: nothing to do
@@ -78,7 +80,7 @@ func TestConditionRuleTaintsWhileMatching(t *testing.T) {
 	}
 	e.reconcile(t, "n")
 	n = getNode(t, e.c, "n")
-	if len(n.Spec.Taints) != 0 || n.Annotations[DefaultTaintedAnnotation+".oos"] != "" {
+	if len(n.Spec.Taints) != 0 || n.Annotations[config.DefaultTaintedAnnotation+".oos"] != "" {
 		t.Errorf("after the condition cleared: taints %v, annotations %v; want neither taint nor mark", n.Spec.Taints, n.Annotations)
 	}
 	want := []string{"Warning " + ReasonConditionTainted, "Normal " + ReasonConditionCleared}
@@ -91,7 +93,7 @@ func TestConditionRuleTaintsWhileMatching(t *testing.T) {
 // manual flow) stays when the rule's conditions do not match.
 func TestConditionRuleNeverLiftsAForeignTaint(t *testing.T) {
 	e := newReconcilerEnv(t, conditionConfig(t, nil), false, interceptor.Funcs{},
-		newNode("n", t0, withNodeAnnotation(releasedMark, "1"), withTaints(oosTaint)))
+		testobj.Node("n", t0, testobj.NodeAnnotation(releasedMark, "1"), testobj.Taints(oosTaint)))
 	e.reconcile(t, "n")
 	if w := e.calls.writes(); w != 0 {
 		t.Errorf("%d writes, want 0: the rule did not place the taint", w)
@@ -104,11 +106,11 @@ func TestConditionBudget(t *testing.T) {
 	cfg := conditionConfig(t, nil) // default budget, 10%
 	var objs []client.Object
 	for i := range 10 {
-		opts := []nodeOpt{withNodeAnnotation(releasedMark, "1")}
+		opts := []testobj.NodeOpt{testobj.NodeAnnotation(releasedMark, "1")}
 		if i < 4 {
 			opts = append(opts, preempted(t0.Add(time.Duration(4-i)*time.Second))) // n3 matched first
 		}
-		objs = append(objs, newNode(fmt.Sprintf("n%d", i), t0, opts...))
+		objs = append(objs, testobj.Node(fmt.Sprintf("n%d", i), t0, opts...))
 	}
 	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, objs...)
 	for round := range 2 {
@@ -136,11 +138,11 @@ func TestConditionBudget(t *testing.T) {
 // TestConditionBudgetCountsWritesTheCacheLags: the budget counts a taint this process
 // wrote before the cache shows it; else a second worker would take the same place.
 func TestConditionBudgetCountsWritesTheCacheLags(t *testing.T) {
-	cfg := conditionConfig(t, func(r *Rule) { r.MaxTainted = &intstr.IntOrString{Type: intstr.Int, IntVal: 1} })
+	cfg := conditionConfig(t, func(r *rule.Rule) { r.MaxTainted = &intstr.IntOrString{Type: intstr.Int, IntVal: 1} })
 	objs := func() []client.Object {
 		return []client.Object{
-			newNode("a", t0, withNodeAnnotation(releasedMark, "1"), preempted(t0)),
-			newNode("b", t0, withNodeAnnotation(releasedMark, "1"), preempted(t0)),
+			testobj.Node("a", t0, testobj.NodeAnnotation(releasedMark, "1"), preempted(t0)),
+			testobj.Node("b", t0, testobj.NodeAnnotation(releasedMark, "1"), preempted(t0)),
 		}
 	}
 	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, objs()...)
@@ -156,12 +158,12 @@ func TestConditionBudgetCountsWritesTheCacheLags(t *testing.T) {
 // TestConditionDryRunReportsEvictions: a dry-run NoExecute rule writes nothing and names the
 // Pods its taint would evict, once.
 func TestConditionDryRunReportsEvictions(t *testing.T) {
-	cfg := conditionConfig(t, func(r *Rule) { r.DryRun = true })
+	cfg := conditionConfig(t, func(r *rule.Rule) { r.DryRun = true })
 	tolerates := corev1.Toleration{Key: oosTaint.Key, Operator: corev1.TolerationOpExists}
 	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{},
-		newNode("n", t0, withNodeAnnotation(releasedMark, "1"), preempted(t0)),
-		newPod("web-0", "n", t0, withNamespace("shop"), withLabels(nil)),
-		newPod("logger", "n", t0, withNamespace("shop"), withLabels(nil), withTolerations(tolerates)))
+		testobj.Node("n", t0, testobj.NodeAnnotation(releasedMark, "1"), preempted(t0)),
+		testobj.Pod("web-0", "n", t0, testobj.Namespace("shop"), testobj.Labels(nil)),
+		testobj.Pod("logger", "n", t0, testobj.Namespace("shop"), testobj.Labels(nil), testobj.Tolerations(tolerates)))
 	e.reconcile(t, "n")
 	e.reconcile(t, "n")
 	if w := e.calls.writes(); w != 0 {

@@ -19,7 +19,9 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/policy"
+	"github.com/startupgate/startupgate/gate/rule"
 )
 
 // FuzzLoadConfig feeds LoadConfig and Validate arbitrary YAML: the --config file and the
@@ -32,7 +34,7 @@ func FuzzLoadConfig(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := gate.LoadConfig(data)
+		cfg, err := config.LoadConfig(data)
 		if err != nil {
 			if err.Error() == "" {
 				t.Fatal("LoadConfig() error with an empty message")
@@ -108,7 +110,7 @@ func scenarioGates(tb testing.TB) [][]byte {
 
 // printPolicy renders the config as `gate --print-policy` and the webhook's objectSelector
 // do. A selector with no objectSelector form (gt, lt) is an error there, never a panic.
-func printPolicy(t *testing.T, cfg *gate.Config) {
+func printPolicy(t *testing.T, cfg *config.Config) {
 	t.Helper()
 	if _, err := policy.YAML(cfg); err != nil && err.Error() == "" {
 		t.Fatal("policy.YAML() error with an empty message")
@@ -120,27 +122,27 @@ func printPolicy(t *testing.T, cfg *gate.Config) {
 
 // roundTrip: a valid config, written out as YAML (what `gate convert` and the Helm chart
 // produce), loads and validates to the same config.
-func roundTrip(t *testing.T, cfg *gate.Config) {
+func roundTrip(t *testing.T, cfg *config.Config) {
 	t.Helper()
 	out, err := sigsyaml.Marshal(cfg)
 	if err != nil {
 		t.Fatalf("marshalling a valid config: %v", err)
 	}
-	again, err := gate.LoadConfig(out)
+	again, err := config.LoadConfig(out)
 	if err == nil {
 		err = again.Validate()
 	}
 	if err != nil {
 		t.Fatalf("a valid config, marshalled, does not load: %v\n%s", err, out)
 	}
-	if diff := cmp.Diff(*cfg, again, cmpopts.IgnoreUnexported(gate.Config{}, gate.Rule{}), cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(*cfg, again, cmpopts.IgnoreUnexported(config.Config{}, rule.Rule{}), cmpopts.EquateEmpty()); diff != "" {
 		t.Fatalf("config changed through marshal and load (-want +got):\n%s", diff)
 	}
 }
 
 // admitOne runs the node webhook of the config on a node with labels, a taint and
 // conditions, so that every compiled selector and condition is used once.
-func admitOne(t *testing.T, cfg *gate.Config) {
+func admitOne(t *testing.T, cfg *config.Config) {
 	t.Helper()
 	node := &corev1.Node{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},

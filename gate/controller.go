@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/rule"
 )
 
@@ -59,7 +60,7 @@ type Reconciler struct {
 	Writer   *NodeWriter
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
-	Config   *Config
+	Config   *config.Config
 	// Backfill, when set, taints idle nodes that came up without the taint.
 	Backfill *Backfiller
 
@@ -143,15 +144,15 @@ func (r *Reconciler) anyCompleted(node *corev1.Node) bool {
 
 // decide runs rule.Decide for rl on the node, reading the node's init Pods and the
 // DaemonSets from the cache the first time a rule needs them.
-func (r *Reconciler) decide(ctx context.Context, f *facts, rl *Rule, unmetSince time.Time) (Decision, error) {
+func (r *Reconciler) decide(ctx context.Context, f *facts, rl *rule.Rule, unmetSince time.Time) (rule.Decision, error) {
 	if !f.loaded {
 		pods, err := r.initPods(ctx, f.node.Name)
 		if err != nil {
-			return Decision{}, err
+			return rule.Decision{}, err
 		}
 		list := &appsv1.DaemonSetList{}
 		if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
-			return Decision{}, fmt.Errorf("listing daemonsets for node %q: %w", f.node.Name, err)
+			return rule.Decision{}, fmt.Errorf("listing daemonsets for node %q: %w", f.node.Name, err)
 		}
 		f.pods, f.dss, f.loaded = pods, list.Items, true
 	}
@@ -162,7 +163,7 @@ func (r *Reconciler) decide(ctx context.Context, f *facts, rl *Rule, unmetSince 
 // rule runs one rule on the node and returns when to look again (0: on the next event).
 // Excluded nodes are never touched, nor nodes a startup rule has released; a node that
 // left the rule's selector loses the rule's taint.
-func (r *Reconciler) rule(ctx context.Context, f *facts, rl *Rule) (time.Duration, error) {
+func (r *Reconciler) rule(ctx context.Context, f *facts, rl *rule.Rule) (time.Duration, error) {
 	node := f.node
 	switch {
 	case rl.Mode == rule.Condition:
@@ -212,29 +213,29 @@ func (r *Reconciler) rule(ctx context.Context, f *facts, rl *Rule) (time.Duratio
 // gone, or out of the rule's selector, is the next event's to handle, with every check of
 // rule() on the way, and what else the fresh copy says is a hold (the requirements hold
 // again, or have not failed for the settle time).
-func (r *Reconciler) confirm(ctx context.Context, f *facts, rl *Rule, d Decision, unmetSince time.Time) (Decision, error) {
+func (r *Reconciler) confirm(ctx context.Context, f *facts, rl *rule.Rule, d rule.Decision, unmetSince time.Time) (rule.Decision, error) {
 	if r.Reader == nil || f.live {
 		return d, nil
 	}
 	fresh, err := r.read(ctx, f.node)
 	if apierrors.IsNotFound(err) || err == nil && (fresh.node.UID != f.node.UID || !rl.Matches(fresh.node)) {
-		return Decision{Reason: "the node changed under the decision"}, nil
+		return rule.Decision{Reason: "the node changed under the decision"}, nil
 	}
 	if err != nil {
-		return Decision{}, err
+		return rule.Decision{}, err
 	}
 	fresh.dss = f.dss
 	fd, err := r.decide(ctx, fresh, rl, unmetSince)
 	switch {
 	case err != nil:
-		return Decision{}, err
+		return rule.Decision{}, err
 	case fd.Taint:
 		f.node, f.pods, f.live = fresh.node, fresh.pods, true
 		return fd, nil
 	case !rl.HasTaint(fresh.node):
 		log.FromContext(ctx).Info("Re-taint withdrawn: the apiserver's copy disagrees with the cache", "node", klog.KObj(fresh.node), "rule", rl.Name, "reason", fd.Reason)
 	}
-	return Decision{Met: fd.Met, Reason: fd.Reason, RequeueAfter: fd.RequeueAfter}, nil
+	return rule.Decision{Met: fd.Met, Reason: fd.Reason, RequeueAfter: fd.RequeueAfter}, nil
 }
 
 // read gets the node and its init Pods from the apiserver.
@@ -264,7 +265,7 @@ func (r *Reconciler) initPods(ctx context.Context, nodeName string) ([]*corev1.P
 
 // release removes the rule's taint and, the first time, records the rule's completion, in
 // one guarded write. A continuous rule whose requirements hold again comes here too.
-func (r *Reconciler) release(ctx context.Context, f *facts, rl *Rule, d Decision) error {
+func (r *Reconciler) release(ctx context.Context, f *facts, rl *rule.Rule, d rule.Decision) error {
 	node, now := f.node, r.Clock.Now()
 	first := !rl.Completed(node)
 	observeStage(stageDecide, f.start)
@@ -285,7 +286,7 @@ func (r *Reconciler) release(ctx context.Context, f *facts, rl *Rule, d Decision
 	outcome := "ready"
 	if d.TimedOut {
 		outcome = "timeout"
-		timeoutsTotal.WithLabelValues(rl.Name, string(TimeoutRelease)).Inc()
+		timeoutsTotal.WithLabelValues(rl.Name, string(rule.TimeoutRelease)).Inc()
 		r.Recorder.Eventf(written, nil, corev1.EventTypeWarning, ReasonTimedOut, eventActionRelease, "Rule %s: released without readiness: %s", rl.Name, d.Reason)
 	}
 	releasesTotal.WithLabelValues(rl.Name, outcome).Inc()
@@ -300,7 +301,7 @@ func (r *Reconciler) release(ctx context.Context, f *facts, rl *Rule, d Decision
 }
 
 // retaint puts a continuous rule's taint back on a released node, in one guarded write.
-func (r *Reconciler) retaint(ctx context.Context, f *facts, rl *Rule, d Decision) error {
+func (r *Reconciler) retaint(ctx context.Context, f *facts, rl *rule.Rule, d rule.Decision) error {
 	written, wrote, err := r.Writer.Write(ctx, f.node, taintMutation(rl))
 	if err != nil {
 		return fmt.Errorf("re-tainting node %q for rule %q: %w", f.node.Name, rl.Name, err)
@@ -318,7 +319,7 @@ func (r *Reconciler) retaint(ctx context.Context, f *facts, rl *Rule, d Decision
 // leftSelector takes the rule's taint off a node whose labels left the rule's selector.
 // Only a departure this process saw counts: an excluded node that carries the taint for
 // another reason (registered with it by hand) is the operator's to release.
-func (r *Reconciler) leftSelector(ctx context.Context, f *facts, rl *Rule) error {
+func (r *Reconciler) leftSelector(ctx context.Context, f *facts, rl *rule.Rule) error {
 	r.unhold(f.node.Name, rl)
 	if !r.takeLeft(f.node.Name, rl) || !rl.HasTaint(f.node) {
 		return nil
@@ -337,7 +338,7 @@ func (r *Reconciler) leftSelector(ctx context.Context, f *facts, rl *Rule) error
 
 // dryRun decides as the rule would and reports it, once per node and outcome, writing
 // nothing. It reads the node as if the rule had tainted it at creation.
-func (r *Reconciler) dryRun(ctx context.Context, f *facts, rl *Rule) (time.Duration, error) {
+func (r *Reconciler) dryRun(ctx context.Context, f *facts, rl *rule.Rule) (time.Duration, error) {
 	node := f.node
 	if !rl.Matches(node) || rl.Completed(node) {
 		return 0, nil
@@ -360,7 +361,7 @@ func (r *Reconciler) dryRun(ctx context.Context, f *facts, rl *Rule) (time.Durat
 }
 
 // keepTimedOut alerts once per node and rule when the keep policy holds a timed-out node.
-func (r *Reconciler) keepTimedOut(ctx context.Context, node *corev1.Node, rl *Rule, st *ruleState, d Decision) {
+func (r *Reconciler) keepTimedOut(ctx context.Context, node *corev1.Node, rl *rule.Rule, st *ruleState, d rule.Decision) {
 	r.mu.Lock()
 	first := !st.timedOut
 	st.timedOut = true
@@ -368,7 +369,7 @@ func (r *Reconciler) keepTimedOut(ctx context.Context, node *corev1.Node, rl *Ru
 	if !first {
 		return
 	}
-	timeoutsTotal.WithLabelValues(rl.Name, string(TimeoutKeep)).Inc()
+	timeoutsTotal.WithLabelValues(rl.Name, string(rule.TimeoutKeep)).Inc()
 	r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonTimedOut, eventActionGate, "Rule %s: keeping startup taint: %s", rl.Name, d.Reason)
 	log.FromContext(ctx).Info("Node timed out, keeping taint", "node", klog.KObj(node), "rule", rl.Name, "reason", d.Reason)
 }
@@ -376,7 +377,7 @@ func (r *Reconciler) keepTimedOut(ctx context.Context, node *corev1.Node, rl *Ru
 // track returns the rule's state on the node and, when the rule holds the node (holds),
 // records that, with the Held (dry run: WouldHold) event the first time. A continuous rule
 // holding a node again says so with its Retainted event instead.
-func (r *Reconciler) track(ctx context.Context, node *corev1.Node, rl *Rule, holds bool) *ruleState {
+func (r *Reconciler) track(ctx context.Context, node *corev1.Node, rl *rule.Rule, holds bool) *ruleState {
 	r.mu.Lock()
 	st := r.stateLocked(node)
 	rs, ok := st.rules[rl.Name]
@@ -422,7 +423,7 @@ func (r *Reconciler) stateLocked(node *corev1.Node) *nodeState {
 }
 
 // unhold: the rule no longer holds the node (released, or out of its reach).
-func (r *Reconciler) unhold(name string, rl *Rule) {
+func (r *Reconciler) unhold(name string, rl *rule.Rule) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if st, ok := r.nodes[name]; ok {
@@ -441,7 +442,7 @@ func (r *Reconciler) unmet(st *ruleState) time.Time {
 }
 
 // noteMet starts or clears the unmet clock of a continuous rule.
-func (r *Reconciler) noteMet(st *ruleState, d Decision) {
+func (r *Reconciler) noteMet(st *ruleState, d rule.Decision) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
@@ -453,7 +454,7 @@ func (r *Reconciler) noteMet(st *ruleState, d Decision) {
 }
 
 // takeLeft reports, once, that the node left the rule's selector.
-func (r *Reconciler) takeLeft(name string, rl *Rule) bool {
+func (r *Reconciler) takeLeft(name string, rl *rule.Rule) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st, ok := r.nodes[name]
@@ -499,7 +500,7 @@ func (r *Reconciler) NodeChanged(old, cur *corev1.Node) bool {
 func (r *Reconciler) noteLeft(old, cur *corev1.Node) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, rl := range r.Config.enforced() {
+	for _, rl := range r.Config.Enforced() {
 		if rl.Matches(old) && !rl.Matches(cur) {
 			st := r.stateLocked(cur)
 			rs, ok := st.rules[rl.Name]
@@ -513,7 +514,7 @@ func (r *Reconciler) noteLeft(old, cur *corev1.Node) {
 }
 
 // nodeChanged is the pure part of Reconciler.NodeChanged.
-func nodeChanged(cfg *Config, old, cur *corev1.Node) bool {
+func nodeChanged(cfg *config.Config, old, cur *corev1.Node) bool {
 	if !equality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints) ||
 		!equality.Semantic.DeepEqual(old.Labels, cur.Labels) ||
 		!equality.Semantic.DeepEqual(old.Annotations, cur.Annotations) ||

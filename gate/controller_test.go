@@ -16,21 +16,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/gate/rule"
+	"github.com/startupgate/startupgate/internal/testobj"
 )
 
 func TestNodeChanged(t *testing.T) {
 	base := func() *corev1.Node {
-		n := newNode("n1", t0, withTaints(gateTaint), withNodeAnnotation("a", "b"),
-			withNodeCondition(corev1.NodeReady, corev1.ConditionFalse),
-			withNodeCondition(corev1.NodeMemoryPressure, corev1.ConditionFalse))
+		n := testobj.Node("n1", t0, testobj.Taints(gateTaint), testobj.NodeAnnotation("a", "b"),
+			testobj.NodeCondition(corev1.NodeReady, corev1.ConditionFalse),
+			testobj.NodeCondition(corev1.NodeMemoryPressure, corev1.ConditionFalse))
 		n.ResourceVersion = "10"
 		n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(t0)
 		return n
 	}
-	withCond := func(c *Config) { c.RequiredCondition = "Ready=True" }
+	withCond := func(c *config.Config) { c.RequiredCondition = "Ready=True" }
 	tests := []struct {
 		name   string
-		cfg    func(*Config)
+		cfg    func(*config.Config)
 		change func(n *corev1.Node)
 		want   bool
 	}{
@@ -50,14 +54,14 @@ func TestNodeChanged(t *testing.T) {
 		{"taint added", nil, func(n *corev1.Node) { n.Spec.Taints = append(n.Spec.Taints, foreignTaint) }, true},
 		{"taint value changed", nil, func(n *corev1.Node) { n.Spec.Taints[0].Value = "other" }, true},
 		{"label added", nil, func(n *corev1.Node) { n.Labels["pool"] = "gpu" }, true},
-		{"annotation added", nil, func(n *corev1.Node) { n.Annotations[DefaultCompletedAnnotation] = "1" }, true},
+		{"annotation added", nil, func(n *corev1.Node) { n.Annotations[config.DefaultCompletedAnnotation] = "1" }, true},
 		{"annotation changed", nil, func(n *corev1.Node) { n.Annotations["a"] = "c" }, true},
 		{"UID changed (node replaced)", nil, func(n *corev1.Node) { n.UID = "other" }, true},
 		{"unschedulable changed", nil, func(n *corev1.Node) { n.Spec.Unschedulable = true }, false},
 		{"required condition flipped", withCond, func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionTrue }, true},
 		{"required condition flipped, none configured", nil, func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionTrue }, false},
 		{"other condition flipped", withCond, func(n *corev1.Node) { n.Status.Conditions[1].Status = corev1.ConditionTrue }, false},
-		{"required condition appears", func(c *Config) { c.RequiredCondition = "example.com/Net=True" }, func(n *corev1.Node) {
+		{"required condition appears", func(c *config.Config) { c.RequiredCondition = "example.com/Net=True" }, func(n *corev1.Node) {
 			n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: "example.com/Net", Status: corev1.ConditionTrue})
 		}, true},
 		{"required condition reason only", withCond, func(n *corev1.Node) { n.Status.Conditions[0].Reason = "KubeletReady" }, false},
@@ -86,7 +90,7 @@ type reconcilerEnv struct {
 	clock  *clocktesting.FakeClock
 }
 
-func newReconcilerEnv(t *testing.T, cfg *Config, backfill bool, funcs interceptor.Funcs, objs ...client.Object) *reconcilerEnv {
+func newReconcilerEnv(t *testing.T, cfg *config.Config, backfill bool, funcs interceptor.Funcs, objs ...client.Object) *reconcilerEnv {
 	t.Helper()
 	c, cs := newFakeClient(funcs, objs...)
 	rec := events.NewFakeRecorder(100)
@@ -126,15 +130,15 @@ func TestReconcile(t *testing.T) {
 	const name = "n1"
 	now := t0.Add(10 * time.Minute) // the fake clock
 	nowStr := strconv.FormatInt(now.Unix(), 10)
-	ready := func(opts ...podOpt) *corev1.Pod {
-		return newPod("init-"+name, name, t0.Add(time.Second), append([]podOpt{readyAt(t0.Add(time.Minute))}, opts...)...)
+	ready := func(opts ...testobj.PodOpt) *corev1.Pod {
+		return testobj.Pod("init-"+name, name, t0.Add(time.Second), append([]testobj.PodOpt{testobj.ReadyAt(t0.Add(time.Minute))}, opts...)...)
 	}
-	notReady := newPod("init-"+name, name, t0.Add(time.Second))
-	workload := newPod("web", name, t0.Add(time.Minute), withNamespace("default"), withLabels(map[string]string{"app": "web"}))
+	notReady := testobj.Pod("init-"+name, name, t0.Add(time.Second))
+	workload := testobj.Pod("web", name, t0.Add(time.Minute), testobj.Namespace("default"), testobj.Labels(map[string]string{"app": "web"}))
 
 	tests := []struct {
 		name       string
-		cfg        func(*Config)
+		cfg        func(*config.Config)
 		backfill   bool
 		objs       []client.Object
 		want       reconcile.Result
@@ -145,7 +149,7 @@ func TestReconcile(t *testing.T) {
 	}{
 		{
 			name:       "gated node with a ready init pod is released in one patch",
-			objs:       []client.Object{newNode(name, t0, withTaints(notReadyTaint, gateTaint)), ready()},
+			objs:       []client.Object{testobj.Node(name, t0, testobj.Taints(notReadyTaint, gateTaint)), ready()},
 			wantWrites: 1,
 			wantTaints: []corev1.Taint{notReadyTaint},
 			wantAnn:    nowStr,
@@ -153,49 +157,49 @@ func TestReconcile(t *testing.T) {
 		},
 		{
 			name:       "gate taint registered with another value is released",
-			objs:       []client.Object{newNode(name, t0, withTaints(corev1.Taint{Key: DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule})), ready()},
+			objs:       []client.Object{testobj.Node(name, t0, testobj.Taints(corev1.Taint{Key: config.DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule})), ready()},
 			wantWrites: 1,
 			wantAnn:    nowStr,
 			wantEvents: []string{"Normal " + ReasonHeld, "Normal " + ReasonReleased},
 		},
 		{
 			name:       "not ready, max hold configured: requeue at the deadline, no write",
-			cfg:        func(c *Config) { c.MaxHold = metav1.Duration{Duration: 15 * time.Minute} },
-			objs:       []client.Object{newNode(name, t0, withTaints(gateTaint)), notReady},
+			cfg:        func(c *config.Config) { c.MaxHold = metav1.Duration{Duration: 15 * time.Minute} },
+			objs:       []client.Object{testobj.Node(name, t0, testobj.Taints(gateTaint)), notReady},
 			want:       reconcile.Result{RequeueAfter: 5 * time.Minute},
 			wantTaints: []corev1.Taint{gateTaint},
 			wantEvents: []string{"Normal " + ReasonHeld},
 		},
 		{
 			name:       "not ready, no max hold: wait for an event, no write",
-			objs:       []client.Object{newNode(name, t0, withTaints(gateTaint)), notReady},
+			objs:       []client.Object{testobj.Node(name, t0, testobj.Taints(gateTaint)), notReady},
 			wantTaints: []corev1.Taint{gateTaint},
 			wantEvents: []string{"Normal " + ReasonHeld},
 		},
 		{
 			name:       "no init pod yet",
-			objs:       []client.Object{newNode(name, t0, withTaints(gateTaint)), workload},
+			objs:       []client.Object{testobj.Node(name, t0, testobj.Taints(gateTaint)), workload},
 			wantTaints: []corev1.Taint{gateTaint},
 			wantEvents: []string{"Normal " + ReasonHeld},
 		},
 		{
 			name:       "ready pod of a previous node with the same name does not release",
-			objs:       []client.Object{newNode(name, t0, withTaints(gateTaint)), newPod("init-old", name, t0.Add(-time.Hour), readyAt(t0.Add(-50*time.Minute)))},
+			objs:       []client.Object{testobj.Node(name, t0, testobj.Taints(gateTaint)), testobj.Pod("init-old", name, t0.Add(-time.Hour), testobj.ReadyAt(t0.Add(-50*time.Minute)))},
 			wantTaints: []corev1.Taint{gateTaint},
 			wantEvents: []string{"Normal " + ReasonHeld},
 		},
 		{
 			name:       "ready inside the minimum hold: requeue at its end",
-			cfg:        func(c *Config) { c.MinHold = metav1.Duration{Duration: 12 * time.Minute} },
-			objs:       []client.Object{newNode(name, t0, withTaints(gateTaint)), ready()},
+			cfg:        func(c *config.Config) { c.MinHold = metav1.Duration{Duration: 12 * time.Minute} },
+			objs:       []client.Object{testobj.Node(name, t0, testobj.Taints(gateTaint)), ready()},
 			want:       reconcile.Result{RequeueAfter: 2 * time.Minute},
 			wantTaints: []corev1.Taint{gateTaint},
 			wantEvents: []string{"Normal " + ReasonHeld},
 		},
 		{
 			name:       "max hold passed, release policy: released with a warning",
-			cfg:        func(c *Config) { c.MaxHold = metav1.Duration{Duration: 5 * time.Minute} },
-			objs:       []client.Object{newNode(name, t0, withTaints(gateTaint)), notReady},
+			cfg:        func(c *config.Config) { c.MaxHold = metav1.Duration{Duration: 5 * time.Minute} },
+			objs:       []client.Object{testobj.Node(name, t0, testobj.Taints(gateTaint)), notReady},
 			wantWrites: 1,
 			wantAnn:    nowStr,
 			wantEvents: []string{"Normal " + ReasonHeld, "Warning " + ReasonTimedOut, "Normal " + ReasonReleased},
@@ -203,20 +207,20 @@ func TestReconcile(t *testing.T) {
 		{
 			name:       "released node: steady state, zero writes",
 			backfill:   true,
-			objs:       []client.Object{newNode(name, t0, withNodeAnnotation(DefaultCompletedAnnotation, "1700000000")), notReady},
+			objs:       []client.Object{testobj.Node(name, t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1700000000")), notReady},
 			wantAnn:    "1700000000",
 			wantEvents: nil,
 		},
 		{
 			name:       "released node that holds the taint again is left alone",
-			objs:       []client.Object{newNode(name, t0, withTaints(gateTaint), withNodeAnnotation(DefaultCompletedAnnotation, "1700000000")), ready()},
+			objs:       []client.Object{testobj.Node(name, t0, testobj.Taints(gateTaint), testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1700000000")), ready()},
 			wantTaints: []corev1.Taint{gateTaint},
 			wantAnn:    "1700000000",
 		},
 		{
 			name:       "untainted gated node, backfill, only a DaemonSet pod: tainted",
 			backfill:   true,
-			objs:       []client.Object{newNode(name, t0, withTaints(notReadyTaint)), newPod("cni-x", name, t0, ownedByDaemonSet("cni"), withLabels(map[string]string{"app": "cni"}))},
+			objs:       []client.Object{testobj.Node(name, t0, testobj.Taints(notReadyTaint)), testobj.Pod("cni-x", name, t0, testobj.OwnedByDaemonSet("cni"), testobj.Labels(map[string]string{"app": "cni"}))},
 			wantWrites: 1,
 			wantTaints: []corev1.Taint{notReadyTaint, gateTaint},
 			wantEvents: []string{"Normal " + ReasonBackfilled},
@@ -224,7 +228,7 @@ func TestReconcile(t *testing.T) {
 		{
 			name:     "untainted gated node, backfill, no pod at all: tainted",
 			backfill: true,
-			objs:     []client.Object{newNode(name, t0)},
+			objs:     []client.Object{testobj.Node(name, t0)},
 			// idle
 			wantWrites: 1,
 			wantTaints: []corev1.Taint{gateTaint},
@@ -234,10 +238,10 @@ func TestReconcile(t *testing.T) {
 			name:     "untainted gated node, backfill, mirror, finished and tolerating pods: tainted",
 			backfill: true,
 			objs: []client.Object{
-				newNode(name, t0),
-				newPod("static", name, t0, withPodAnnotation(mirrorPodAnnotation, "x"), withLabels(nil)),
-				newPod("job", name, t0, withLabels(nil), func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }),
-				newPod("tol", name, t0, withLabels(nil), withTolerations(corev1.Toleration{Key: DefaultTaintKey, Operator: corev1.TolerationOpExists})),
+				testobj.Node(name, t0),
+				testobj.Pod("static", name, t0, testobj.PodAnnotation(mirrorPodAnnotation, "x"), testobj.Labels(nil)),
+				testobj.Pod("job", name, t0, testobj.Labels(nil), func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }),
+				testobj.Pod("tol", name, t0, testobj.Labels(nil), testobj.Tolerations(corev1.Toleration{Key: config.DefaultTaintKey, Operator: corev1.TolerationOpExists})),
 			},
 			wantWrites: 1,
 			wantTaints: []corev1.Taint{gateTaint},
@@ -246,32 +250,32 @@ func TestReconcile(t *testing.T) {
 		{
 			name:       "untainted gated node, backfill, a workload pod: untouched",
 			backfill:   true,
-			objs:       []client.Object{newNode(name, t0, withTaints(notReadyTaint)), newPod("cni-x", name, t0, ownedByDaemonSet("cni")), workload},
+			objs:       []client.Object{testobj.Node(name, t0, testobj.Taints(notReadyTaint)), testobj.Pod("cni-x", name, t0, testobj.OwnedByDaemonSet("cni")), workload},
 			wantTaints: []corev1.Taint{notReadyTaint},
 		},
 		{
 			name:       "untainted gated node, workload pod on another node: tainted",
 			backfill:   true,
-			objs:       []client.Object{newNode(name, t0), newPod("web", "n2", t0, withNamespace("default"), withLabels(nil))},
+			objs:       []client.Object{testobj.Node(name, t0), testobj.Pod("web", "n2", t0, testobj.Namespace("default"), testobj.Labels(nil))},
 			wantWrites: 1,
 			wantTaints: []corev1.Taint{gateTaint},
 			wantEvents: []string{"Normal " + ReasonBackfilled},
 		},
 		{
 			name:       "untainted gated node without backfill: untouched",
-			objs:       []client.Object{newNode(name, t0)},
+			objs:       []client.Object{testobj.Node(name, t0)},
 			wantTaints: nil,
 		},
 		{
 			name: "excluded node holding the taint with a ready init pod: left alone",
-			objs: []client.Object{newNode(name, t0, withTaints(notReadyTaint, gateTaint),
-				withNodeLabel("kubernetes.azure.com/mode", "system")), ready()},
+			objs: []client.Object{testobj.Node(name, t0, testobj.Taints(notReadyTaint, gateTaint),
+				testobj.NodeLabel("kubernetes.azure.com/mode", "system")), ready()},
 			wantTaints: []corev1.Taint{notReadyTaint, gateTaint},
 		},
 		{
 			name:       "untainted excluded node with backfill: untouched",
 			backfill:   true,
-			objs:       []client.Object{newNode(name, t0, withNodeLabel("kubernetes.azure.com/mode", "system"))},
+			objs:       []client.Object{testobj.Node(name, t0, testobj.NodeLabel("kubernetes.azure.com/mode", "system"))},
 			wantTaints: nil,
 		},
 	}
@@ -290,7 +294,7 @@ func TestReconcile(t *testing.T) {
 			if diff := cmp.Diff(tc.wantTaints, stored.Spec.Taints); diff != "" {
 				t.Errorf("stored taints mismatch (-want +got):\n%s", diff)
 			}
-			if got := stored.Annotations[DefaultCompletedAnnotation]; got != tc.wantAnn {
+			if got := stored.Annotations[config.DefaultCompletedAnnotation]; got != tc.wantAnn {
 				t.Errorf("completedAt = %q, want %q", got, tc.wantAnn)
 			}
 			if diff := cmp.Diff(tc.wantEvents, e.drain()); diff != "" {
@@ -318,12 +322,12 @@ func TestReconcileNodeGone(t *testing.T) {
 }
 
 func TestReconcileKeepTimeoutWarnsOnce(t *testing.T) {
-	cfg := validConfig(t, func(c *Config) {
+	cfg := validConfig(t, func(c *config.Config) {
 		c.MaxHold = metav1.Duration{Duration: 5 * time.Minute}
-		c.TimeoutPolicy = TimeoutKeep
+		c.TimeoutPolicy = rule.TimeoutKeep
 	})
 	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{},
-		newNode("n1", t0, withTaints(gateTaint)), newPod("init-n1", "n1", t0.Add(time.Second)))
+		testobj.Node("n1", t0, testobj.Taints(gateTaint)), testobj.Pod("init-n1", "n1", t0.Add(time.Second)))
 	before := counterValue(t, "startupgate_timeouts_total", "policy", "keep")
 
 	for i := range 2 {
@@ -351,7 +355,7 @@ func TestReconcileKeepTimeoutWarnsOnce(t *testing.T) {
 	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: "kube-system", Name: "init-n1"}, pod); err != nil {
 		t.Fatal(err)
 	}
-	readyAt(e.clock.Now())(pod)
+	testobj.ReadyAt(e.clock.Now())(pod)
 	if err := e.c.Status().Update(context.Background(), pod); err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +387,7 @@ func TestReconcileReleaseKeepsForeignTaintOnConflict(t *testing.T) {
 			// No injected error: the stale resourceVersion makes the fake apiserver refuse.
 			return cl.Patch(ctx, obj, patch, opts...)
 		},
-	}, newNode("n1", t0, withTaints(gateTaint)), newPod("init-n1", "n1", t0.Add(time.Second), readyAt(t0.Add(time.Minute))))
+	}, testobj.Node("n1", t0, testobj.Taints(gateTaint)), testobj.Pod("init-n1", "n1", t0.Add(time.Second), testobj.ReadyAt(t0.Add(time.Minute))))
 	e.reconcile(t, "n1")
 	n := getNode(t, e.c, "n1")
 	if diff := cmp.Diff([]corev1.Taint{foreignTaint}, n.Spec.Taints); diff != "" {
@@ -403,19 +407,19 @@ func TestReconcileBackfillUndone(t *testing.T) {
 		List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			lists++
 			if lists == 2 {
-				if err := cl.Create(ctx, newPod("web", "n1", t0, withNamespace("default"), withLabels(nil))); err != nil {
+				if err := cl.Create(ctx, testobj.Pod("web", "n1", t0, testobj.Namespace("default"), testobj.Labels(nil))); err != nil {
 					return err
 				}
 			}
 			return cl.List(ctx, list, opts...)
 		},
-	}, newNode("n1", t0))
+	}, testobj.Node("n1", t0))
 	e.reconcile(t, "n1")
 	n := getNode(t, e.c, "n1")
 	if cfg.HasTaint(n) {
 		t.Errorf("backfill not undone: taints %v", n.Spec.Taints)
 	}
-	if got, want := n.Annotations[DefaultCompletedAnnotation], strconv.FormatInt(e.clock.Now().Unix(), 10); got != want {
+	if got, want := n.Annotations[config.DefaultCompletedAnnotation], strconv.FormatInt(e.clock.Now().Unix(), 10); got != want {
 		t.Errorf("completedAt = %q, want %q", got, want)
 	}
 	want := []string{"Normal " + ReasonBackfilled, "Warning " + ReasonBackfillUndone}
@@ -437,7 +441,7 @@ func TestReconcileBackfillUndone(t *testing.T) {
 // replacement node with the same name.
 func TestReconcileHeldOncePerNode(t *testing.T) {
 	cfg := validConfig(t, nil)
-	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, newNode("n1", t0, withTaints(gateTaint)))
+	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, testobj.Node("n1", t0, testobj.Taints(gateTaint)))
 	e.reconcile(t, "n1")
 	e.reconcile(t, "n1")
 	if diff := cmp.Diff([]string{"Normal " + ReasonHeld}, e.drain()); diff != "" {
@@ -447,7 +451,7 @@ func TestReconcileHeldOncePerNode(t *testing.T) {
 	if err := e.c.Delete(context.Background(), old); err != nil {
 		t.Fatal(err)
 	}
-	repl := newNode("n1", t0.Add(time.Minute), withTaints(gateTaint))
+	repl := testobj.Node("n1", t0.Add(time.Minute), testobj.Taints(gateTaint))
 	repl.UID = "replacement"
 	if err := e.c.Create(context.Background(), repl); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@
 // So the gate adds its NoSchedule taint inside the Node's CREATE — by a mutating webhook
 // (webhook.go) or by the equivalent MutatingAdmissionPolicy (gate/policy) — and the taint is
 // part of the Node from its first stored version. A controller (controller.go) then removes
-// it once a pure decision (readiness.go) says the node's init Pods are ready, in one write
+// it once a pure decision (gate/rule) says the node's init Pods are ready, in one write
 // guarded by resourceVersion (nodewriter.go) that also records completedAt. Nodes that came
 // up without the taint are backfilled while idle (backfill.go).
 //

@@ -10,6 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/gate/rule"
 )
 
 // ErrNodeReplaced means the Node was deleted and re-created under the same name between the
@@ -78,18 +81,18 @@ func (w *NodeWriter) Write(ctx context.Context, node *corev1.Node, mutate Mutati
 
 // releaseMutation removes only rule r's taint and, the first time, records its completion:
 // one write per release per rule, never touching another rule's taint.
-func releaseMutation(r *Rule, now time.Time) Mutation {
+func releaseMutation(r *rule.Rule, now time.Time) Mutation {
 	return func(n *corev1.Node) { r.Release(n, now) }
 }
 
 // removeMutation removes only rule r's taint (a continuous rule whose requirements hold
 // again, or a node that left the rule's selector).
-func removeMutation(r *Rule) Mutation {
+func removeMutation(r *rule.Rule) Mutation {
 	return func(n *corev1.Node) { r.RemoveTaint(n) }
 }
 
 // taintMutation adds the taints of the given rules that the node lacks.
-func taintMutation(rules ...*Rule) Mutation {
+func taintMutation(rules ...*rule.Rule) Mutation {
 	return func(n *corev1.Node) {
 		for _, r := range rules {
 			r.AddTaint(n)
@@ -97,26 +100,10 @@ func taintMutation(rules ...*Rule) Mutation {
 	}
 }
 
-// admit is the mutation of a Node at CREATE, shared by the webhook and backfill: the taint
-// of every rule that writes, applies to the node and has not released it. It returns the
-// rules that apply, and which of them it tainted.
-func (c *Config) admit(n *corev1.Node) (applies, tainted []*Rule) {
-	for _, r := range c.Gating() {
-		if !r.Matches(n) || r.Completed(n) {
-			continue
-		}
-		applies = append(applies, r)
-		if r.AddTaint(n) {
-			tainted = append(tainted, r)
-		}
-	}
-	return applies, tainted
-}
-
 // ReleaseNodes releases the named nodes, or every node holding a rule's taint when names is
 // empty, whatever their readiness: every rule's taint comes off, in one write per node. It is the uninstall path (cmd/gate release): once the
 // gate is gone nothing else would remove the taint. It returns the nodes it released.
-func ReleaseNodes(ctx context.Context, c client.Client, cfg *Config, now time.Time, names ...string) ([]string, error) {
+func ReleaseNodes(ctx context.Context, c client.Client, cfg *config.Config, now time.Time, names ...string) ([]string, error) {
 	nodes, err := ReadNodes(ctx, c, names)
 	if err != nil {
 		return nil, err

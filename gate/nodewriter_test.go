@@ -17,6 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/internal/testobj"
 )
 
 var (
@@ -135,7 +138,7 @@ func TestWriteRelease(t *testing.T) {
 	cfg := validConfig(t, nil)
 	now := t0.Add(90 * time.Second)
 	c, cs := newFakeClient(interceptor.Funcs{},
-		newNode("n1", t0, withTaints(notReadyTaint, gateTaint, gpuTaint), withNodeAnnotation("keep.me/x", "y")))
+		testobj.Node("n1", t0, testobj.Taints(notReadyTaint, gateTaint, gpuTaint), testobj.NodeAnnotation("keep.me/x", "y")))
 	node := getNode(t, c, "n1")
 	cs.gets = 0
 
@@ -151,7 +154,7 @@ func TestWriteRelease(t *testing.T) {
 	if diff := cmp.Diff([]corev1.Taint{notReadyTaint, gpuTaint}, stored.Spec.Taints); diff != "" {
 		t.Errorf("stored taints mismatch (-want +got):\n%s", diff)
 	}
-	wantAnn := map[string]string{"keep.me/x": "y", DefaultCompletedAnnotation: strconv.FormatInt(now.Unix(), 10)}
+	wantAnn := map[string]string{"keep.me/x": "y", config.DefaultCompletedAnnotation: strconv.FormatInt(now.Unix(), 10)}
 	if diff := cmp.Diff(wantAnn, stored.Annotations); diff != "" {
 		t.Errorf("stored annotations mismatch (-want +got):\n%s", diff)
 	}
@@ -170,7 +173,7 @@ func TestWriteRelease(t *testing.T) {
 // the resourceVersion it was computed from.
 func TestWritePatchCarriesResourceVersion(t *testing.T) {
 	cfg := validConfig(t, nil)
-	c, cs := newFakeClient(interceptor.Funcs{}, newNode("n1", t0, withTaints(gateTaint)))
+	c, cs := newFakeClient(interceptor.Funcs{}, testobj.Node("n1", t0, testobj.Taints(gateTaint)))
 	node := getNode(t, c, "n1")
 	if _, _, err := (&NodeWriter{Client: c, Reader: c}).Write(context.Background(), node, releaseMutation(cfg.EffectiveRules()[0], t0)); err != nil {
 		t.Fatalf("Write() = %v", err)
@@ -208,7 +211,7 @@ func TestWriteConflictReReads(t *testing.T) {
 			}
 			return apierrors.NewConflict(nodesResource, obj.GetName(), errors.New("injected"))
 		},
-	}, newNode("n1", t0, withTaints(notReadyTaint, gateTaint)))
+	}, testobj.Node("n1", t0, testobj.Taints(notReadyTaint, gateTaint)))
 	node := getNode(t, c, "n1")
 	cs.gets = 0
 
@@ -242,7 +245,7 @@ func TestWriteConflictReReads(t *testing.T) {
 func TestWriteStaleNodeRejected(t *testing.T) {
 	ctx := context.Background()
 	cfg := validConfig(t, nil)
-	c, cs := newFakeClient(interceptor.Funcs{}, newNode("n1", t0, withTaints(gateTaint)))
+	c, cs := newFakeClient(interceptor.Funcs{}, testobj.Node("n1", t0, testobj.Taints(gateTaint)))
 	stale := getNode(t, c, "n1")
 
 	other := stale.DeepCopy()
@@ -267,32 +270,32 @@ func TestWriteNoChangeNoPatch(t *testing.T) {
 	tests := []struct {
 		name   string
 		node   *corev1.Node
-		mutate func(*Config) Mutation
+		mutate func(*config.Config) Mutation
 	}{
 		{
 			name:   "release of a released, untainted node",
-			node:   newNode("n1", t0, withTaints(notReadyTaint), withNodeAnnotation(DefaultCompletedAnnotation, "1700000000")),
-			mutate: func(c *Config) Mutation { return releaseMutation(c.EffectiveRules()[0], t0) },
+			node:   testobj.Node("n1", t0, testobj.Taints(notReadyTaint), testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1700000000")),
+			mutate: func(c *config.Config) Mutation { return releaseMutation(c.EffectiveRules()[0], t0) },
 		},
 		{
 			name:   "taint of a tainted node",
-			node:   newNode("n1", t0, withTaints(gateTaint)),
-			mutate: func(c *Config) Mutation { return taintMutation(c.EffectiveRules()[0]) },
+			node:   testobj.Node("n1", t0, testobj.Taints(gateTaint)),
+			mutate: func(c *config.Config) Mutation { return taintMutation(c.EffectiveRules()[0]) },
 		},
 		{
 			name:   "taint of a node tainted with another value",
-			node:   newNode("n1", t0, withTaints(corev1.Taint{Key: DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule})),
-			mutate: func(c *Config) Mutation { return taintMutation(c.EffectiveRules()[0]) },
+			node:   testobj.Node("n1", t0, testobj.Taints(corev1.Taint{Key: config.DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule})),
+			mutate: func(c *config.Config) Mutation { return taintMutation(c.EffectiveRules()[0]) },
 		},
 		{
 			name:   "taint of a released node",
-			node:   newNode("n1", t0, withNodeAnnotation(DefaultCompletedAnnotation, "1700000000")),
-			mutate: func(c *Config) Mutation { return taintMutation(c.EffectiveRules()[0]) },
+			node:   testobj.Node("n1", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1700000000")),
+			mutate: func(c *config.Config) Mutation { return taintMutation(c.EffectiveRules()[0]) },
 		},
 		{
 			name:   "no-op mutation",
-			node:   newNode("n1", t0, withTaints(gateTaint)),
-			mutate: func(*Config) Mutation { return func(*corev1.Node) {} },
+			node:   testobj.Node("n1", t0, testobj.Taints(gateTaint)),
+			mutate: func(*config.Config) Mutation { return func(*corev1.Node) {} },
 		},
 	}
 	for _, tc := range tests {
@@ -326,14 +329,14 @@ func TestWriteNodeReplaced(t *testing.T) {
 				return err
 			}
 			// The autoscaler re-creates a node under the same name; the webhook taints it.
-			fresh := newNode(obj.GetName(), t0.Add(time.Hour), withTaints(gateTaint))
+			fresh := testobj.Node(obj.GetName(), t0.Add(time.Hour), testobj.Taints(gateTaint))
 			fresh.UID = types.UID("replacement-uid")
 			if err := cl.Create(ctx, fresh); err != nil {
 				return err
 			}
 			return apierrors.NewConflict(nodesResource, obj.GetName(), errors.New("injected"))
 		},
-	}, newNode("n1", t0, withTaints(gateTaint)))
+	}, testobj.Node("n1", t0, testobj.Taints(gateTaint)))
 	node := getNode(t, c, "n1")
 
 	_, wrote, err := (&NodeWriter{Client: c, Reader: c}).Write(ctx, node, releaseMutation(cfg.EffectiveRules()[0], t0))
@@ -397,7 +400,7 @@ func TestWriteErrors(t *testing.T) {
 					}
 					return cl.Patch(ctx, obj, patch, opts...)
 				},
-			}, newNode("n1", t0, withTaints(gateTaint)))
+			}, testobj.Node("n1", t0, testobj.Taints(gateTaint)))
 			node := getNode(t, c, "n1")
 			var reader client.Reader = c
 			if tc.reread != nil {
@@ -439,51 +442,51 @@ func TestReleaseMutation(t *testing.T) {
 	}{
 		{
 			name:     "only the gate taint",
-			node:     newNode("n", t0, withTaints(gateTaint)),
+			node:     testobj.Node("n", t0, testobj.Taints(gateTaint)),
 			wantTnt:  nil,
-			wantAnns: map[string]string{DefaultCompletedAnnotation: nowStr},
+			wantAnns: map[string]string{config.DefaultCompletedAnnotation: nowStr},
 		},
 		{
 			name:     "other taints kept in order",
-			node:     newNode("n", t0, withTaints(gpuTaint, gateTaint, notReadyTaint, foreignTaint)),
+			node:     testobj.Node("n", t0, testobj.Taints(gpuTaint, gateTaint, notReadyTaint, foreignTaint)),
 			wantTnt:  []corev1.Taint{gpuTaint, notReadyTaint, foreignTaint},
-			wantAnns: map[string]string{DefaultCompletedAnnotation: nowStr},
+			wantAnns: map[string]string{config.DefaultCompletedAnnotation: nowStr},
 		},
 		{
 			name:     "gate taint registered with another value is removed",
-			node:     newNode("n", t0, withTaints(corev1.Taint{Key: DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule})),
+			node:     testobj.Node("n", t0, testobj.Taints(corev1.Taint{Key: config.DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule})),
 			wantTnt:  nil,
-			wantAnns: map[string]string{DefaultCompletedAnnotation: nowStr},
+			wantAnns: map[string]string{config.DefaultCompletedAnnotation: nowStr},
 		},
 		{
 			name:     "duplicate gate taints are all removed",
-			node:     newNode("n", t0, withTaints(gateTaint, foreignTaint, gateTaint)),
+			node:     testobj.Node("n", t0, testobj.Taints(gateTaint, foreignTaint, gateTaint)),
 			wantTnt:  []corev1.Taint{foreignTaint},
-			wantAnns: map[string]string{DefaultCompletedAnnotation: nowStr},
+			wantAnns: map[string]string{config.DefaultCompletedAnnotation: nowStr},
 		},
 		{
 			name:     "same key, other effect is not the gate's taint",
-			node:     newNode("n", t0, withTaints(corev1.Taint{Key: DefaultTaintKey, Effect: corev1.TaintEffectNoExecute}, gateTaint)),
-			wantTnt:  []corev1.Taint{{Key: DefaultTaintKey, Effect: corev1.TaintEffectNoExecute}},
-			wantAnns: map[string]string{DefaultCompletedAnnotation: nowStr},
+			node:     testobj.Node("n", t0, testobj.Taints(corev1.Taint{Key: config.DefaultTaintKey, Effect: corev1.TaintEffectNoExecute}, gateTaint)),
+			wantTnt:  []corev1.Taint{{Key: config.DefaultTaintKey, Effect: corev1.TaintEffectNoExecute}},
+			wantAnns: map[string]string{config.DefaultCompletedAnnotation: nowStr},
 		},
 		{
 			name:     "completedAt already present is never overwritten",
-			node:     newNode("n", t0, withTaints(gateTaint), withNodeAnnotation(DefaultCompletedAnnotation, "1700000000")),
+			node:     testobj.Node("n", t0, testobj.Taints(gateTaint), testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1700000000")),
 			wantTnt:  nil,
-			wantAnns: map[string]string{DefaultCompletedAnnotation: "1700000000"},
+			wantAnns: map[string]string{config.DefaultCompletedAnnotation: "1700000000"},
 		},
 		{
 			name:     "completedAt already present, even empty, is never overwritten",
-			node:     newNode("n", t0, withNodeAnnotation(DefaultCompletedAnnotation, "")),
+			node:     testobj.Node("n", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "")),
 			wantTnt:  nil,
-			wantAnns: map[string]string{DefaultCompletedAnnotation: ""},
+			wantAnns: map[string]string{config.DefaultCompletedAnnotation: ""},
 		},
 		{
 			name:     "other annotations kept",
-			node:     newNode("n", t0, withTaints(gateTaint), withNodeAnnotation("a/b", "c")),
+			node:     testobj.Node("n", t0, testobj.Taints(gateTaint), testobj.NodeAnnotation("a/b", "c")),
 			wantTnt:  nil,
-			wantAnns: map[string]string{"a/b": "c", DefaultCompletedAnnotation: nowStr},
+			wantAnns: map[string]string{"a/b": "c", config.DefaultCompletedAnnotation: nowStr},
 		},
 	}
 	for _, tc := range tests {
@@ -508,20 +511,20 @@ func TestReleaseMutation(t *testing.T) {
 
 func TestTaintMutation(t *testing.T) {
 	cfg := validConfig(t, nil)
-	otherValue := corev1.Taint{Key: DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	otherValue := corev1.Taint{Key: config.DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
 	tests := []struct {
 		name    string
 		node    *corev1.Node
 		want    []corev1.Taint
 		changed bool
 	}{
-		{"untainted", newNode("n", t0), []corev1.Taint{gateTaint}, true},
-		{"appended after other taints", newNode("n", t0, withTaints(notReadyTaint, gpuTaint)), []corev1.Taint{notReadyTaint, gpuTaint, gateTaint}, true},
-		{"already tainted", newNode("n", t0, withTaints(notReadyTaint, gateTaint)), []corev1.Taint{notReadyTaint, gateTaint}, false},
-		{"already tainted with another value", newNode("n", t0, withTaints(otherValue)), []corev1.Taint{otherValue}, false},
-		{"same key, other effect", newNode("n", t0, withTaints(corev1.Taint{Key: DefaultTaintKey, Effect: corev1.TaintEffectNoExecute})),
-			[]corev1.Taint{{Key: DefaultTaintKey, Effect: corev1.TaintEffectNoExecute}, gateTaint}, true},
-		{"released", newNode("n", t0, withNodeAnnotation(DefaultCompletedAnnotation, "1")), nil, false},
+		{"untainted", testobj.Node("n", t0), []corev1.Taint{gateTaint}, true},
+		{"appended after other taints", testobj.Node("n", t0, testobj.Taints(notReadyTaint, gpuTaint)), []corev1.Taint{notReadyTaint, gpuTaint, gateTaint}, true},
+		{"already tainted", testobj.Node("n", t0, testobj.Taints(notReadyTaint, gateTaint)), []corev1.Taint{notReadyTaint, gateTaint}, false},
+		{"already tainted with another value", testobj.Node("n", t0, testobj.Taints(otherValue)), []corev1.Taint{otherValue}, false},
+		{"same key, other effect", testobj.Node("n", t0, testobj.Taints(corev1.Taint{Key: config.DefaultTaintKey, Effect: corev1.TaintEffectNoExecute})),
+			[]corev1.Taint{{Key: config.DefaultTaintKey, Effect: corev1.TaintEffectNoExecute}, gateTaint}, true},
+		{"released", testobj.Node("n", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1")), nil, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -547,11 +550,11 @@ func TestReleaseNodes(t *testing.T) {
 	now := t0.Add(time.Hour)
 	nodes := func() []client.Object {
 		return []client.Object{
-			newNode("a-tainted", t0, withTaints(notReadyTaint, gateTaint)),
-			newNode("b-untainted", t0, withTaints(notReadyTaint)),
-			newNode("c-other-value", t0, withTaints(corev1.Taint{Key: DefaultTaintKey, Value: "x", Effect: corev1.TaintEffectNoSchedule})),
-			newNode("d-released", t0, withNodeAnnotation(DefaultCompletedAnnotation, "1")),
-			newNode("e-other-effect", t0, withTaints(corev1.Taint{Key: DefaultTaintKey, Effect: corev1.TaintEffectNoExecute})),
+			testobj.Node("a-tainted", t0, testobj.Taints(notReadyTaint, gateTaint)),
+			testobj.Node("b-untainted", t0, testobj.Taints(notReadyTaint)),
+			testobj.Node("c-other-value", t0, testobj.Taints(corev1.Taint{Key: config.DefaultTaintKey, Value: "x", Effect: corev1.TaintEffectNoSchedule})),
+			testobj.Node("d-released", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1")),
+			testobj.Node("e-other-effect", t0, testobj.Taints(corev1.Taint{Key: config.DefaultTaintKey, Effect: corev1.TaintEffectNoExecute})),
 		}
 	}
 	tests := []struct {
@@ -584,7 +587,7 @@ func TestReleaseNodes(t *testing.T) {
 				if cfg.HasTaint(n) {
 					t.Errorf("node %s still holds the taint: %v", name, n.Spec.Taints)
 				}
-				if v := n.Annotations[DefaultCompletedAnnotation]; v != strconv.FormatInt(now.Unix(), 10) {
+				if v := n.Annotations[config.DefaultCompletedAnnotation]; v != strconv.FormatInt(now.Unix(), 10) {
 					t.Errorf("node %s completedAt = %q, want %d", name, v, now.Unix())
 				}
 			}
@@ -603,7 +606,7 @@ func TestReleaseNodes(t *testing.T) {
 func TestReleaseNodesSecondRunIsNoop(t *testing.T) {
 	ctx := context.Background()
 	cfg := validConfig(t, nil)
-	c, cs := newFakeClient(interceptor.Funcs{}, newNode("n1", t0, withTaints(gateTaint)), newNode("n2", t0, withTaints(gateTaint)))
+	c, cs := newFakeClient(interceptor.Funcs{}, testobj.Node("n1", t0, testobj.Taints(gateTaint)), testobj.Node("n2", t0, testobj.Taints(gateTaint)))
 	if got, err := ReleaseNodes(ctx, c, cfg, t0.Add(time.Minute)); err != nil || len(got) != 2 {
 		t.Fatalf("first ReleaseNodes() = %v, %v; want 2 nodes", got, err)
 	}
@@ -615,7 +618,7 @@ func TestReleaseNodesSecondRunIsNoop(t *testing.T) {
 	if w := cs.writes() - before; w != 0 {
 		t.Errorf("second ReleaseNodes() performed %d writes, want 0", w)
 	}
-	if v := getNode(t, c, "n1").Annotations[DefaultCompletedAnnotation]; v != strconv.FormatInt(t0.Add(time.Minute).Unix(), 10) {
+	if v := getNode(t, c, "n1").Annotations[config.DefaultCompletedAnnotation]; v != strconv.FormatInt(t0.Add(time.Minute).Unix(), 10) {
 		t.Errorf("completedAt = %q, want the first release time", v)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/rule"
 )
 
@@ -28,7 +29,7 @@ const PodGuardPath = "/validate-pod"
 type PodGuard struct {
 	Nodes  client.Reader // cached Nodes
 	Pods   client.Reader // uncached: a binding names a Pod the gate does not cache
-	Config *Config
+	Config *config.Config
 }
 
 // Handle decides one Pod CREATE or pods/binding CREATE.
@@ -50,7 +51,7 @@ func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []co
 	if err := g.Nodes.Get(ctx, types.NamespacedName{Name: nodeName}, node); err != nil {
 		return admission.Allowed("node not found"), "allowed"
 	}
-	taint, held := g.Config.holdingTaint(node, tolerations)
+	taint, held := g.Config.HoldingTaint(node, tolerations)
 	if !held {
 		return g.decideContinuous(ctx, node, tolerations)
 	}
@@ -66,7 +67,7 @@ func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []co
 func (g *PodGuard) decideContinuous(ctx context.Context, node *corev1.Node, tolerations []corev1.Toleration) (admission.Response, string) {
 	var pods []*corev1.Pod
 	read := false
-	for _, r := range g.Config.enforced() {
+	for _, r := range g.Config.Enforced() {
 		if r.Mode != rule.Continuous || !r.Matches(node) || !r.Completed(node) || r.HasTaint(node) || r.Tolerates(tolerations) {
 			continue
 		}
@@ -94,7 +95,7 @@ func (g *PodGuard) initPodsOn(ctx context.Context, nodeName string) ([]*corev1.P
 // listInitPods lists, through c, the Pods bound to the node in the cache's scope (the
 // components' label key, their namespace if they share one): what the cached decisions
 // read, as c has them. The Pod guard and a re-taint's confirmation read them from the API.
-func listInitPods(ctx context.Context, c client.Reader, cfg *Config, nodeName string) ([]*corev1.Pod, error) {
+func listInitPods(ctx context.Context, c client.Reader, cfg *config.Config, nodeName string) ([]*corev1.Pod, error) {
 	list := &corev1.PodList{}
 	if err := c.List(ctx, list, client.InNamespace(cfg.CacheNamespace()),
 		client.MatchingLabelsSelector{Selector: cfg.CacheSelector()},
@@ -106,25 +107,6 @@ func listInitPods(ctx context.Context, c client.Reader, cfg *Config, nodeName st
 		pods[i] = &list.Items[i]
 	}
 	return pods, nil
-}
-
-// holdingTaint is the first taint on the node, of a rule that writes and still holds the
-// node, that the tolerations do not tolerate. It is judged against the taint the node
-// really carries: kubelet or Karpenter may have registered it with another value, and the
-// scheduler compares with that one. A startup rule that has released the node no longer
-// holds it, whatever its taint; a continuous rule holds it while its taint is on.
-func (c *Config) holdingTaint(node *corev1.Node, tolerations []corev1.Toleration) (corev1.Taint, bool) {
-	for _, r := range c.Gating() {
-		if r.Mode == rule.Startup && r.Completed(node) {
-			continue
-		}
-		for _, t := range node.Spec.Taints {
-			if t.Key == r.Taint.Key && t.Effect == r.Taint.Effect && !rule.Tolerated(tolerations, &t) {
-				return t, true
-			}
-		}
-	}
-	return corev1.Taint{}, false
 }
 
 // target extracts the node a Pod is bound to and the Pod's tolerations. Mirror Pods and

@@ -20,7 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/rule"
+	"github.com/startupgate/startupgate/internal/testobj"
 )
 
 var (
@@ -30,19 +32,19 @@ var (
 
 func TestPodGuard(t *testing.T) {
 	cfg := validConfig(t, nil)
-	tolerating := corev1.Toleration{Key: DefaultTaintKey, Operator: corev1.TolerationOpExists}
+	tolerating := corev1.Toleration{Key: config.DefaultTaintKey, Operator: corev1.TolerationOpExists}
 	objects := func() []client.Object {
 		return []client.Object{
-			newNode("gated", t0, withTaints(notReadyTaint, gateTaint)),
-			newNode("gated-other-value", t0, withTaints(corev1.Taint{Key: DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule})),
-			newNode("released", t0, withNodeAnnotation(DefaultCompletedAnnotation, "1700000000")),
-			newNode("untainted", t0, withTaints(notReadyTaint)),
+			testobj.Node("gated", t0, testobj.Taints(notReadyTaint, gateTaint)),
+			testobj.Node("gated-other-value", t0, testobj.Taints(corev1.Taint{Key: config.DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule})),
+			testobj.Node("released", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1700000000")),
+			testobj.Node("untainted", t0, testobj.Taints(notReadyTaint)),
 			// Released, yet someone put the taint back: released nodes are never gated again.
-			newNode("released-tainted", t0, withTaints(gateTaint), withNodeAnnotation(DefaultCompletedAnnotation, "1700000000")),
+			testobj.Node("released-tainted", t0, testobj.Taints(gateTaint), testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1700000000")),
 			// Pods that bindings refer to.
-			newPod("plain", "", t0, withNamespace("default")),
-			newPod("tolerating", "", t0, withNamespace("default"), withTolerations(tolerating)),
-			newPod("mirror", "", t0, withNamespace("default"), withPodAnnotation(mirrorPodAnnotation, "abc")),
+			testobj.Pod("plain", "", t0, testobj.Namespace("default")),
+			testobj.Pod("tolerating", "", t0, testobj.Namespace("default"), testobj.Tolerations(tolerating)),
+			testobj.Pod("mirror", "", t0, testobj.Namespace("default"), testobj.PodAnnotation(mirrorPodAnnotation, "abc")),
 		}
 	}
 	binding := func(pod, node string) *corev1.Binding {
@@ -68,7 +70,7 @@ func TestPodGuard(t *testing.T) {
 		{
 			name:     "pod bound to a gated node, no toleration",
 			kind:     podKind,
-			object:   newPod("web", "gated", t0, withNamespace("default")),
+			object:   testobj.Pod("web", "gated", t0, testobj.Namespace("default")),
 			allowed:  false,
 			contains: []string{`"gated"`, "startup.k8s.io/initializing=wait:NoSchedule"},
 			result:   "denied",
@@ -76,15 +78,15 @@ func TestPodGuard(t *testing.T) {
 		{
 			name:     "pod bound to a node holding the taint with another value",
 			kind:     podKind,
-			object:   newPod("web", "gated-other-value", t0, withNamespace("default")),
+			object:   testobj.Pod("web", "gated-other-value", t0, testobj.Namespace("default")),
 			allowed:  false,
-			contains: []string{`"gated-other-value"`, DefaultTaintKey},
+			contains: []string{`"gated-other-value"`, config.DefaultTaintKey},
 			result:   "denied",
 		},
 		{
 			name:     "pod tolerating a different taint only",
 			kind:     podKind,
-			object:   newPod("web", "gated", t0, withNamespace("default"), withTolerations(corev1.Toleration{Key: notReadyTaint.Key, Operator: corev1.TolerationOpExists})),
+			object:   testobj.Pod("web", "gated", t0, testobj.Namespace("default"), testobj.Tolerations(corev1.Toleration{Key: notReadyTaint.Key, Operator: corev1.TolerationOpExists})),
 			allowed:  false,
 			contains: []string{`"gated"`},
 			result:   "denied",
@@ -92,56 +94,56 @@ func TestPodGuard(t *testing.T) {
 		{
 			name:    "tolerating pod",
 			kind:    podKind,
-			object:  newPod("init", "gated", t0, withTolerations(tolerating)),
+			object:  testobj.Pod("init", "gated", t0, testobj.Tolerations(tolerating)),
 			allowed: true,
 			result:  "allowed",
 		},
 		{
 			name:    "pod tolerating everything",
 			kind:    podKind,
-			object:  newPod("init", "gated", t0, withTolerations(corev1.Toleration{Operator: corev1.TolerationOpExists})),
+			object:  testobj.Pod("init", "gated", t0, testobj.Tolerations(corev1.Toleration{Operator: corev1.TolerationOpExists})),
 			allowed: true,
 			result:  "allowed",
 		},
 		{
 			name:    "mirror pod",
 			kind:    podKind,
-			object:  newPod("static-web", "gated", t0, withPodAnnotation(mirrorPodAnnotation, "abc")),
+			object:  testobj.Pod("static-web", "gated", t0, testobj.PodAnnotation(mirrorPodAnnotation, "abc")),
 			allowed: true,
 			result:  "allowed",
 		},
 		{
 			name:    "released node",
 			kind:    podKind,
-			object:  newPod("web", "released", t0),
+			object:  testobj.Pod("web", "released", t0),
 			allowed: true,
 			result:  "allowed",
 		},
 		{
 			name:    "released node that holds the taint again",
 			kind:    podKind,
-			object:  newPod("web", "released-tainted", t0),
+			object:  testobj.Pod("web", "released-tainted", t0),
 			allowed: true,
 			result:  "allowed",
 		},
 		{
 			name:    "untainted node",
 			kind:    podKind,
-			object:  newPod("web", "untainted", t0),
+			object:  testobj.Pod("web", "untainted", t0),
 			allowed: true,
 			result:  "allowed",
 		},
 		{
 			name:    "unknown node",
 			kind:    podKind,
-			object:  newPod("web", "missing", t0),
+			object:  testobj.Pod("web", "missing", t0),
 			allowed: true,
 			result:  "allowed",
 		},
 		{
 			name:    "no nodeName (goes through the scheduler)",
 			kind:    podKind,
-			object:  newPod("web", "", t0),
+			object:  testobj.Pod("web", "", t0),
 			allowed: true,
 			result:  "allowed",
 		},
@@ -278,21 +280,21 @@ func TestPodGuard(t *testing.T) {
 // the gate's taint on key and effect only, because kubelet --register-with-taints or Karpenter
 // may register it with another value; the toleration check must then use that value too.
 //
-// KNOWN BUG (podguard.go, decide): tolerations are checked against Config.Taint (value
+// KNOWN BUG (podguard.go, decide): tolerations are checked against config.Config.Taint (value
 // "wait") before the node is even read, so both cases below get the wrong answer.
 func TestPodGuardTolerationAgainstNodeTaint(t *testing.T) {
 	cfg := validConfig(t, nil)
-	nodeTaint := corev1.Taint{Key: DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
-	c, _ := newFakeClient(interceptor.Funcs{}, newNode("karpenter-node", t0, withTaints(nodeTaint)))
+	nodeTaint := corev1.Taint{Key: config.DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	c, _ := newFakeClient(interceptor.Funcs{}, testobj.Node("karpenter-node", t0, testobj.Taints(nodeTaint)))
 	g := &PodGuard{Nodes: c, Pods: c, Config: cfg}
 	tests := []struct {
 		name       string
 		toleration corev1.Toleration
 		allowed    bool // what the scheduler's TaintToleration filter would decide
 	}{
-		{"tolerates the node's value", corev1.Toleration{Key: DefaultTaintKey, Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}, true},
-		{"tolerates only the configured value", corev1.Toleration{Key: DefaultTaintKey, Operator: corev1.TolerationOpEqual, Value: DefaultTaintValue, Effect: corev1.TaintEffectNoSchedule}, false},
-		{"Exists tolerates any value", corev1.Toleration{Key: DefaultTaintKey, Operator: corev1.TolerationOpExists}, true},
+		{"tolerates the node's value", corev1.Toleration{Key: config.DefaultTaintKey, Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}, true},
+		{"tolerates only the configured value", corev1.Toleration{Key: config.DefaultTaintKey, Operator: corev1.TolerationOpEqual, Value: config.DefaultTaintValue, Effect: corev1.TaintEffectNoSchedule}, false},
+		{"Exists tolerates any value", corev1.Toleration{Key: config.DefaultTaintKey, Operator: corev1.TolerationOpExists}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -300,7 +302,7 @@ func TestPodGuardTolerationAgainstNodeTaint(t *testing.T) {
 			if got := tc.toleration.ToleratesTaint(klog.Background(), &nodeTaint, true); got != tc.allowed {
 				t.Fatalf("test table is wrong: ToleratesTaint = %v", got)
 			}
-			pod := newPod("web", "karpenter-node", t0, withNamespace("default"), withTolerations(tc.toleration))
+			pod := testobj.Pod("web", "karpenter-node", t0, testobj.Namespace("default"), testobj.Tolerations(tc.toleration))
 			resp := g.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 				UID: "u1", Kind: podKind, Namespace: "default", Operation: admissionv1.Create,
 				Object: runtime.RawExtension{Raw: mustJSON(t, pod)},
@@ -319,7 +321,7 @@ func TestPodGuardTolerationAgainstNodeTaint(t *testing.T) {
 // creation, so the guard leaves it to the scheduler.
 var guardFuzzNodes = map[string]*corev1.Taint{
 	"gated":            &gateTaint,
-	"gated-true":       {Key: DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule},
+	"gated-true":       {Key: config.DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule},
 	"released":         nil,
 	"released-tainted": nil,
 	"untainted":        nil,
@@ -331,41 +333,41 @@ var guardFuzzNodes = map[string]*corev1.Taint{
 
 // guardFuzzPods are the Pods in "default" that bindings name.
 var guardFuzzPods = map[string]*corev1.Pod{
-	"plain":      newPod("plain", "", t0, withNamespace("default")),
-	"tolerating": newPod("tolerating", "", t0, withNamespace("default"), withTolerations(corev1.Toleration{Key: DefaultTaintKey, Operator: corev1.TolerationOpExists})),
-	"tolerates-all": newPod("tolerates-all", "", t0, withNamespace("default"),
-		withTolerations(corev1.Toleration{Operator: corev1.TolerationOpExists})),
-	"mirror": newPod("mirror", "", t0, withNamespace("default"), withPodAnnotation(mirrorPodAnnotation, "abc")),
+	"plain":      testobj.Pod("plain", "", t0, testobj.Namespace("default")),
+	"tolerating": testobj.Pod("tolerating", "", t0, testobj.Namespace("default"), testobj.Tolerations(corev1.Toleration{Key: config.DefaultTaintKey, Operator: corev1.TolerationOpExists})),
+	"tolerates-all": testobj.Pod("tolerates-all", "", t0, testobj.Namespace("default"),
+		testobj.Tolerations(corev1.Toleration{Operator: corev1.TolerationOpExists})),
+	"mirror": testobj.Pod("mirror", "", t0, testobj.Namespace("default"), testobj.PodAnnotation(mirrorPodAnnotation, "abc")),
 }
 
 // podGuardFuzzEnv is a guard over guardFuzzNodes and guardFuzzPods with three rules: the
 // default startup rule, a continuous CNI rule on pool=cni and an out-of-service condition
 // rule.
 func podGuardFuzzEnv(tb testing.TB) (*PodGuard, *calls) {
-	cfg := validConfig(tb, func(c *Config) {
-		c.Rules = []Rule{
-			{Name: DefaultRuleName, NodeSelector: DefaultNodeSelector, Taint: gateTaint, Components: []Component{{Name: "init", Selector: DefaultInitLabel}}},
-			{Name: "cni", Mode: rule.Continuous, NodeSelector: "pool=cni", Taint: cniTaint, Components: []Component{{Name: "cni", Selector: "startup.k8s.io/component=cni"}}},
+	cfg := validConfig(tb, func(c *config.Config) {
+		c.Rules = []rule.Rule{
+			{Name: config.DefaultRuleName, NodeSelector: config.DefaultNodeSelector, Taint: gateTaint, Components: []rule.Component{{Name: "init", Selector: config.DefaultInitLabel}}},
+			{Name: "cni", Mode: rule.Continuous, NodeSelector: "pool=cni", Taint: cniTaint, Components: []rule.Component{{Name: "cni", Selector: "startup.k8s.io/component=cni"}}},
 			{Name: "oos", Mode: rule.Condition, Taint: oosTaint, Match: []rule.Match{{Type: corev1.NodeReady, Status: "False"}}},
 		}
 	})
 	released := func(n *corev1.Node) {
-		withNodeAnnotation(DefaultCompletedAnnotation, "1")(n)
-		withNodeAnnotation(DefaultCompletedAnnotation+".cni", "1")(n)
+		testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1")(n)
+		testobj.NodeAnnotation(config.DefaultCompletedAnnotation+".cni", "1")(n)
 	}
-	cni := withNodeLabel("pool", "cni")
+	cni := testobj.NodeLabel("pool", "cni")
 	objs := []client.Object{
-		newNode("gated", t0, withTaints(notReadyTaint, gateTaint)),
-		newNode("gated-true", t0, withTaints(*guardFuzzNodes["gated-true"])),
-		newNode("released", t0, released),
-		newNode("released-tainted", t0, released, withTaints(gateTaint)),
-		newNode("untainted", t0, withTaints(notReadyTaint)),
-		newNode("cni-held", t0, cni, released, withTaints(cniTaint)),
-		newNode("cni-window", t0, cni, released),
-		newNode("cni-ready", t0, cni, released),
-		newNode("oos", t0, released, withTaints(oosTaint), withNodeCondition(corev1.NodeReady, corev1.ConditionFalse)),
+		testobj.Node("gated", t0, testobj.Taints(notReadyTaint, gateTaint)),
+		testobj.Node("gated-true", t0, testobj.Taints(*guardFuzzNodes["gated-true"])),
+		testobj.Node("released", t0, released),
+		testobj.Node("released-tainted", t0, released, testobj.Taints(gateTaint)),
+		testobj.Node("untainted", t0, testobj.Taints(notReadyTaint)),
+		testobj.Node("cni-held", t0, cni, released, testobj.Taints(cniTaint)),
+		testobj.Node("cni-window", t0, cni, released),
+		testobj.Node("cni-ready", t0, cni, released),
+		testobj.Node("oos", t0, released, testobj.Taints(oosTaint), testobj.NodeCondition(corev1.NodeReady, corev1.ConditionFalse)),
 		componentPod("cni-window-cni", "cni-window", "cni"),
-		componentPod("cni-ready-cni", "cni-ready", "cni", readyAt(t0)),
+		componentPod("cni-ready-cni", "cni-ready", "cni", testobj.ReadyAt(t0)),
 	}
 	for _, p := range guardFuzzPods {
 		objs = append(objs, p.DeepCopy())

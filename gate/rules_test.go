@@ -15,7 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/rule"
+	"github.com/startupgate/startupgate/internal/testobj"
 )
 
 var (
@@ -26,14 +28,14 @@ var (
 
 // rulesConfig: init on every gated node (the default rule, keeping completedAt), the GPU
 // driver on the GPU pool, CNI continuous everywhere, and a dry-run rule.
-func rulesConfig(t *testing.T, mod func(*Config)) *Config {
-	return validConfig(t, func(c *Config) {
-		c.Rules = []Rule{
-			{Name: DefaultRuleName, NodeSelector: DefaultNodeSelector, Taint: gateTaint, Components: []Component{{Name: "init", Selector: DefaultInitLabel}}},
-			{Name: "gpu", NodeSelector: "pool=gpu", Taint: gpuRuleTaint, Components: []Component{{Name: "gpu-driver", Selector: "startup.k8s.io/component=gpu-driver"}}},
-			{Name: "cni", Mode: rule.Continuous, Taint: cniTaint, Components: []Component{{Name: "cni", Selector: "startup.k8s.io/component=cni"}},
+func rulesConfig(t *testing.T, mod func(*config.Config)) *config.Config {
+	return validConfig(t, func(c *config.Config) {
+		c.Rules = []rule.Rule{
+			{Name: config.DefaultRuleName, NodeSelector: config.DefaultNodeSelector, Taint: gateTaint, Components: []rule.Component{{Name: "init", Selector: config.DefaultInitLabel}}},
+			{Name: "gpu", NodeSelector: "pool=gpu", Taint: gpuRuleTaint, Components: []rule.Component{{Name: "gpu-driver", Selector: "startup.k8s.io/component=gpu-driver"}}},
+			{Name: "cni", Mode: rule.Continuous, Taint: cniTaint, Components: []rule.Component{{Name: "cni", Selector: "startup.k8s.io/component=cni"}},
 				SettleTime: metav1.Duration{Duration: 5 * time.Second}},
-			{Name: "shadow", DryRun: true, Taint: shadowTaint, Components: []Component{{Name: "init", Selector: DefaultInitLabel}}},
+			{Name: "shadow", DryRun: true, Taint: shadowTaint, Components: []rule.Component{{Name: "init", Selector: config.DefaultInitLabel}}},
 		}
 		if mod != nil {
 			mod(c)
@@ -41,26 +43,26 @@ func rulesConfig(t *testing.T, mod func(*Config)) *Config {
 	})
 }
 
-func componentPod(name, node, component string, opts ...podOpt) *corev1.Pod {
-	return newPod(name, node, t0.Add(time.Second), append([]podOpt{withLabels(map[string]string{"startup.k8s.io/component": component})}, opts...)...)
+func componentPod(name, node, component string, opts ...testobj.PodOpt) *corev1.Pod {
+	return testobj.Pod(name, node, t0.Add(time.Second), append([]testobj.PodOpt{testobj.Labels(map[string]string{"startup.k8s.io/component": component})}, opts...)...)
 }
 
 func TestRulesValidate(t *testing.T) {
 	tests := []struct {
 		name string
-		mod  func(*Config)
+		mod  func(*config.Config)
 		want string // "" for valid; else a substring of the error
 	}{
-		{name: "valid", mod: func(*Config) {}},
-		{name: "two rules with one taint key", mod: func(c *Config) { c.Rules[1].Taint.Key = cniTaint.Key }, want: `rules[2].taint.key: "example.com/cni-unready": rules[1] has the same taint key`},
-		{name: "two rules with one name", mod: func(c *Config) { c.Rules[1].Name = "cni" }, want: `rules[2].name: "cni": rules[1] has the same name`},
-		{name: "a top-level rule field beside rules", mod: func(c *Config) { c.MinHold.Duration = time.Minute }, want: "minHold: set it in a rule"},
-		{name: "a rule's field error names the rule", mod: func(c *Config) { c.Rules[1].NodeSelector = "pool in (" }, want: `rules[1] "gpu".nodeSelector`},
-		{name: "no common cache key across rules", mod: func(c *Config) { c.Rules[2].Components[0].Selector = "app=cni" }, want: "one common label key"},
+		{name: "valid", mod: func(*config.Config) {}},
+		{name: "two rules with one taint key", mod: func(c *config.Config) { c.Rules[1].Taint.Key = cniTaint.Key }, want: `rules[2].taint.key: "example.com/cni-unready": rules[1] has the same taint key`},
+		{name: "two rules with one name", mod: func(c *config.Config) { c.Rules[1].Name = "cni" }, want: `rules[2].name: "cni": rules[1] has the same name`},
+		{name: "a top-level rule field beside rules", mod: func(c *config.Config) { c.MinHold.Duration = time.Minute }, want: "minHold: set it in a rule"},
+		{name: "a rule's field error names the rule", mod: func(c *config.Config) { c.Rules[1].NodeSelector = "pool in (" }, want: `rules[1] "gpu".nodeSelector`},
+		{name: "no common cache key across rules", mod: func(c *config.Config) { c.Rules[2].Components[0].Selector = "app=cni" }, want: "one common label key"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := DefaultConfig()
+			cfg := config.DefaultConfig()
 			cfg.Rules = rulesConfig(t, nil).Rules
 			tc.mod(&cfg)
 			err := cfg.Validate()
@@ -77,7 +79,7 @@ func TestRulesValidate(t *testing.T) {
 	for _, r := range cfg.EffectiveRules() {
 		got = append(got, r.CompletedAnnotation)
 	}
-	want := []string{DefaultCompletedAnnotation, DefaultCompletedAnnotation + ".gpu", DefaultCompletedAnnotation + ".cni", DefaultCompletedAnnotation + ".shadow"}
+	want := []string{config.DefaultCompletedAnnotation, config.DefaultCompletedAnnotation + ".gpu", config.DefaultCompletedAnnotation + ".cni", config.DefaultCompletedAnnotation + ".shadow"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("completion annotations (-want +got):\n%s", diff)
 	}
@@ -92,12 +94,12 @@ func TestWebhookAddsEveryMatchingRule(t *testing.T) {
 		node *corev1.Node
 		want []corev1.Taint
 	}{
-		{"GPU node", newNode("g", t0, withNodeLabel("pool", "gpu")), []corev1.Taint{gateTaint, gpuRuleTaint, cniTaint}},
-		{"CPU node", newNode("c", t0), []corev1.Taint{gateTaint, cniTaint}},
-		{"system node: only the rule without a selector", newNode("s", t0, withNodeLabel("kubernetes.azure.com/mode", "system")), []corev1.Taint{cniTaint}},
+		{"GPU node", testobj.Node("g", t0, testobj.NodeLabel("pool", "gpu")), []corev1.Taint{gateTaint, gpuRuleTaint, cniTaint}},
+		{"CPU node", testobj.Node("c", t0), []corev1.Taint{gateTaint, cniTaint}},
+		{"system node: only the rule without a selector", testobj.Node("s", t0, testobj.NodeLabel("kubernetes.azure.com/mode", "system")), []corev1.Taint{cniTaint}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, tainted := cfg.admit(tc.node)
+			_, tainted := cfg.Admit(tc.node)
 			if diff := cmp.Diff(tc.want, tc.node.Spec.Taints); diff != "" {
 				t.Errorf("taints after admission (-want +got):\n%s", diff)
 			}
@@ -114,10 +116,10 @@ func TestWebhookAddsEveryMatchingRule(t *testing.T) {
 func TestRulesReleaseEachOnItsOwn(t *testing.T) {
 	cfg := rulesConfig(t, nil)
 	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{},
-		newNode("g", t0, withNodeLabel("pool", "gpu"), withTaints(gateTaint, gpuRuleTaint, cniTaint)),
-		componentPod("init-g", "g", "init", readyAt(t0.Add(time.Minute))),
+		testobj.Node("g", t0, testobj.NodeLabel("pool", "gpu"), testobj.Taints(gateTaint, gpuRuleTaint, cniTaint)),
+		componentPod("init-g", "g", "init", testobj.ReadyAt(t0.Add(time.Minute))),
 		componentPod("gpu-g", "g", "gpu-driver"),
-		componentPod("cni-g", "g", "cni", readyAt(t0.Add(time.Minute))))
+		componentPod("cni-g", "g", "cni", testobj.ReadyAt(t0.Add(time.Minute))))
 
 	e.reconcile(t, "g")
 	n := getNode(t, e.c, "g")
@@ -127,8 +129,8 @@ func TestRulesReleaseEachOnItsOwn(t *testing.T) {
 	if w := e.calls.writes(); w != 2 {
 		t.Errorf("%d writes, want 2: one per released rule (default, cni)", w)
 	}
-	for ann, want := range map[string]bool{DefaultCompletedAnnotation: true, DefaultCompletedAnnotation + ".cni": true,
-		DefaultCompletedAnnotation + ".gpu": false, DefaultCompletedAnnotation + ".shadow": false} {
+	for ann, want := range map[string]bool{config.DefaultCompletedAnnotation: true, config.DefaultCompletedAnnotation + ".cni": true,
+		config.DefaultCompletedAnnotation + ".gpu": false, config.DefaultCompletedAnnotation + ".shadow": false} {
 		if _, got := n.Annotations[ann]; got != want {
 			t.Errorf("annotation %s present = %v, want %v", ann, got, want)
 		}
@@ -156,7 +158,7 @@ func TestRulesReleaseEachOnItsOwn(t *testing.T) {
 func TestContinuousRuleRetaints(t *testing.T) {
 	cfg := rulesConfig(t, nil)
 	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{},
-		newNode("c", t0, withNodeAnnotation(DefaultCompletedAnnotation, "1"), withNodeAnnotation(DefaultCompletedAnnotation+".cni", "1")),
+		testobj.Node("c", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1"), testobj.NodeAnnotation(config.DefaultCompletedAnnotation+".cni", "1")),
 		componentPod("cni-c", "c", "cni"))
 	before := counterValue(t, "startupgate_retaints_total", "rule", "cni")
 
@@ -180,9 +182,9 @@ func TestContinuousRuleRetaints(t *testing.T) {
 	setPodReady(t, e, "cni-c")
 	e.reconcile(t, "c")
 	n := getNode(t, e.c, "c")
-	if len(n.Spec.Taints) != 0 || n.Annotations[DefaultCompletedAnnotation+".cni"] != "1" {
+	if len(n.Spec.Taints) != 0 || n.Annotations[config.DefaultCompletedAnnotation+".cni"] != "1" {
 		t.Errorf("after readiness returned: taints %v, completion %q; want no taint and the first completion kept",
-			n.Spec.Taints, n.Annotations[DefaultCompletedAnnotation+".cni"])
+			n.Spec.Taints, n.Annotations[config.DefaultCompletedAnnotation+".cni"])
 	}
 	if w := e.calls.writes(); w != 2 {
 		t.Errorf("%d writes, want 2 (re-taint, release)", w)
@@ -201,7 +203,7 @@ func TestContinuousRuleRetaints(t *testing.T) {
 // has under another UID, is left to the next event; a failed read is the reconcile's error.
 func TestRetaintConfirmedAgainstAPIServer(t *testing.T) {
 	node := func(uid types.UID) *corev1.Node {
-		n := newNode("c", t0, withNodeAnnotation(DefaultCompletedAnnotation, "1"), withNodeAnnotation(DefaultCompletedAnnotation+".cni", "1"))
+		n := testobj.Node("c", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1"), testobj.NodeAnnotation(config.DefaultCompletedAnnotation+".cni", "1"))
 		n.UID = uid
 		return n
 	}
@@ -218,7 +220,7 @@ func TestRetaintConfirmedAgainstAPIServer(t *testing.T) {
 		wantErr    string
 	}{
 		{name: "the apiserver has the Pod Ready again: no write", live: func(now time.Time) []client.Object {
-			return []client.Object{node("u1"), componentPod("cni-c", "c", "cni", readyAt(now.Add(2*time.Second)))}
+			return []client.Object{node("u1"), componentPod("cni-c", "c", "cni", testobj.ReadyAt(now.Add(2*time.Second)))}
 		}},
 		{name: "the apiserver agrees: re-tainted", live: func(time.Time) []client.Object { return []client.Object{node("u1"), unready()} },
 			wantTaints: []corev1.Taint{cniTaint}, wantWrites: 1},
@@ -259,14 +261,14 @@ func TestRetaintConfirmedAgainstAPIServer(t *testing.T) {
 // taint in one write; a node that was never seen inside it keeps it (registered by hand).
 func TestNodeLeavesRuleSelector(t *testing.T) {
 	cfg := rulesConfig(t, nil)
-	inPool := newNode("g", t0, withNodeLabel("pool", "gpu"), withTaints(gpuRuleTaint),
-		withNodeAnnotation(DefaultCompletedAnnotation, "1"), withNodeAnnotation(DefaultCompletedAnnotation+".cni", "1"))
+	inPool := testobj.Node("g", t0, testobj.NodeLabel("pool", "gpu"), testobj.Taints(gpuRuleTaint),
+		testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1"), testobj.NodeAnnotation(config.DefaultCompletedAnnotation+".cni", "1"))
 	left := inPool.DeepCopy()
 	delete(left.Labels, "pool")
 	byHand := left.DeepCopy()
 	byHand.Name = "h"
-	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, left, byHand, componentPod("cni-g", "g", "cni", readyAt(t0)),
-		componentPod("cni-h", "h", "cni", readyAt(t0)))
+	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, left, byHand, componentPod("cni-g", "g", "cni", testobj.ReadyAt(t0)),
+		componentPod("cni-h", "h", "cni", testobj.ReadyAt(t0)))
 
 	if !e.r.NodeChanged(inPool, left) {
 		t.Fatal("a label change must reach the reconciler")
@@ -290,7 +292,7 @@ func setPodReady(t *testing.T, e *reconcilerEnv, name string) {
 	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: "kube-system", Name: name}, pod); err != nil {
 		t.Fatal(err)
 	}
-	readyAt(e.clock.Now())(pod)
+	testobj.ReadyAt(e.clock.Now())(pod)
 	if err := e.c.Status().Update(context.Background(), pod); err != nil {
 		t.Fatal(err)
 	}
@@ -300,14 +302,14 @@ func setPodReady(t *testing.T, e *reconcilerEnv, name string) {
 // released, the guard denies a binding there before the taint is back, reading the node's
 // init Pods from the API; while the requirement holds it allows it.
 func TestPodGuardClosesContinuousWindow(t *testing.T) {
-	cfg := rulesConfig(t, func(c *Config) { c.Rules = c.Rules[:3] })
-	released := newNode("c", t0, withNodeAnnotation(DefaultCompletedAnnotation, "1"), withNodeAnnotation(DefaultCompletedAnnotation+".cni", "1"))
+	cfg := rulesConfig(t, func(c *config.Config) { c.Rules = c.Rules[:3] })
+	released := testobj.Node("c", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1"), testobj.NodeAnnotation(config.DefaultCompletedAnnotation+".cni", "1"))
 	for _, tc := range []struct {
 		name    string
 		cni     *corev1.Pod
 		allowed bool
 	}{
-		{"CNI ready", componentPod("cni-c", "c", "cni", readyAt(t0)), true},
+		{"CNI ready", componentPod("cni-c", "c", "cni", testobj.ReadyAt(t0)), true},
 		{"CNI unready, taint not back yet", componentPod("cni-c", "c", "cni"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -325,11 +327,11 @@ func TestPodGuardClosesContinuousWindow(t *testing.T) {
 // on (released by every rule, or excluded) reads nothing beyond the Node itself; a held
 // node reads its init Pods and the DaemonSets once, however many rules decide.
 func TestReconcileReadsOnlyWhatARuleDecides(t *testing.T) {
-	cfg := rulesConfig(t, func(c *Config) { c.Rules = c.Rules[:2] }) // default and gpu, both startup
-	released := newNode("r", t0, withNodeLabel("pool", "gpu"),
-		withNodeAnnotation(DefaultCompletedAnnotation, "1"), withNodeAnnotation(DefaultCompletedAnnotation+".gpu", "1"))
-	excluded := newNode("x", t0, withNodeLabel("kubernetes.azure.com/mode", "system"))
-	held := newNode("h", t0, withNodeLabel("pool", "gpu"), withTaints(gateTaint, gpuRuleTaint))
+	cfg := rulesConfig(t, func(c *config.Config) { c.Rules = c.Rules[:2] }) // default and gpu, both startup
+	released := testobj.Node("r", t0, testobj.NodeLabel("pool", "gpu"),
+		testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1"), testobj.NodeAnnotation(config.DefaultCompletedAnnotation+".gpu", "1"))
+	excluded := testobj.Node("x", t0, testobj.NodeLabel("kubernetes.azure.com/mode", "system"))
+	held := testobj.Node("h", t0, testobj.NodeLabel("pool", "gpu"), testobj.Taints(gateTaint, gpuRuleTaint))
 	for _, tc := range []struct {
 		node      string
 		wantLists int

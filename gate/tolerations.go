@@ -2,7 +2,6 @@ package gate
 
 import (
 	"context"
-	"strings"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/startupgate/startupgate/gate/config"
 )
 
 // TolerationChecker reports the one deadlock the gate can cause by configuration: a
@@ -22,7 +23,7 @@ import (
 type TolerationChecker struct {
 	Client   client.Client
 	Recorder events.EventRecorder
-	Config   *Config
+	Config   *config.Config
 
 	mu       sync.Mutex
 	reported map[types.UID]int64             // DaemonSet UID -> generation already reported
@@ -38,7 +39,7 @@ func (t *TolerationChecker) Reconcile(ctx context.Context, req reconcile.Request
 	}
 	component := ""
 	if err == nil && ds.DeletionTimestamp == nil {
-		_, component = t.Config.componentOf(ds)
+		_, component = t.Config.ComponentOf(ds)
 	}
 	lacks := component != "" && !t.Config.Tolerates(ds.Spec.Template.Spec.Tolerations)
 
@@ -60,9 +61,9 @@ func (t *TolerationChecker) Reconcile(ctx context.Context, req reconcile.Request
 
 	if first {
 		t.Recorder.Eventf(ds, nil, "Warning", ReasonMissingToleration, eventActionCheckTolerate,
-			"DaemonSet of required component %q does not tolerate every startup taint (%s): nodes it should initialize can never be released", component, t.Config.taintList())
+			"DaemonSet of required component %q does not tolerate every startup taint (%s): nodes it should initialize can never be released", component, t.Config.TaintList())
 		log.FromContext(ctx).Info("Required component does not tolerate the startup taint; its nodes can never be released",
-			"daemonset", klog.KObj(ds), "component", component, "taints", t.Config.taintList())
+			"daemonset", klog.KObj(ds), "component", component, "taints", t.Config.TaintList())
 	}
 	return reconcile.Result{}, nil
 }
@@ -79,26 +80,4 @@ func (t *TolerationChecker) publishLocked() {
 			missingToleration.WithLabelValues(comp).Set(v)
 		}
 	}
-}
-
-// componentOf names the rule and the required component whose Pods this DaemonSet
-// creates, or nil and "".
-func (c *Config) componentOf(ds *appsv1.DaemonSet) (*Rule, string) {
-	for _, r := range c.EffectiveRules() {
-		if comp := r.ComponentOf(ds); comp != "" {
-			return r, comp
-		}
-	}
-	return nil, ""
-}
-
-// taintList names the taints of the rules that write, for a message. A component's Pods
-// must tolerate every one of them: at creation a node may carry them all, and a component
-// that waits for another rule's release while that rule waits for it never starts.
-func (c *Config) taintList() string {
-	var out []string
-	for _, r := range c.Gating() {
-		out = append(out, r.Taint.ToString())
-	}
-	return strings.Join(out, ", ")
 }

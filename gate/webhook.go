@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/startupgate/startupgate/gate/config"
 )
 
 // NodeWebhookPath is where the Node mutating webhook is served; deploy/base/webhook.yaml
@@ -27,13 +29,13 @@ const (
 // nodeDefaulter adds the startup taint to a Node at CREATE. It is the same mutation as the
 // MutatingAdmissionPolicy that gate/policy renders; a test against a real apiserver holds them equal.
 type nodeDefaulter struct {
-	cfg *Config
+	cfg *config.Config
 }
 
 // NewNodeWebhook returns the admission webhook that taints Nodes at creation.
 // controller-runtime's Defaulter builds the JSON patch from the change, so adding the taint
 // is all this code does; it is idempotent, so reinvocation is harmless.
-func NewNodeWebhook(scheme *runtime.Scheme, cfg *Config) *admission.Webhook {
+func NewNodeWebhook(scheme *runtime.Scheme, cfg *config.Config) *admission.Webhook {
 	return admission.WithDefaulter[*corev1.Node](scheme, &nodeDefaulter{cfg: cfg})
 }
 
@@ -62,7 +64,7 @@ func (d *nodeDefaulter) mutate(req admission.Request, node *corev1.Node) (string
 	if req.Operation != "CREATE" {
 		return resultExcluded, nil
 	}
-	applies, tainted := d.cfg.admit(node)
+	applies, tainted := d.cfg.Admit(node)
 	switch {
 	case len(applies) == 0 && d.cfg.Released(node):
 		return resultReleased, nil

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	dto "github.com/prometheus/client_model/go"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/internal/testobj"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/google/go-cmp/cmp"
@@ -90,7 +94,7 @@ func mustJSON(tb testing.TB, v any) []byte {
 
 // newNodeWebhook returns the webhook with panic recovery off, so that a panic in the handler
 // fails the test instead of turning into a 500 response.
-func newNodeWebhook(cfg *Config) *admission.Webhook {
+func newNodeWebhook(cfg *config.Config) *admission.Webhook {
 	wh := NewNodeWebhook(Scheme(), cfg)
 	wh.RecoverPanic = ptr.To(false)
 	return wh
@@ -132,7 +136,7 @@ func applyPatch(tb testing.TB, raw []byte, resp admission.Response) *corev1.Node
 func TestNodeWebhook(t *testing.T) {
 	cfg := validConfig(t, nil)
 	wh := newNodeWebhook(cfg)
-	otherValue := corev1.Taint{Key: DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	otherValue := corev1.Taint{Key: config.DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
 	tests := []struct {
 		name      string
 		node      *corev1.Node
@@ -143,66 +147,66 @@ func TestNodeWebhook(t *testing.T) {
 	}{
 		{
 			name:      "no taints",
-			node:      newNode("n1", t0),
+			node:      testobj.Node("n1", t0),
 			wantPatch: true,
 			want:      []corev1.Taint{gateTaint},
 			result:    resultTainted,
 		},
 		{
 			name:      "other taints kept, gate taint appended",
-			node:      newNode("n1", t0, withTaints(notReadyTaint, gpuTaint)),
+			node:      testobj.Node("n1", t0, testobj.Taints(notReadyTaint, gpuTaint)),
 			wantPatch: true,
 			want:      []corev1.Taint{notReadyTaint, gpuTaint, gateTaint},
 			result:    resultTainted,
 		},
 		{
 			name:      "same key under another effect does not count",
-			node:      newNode("n1", t0, withTaints(corev1.Taint{Key: DefaultTaintKey, Effect: corev1.TaintEffectNoExecute})),
+			node:      testobj.Node("n1", t0, testobj.Taints(corev1.Taint{Key: config.DefaultTaintKey, Effect: corev1.TaintEffectNoExecute})),
 			wantPatch: true,
-			want:      []corev1.Taint{{Key: DefaultTaintKey, Effect: corev1.TaintEffectNoExecute}, gateTaint},
+			want:      []corev1.Taint{{Key: config.DefaultTaintKey, Effect: corev1.TaintEffectNoExecute}, gateTaint},
 			result:    resultTainted,
 		},
 		{
 			name:   "gate taint already present",
-			node:   newNode("n1", t0, withTaints(notReadyTaint, gateTaint)),
+			node:   testobj.Node("n1", t0, testobj.Taints(notReadyTaint, gateTaint)),
 			result: resultPresent,
 		},
 		{
 			name:   "gate taint registered by kubelet or Karpenter with another value",
-			node:   newNode("n1", t0, withTaints(otherValue)),
+			node:   testobj.Node("n1", t0, testobj.Taints(otherValue)),
 			result: resultPresent,
 		},
 		{
 			name:   "AKS system pool node excluded",
-			node:   newNode("n1", t0, withNodeLabel("kubernetes.azure.com/mode", "system")),
+			node:   testobj.Node("n1", t0, testobj.NodeLabel("kubernetes.azure.com/mode", "system")),
 			result: resultExcluded,
 		},
 		{
 			name:   "control-plane node excluded",
-			node:   newNode("n1", t0, withNodeLabel("node-role.kubernetes.io/control-plane", "")),
+			node:   testobj.Node("n1", t0, testobj.NodeLabel("node-role.kubernetes.io/control-plane", "")),
 			result: resultExcluded,
 		},
 		{
 			name:      "AKS user pool node gated",
-			node:      newNode("n1", t0, withNodeLabel("kubernetes.azure.com/mode", "user")),
+			node:      testobj.Node("n1", t0, testobj.NodeLabel("kubernetes.azure.com/mode", "user")),
 			wantPatch: true,
 			want:      []corev1.Taint{gateTaint},
 			result:    resultTainted,
 		},
 		{
 			name:   "already released node",
-			node:   newNode("n1", t0, withNodeAnnotation(DefaultCompletedAnnotation, "1700000000")),
+			node:   testobj.Node("n1", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1700000000")),
 			result: resultReleased,
 		},
 		{
 			name:   "UPDATE is not mutated",
-			node:   newNode("n1", t0),
+			node:   testobj.Node("n1", t0),
 			op:     admissionv1.Update,
 			result: resultExcluded,
 		},
 		{
 			name: "DELETE is not mutated",
-			node: newNode("n1", t0),
+			node: testobj.Node("n1", t0),
 			op:   admissionv1.Delete,
 		},
 	}
@@ -295,20 +299,20 @@ func TestNodeWebhookRawAsAPIServerSends(t *testing.T) {
 }
 
 func TestNodeWebhookCustomTaint(t *testing.T) {
-	cfg := validConfig(t, func(c *Config) {
-		c.Taint = corev1.Taint{Key: AutoscalerTaintPrefix + "init", Effect: corev1.TaintEffectNoExecute}
+	cfg := validConfig(t, func(c *config.Config) {
+		c.Taint = corev1.Taint{Key: config.AutoscalerTaintPrefix + "init", Effect: corev1.TaintEffectNoExecute}
 		c.NodeSelector = "pool=gpu"
 	})
 	wh := newNodeWebhook(cfg)
-	raw := mustJSON(t, newNode("n1", t0, withNodeLabel("pool", "gpu"), withTaints(gateTaint)))
+	raw := mustJSON(t, testobj.Node("n1", t0, testobj.NodeLabel("pool", "gpu"), testobj.Taints(gateTaint)))
 	resp := wh.Handle(context.Background(), admissionRequest(nodeKind, admissionv1.Create, raw))
 	got := applyPatch(t, raw, resp)
-	want := []corev1.Taint{gateTaint, {Key: AutoscalerTaintPrefix + "init", Effect: corev1.TaintEffectNoExecute}}
+	want := []corev1.Taint{gateTaint, {Key: config.AutoscalerTaintPrefix + "init", Effect: corev1.TaintEffectNoExecute}}
 	if diff := cmp.Diff(want, got.Spec.Taints); diff != "" {
 		t.Errorf("patched taints mismatch (-want +got):\n%s", diff)
 	}
 	// Not selected by the custom node selector.
-	resp = wh.Handle(context.Background(), admissionRequest(nodeKind, admissionv1.Create, mustJSON(t, newNode("n2", t0))))
+	resp = wh.Handle(context.Background(), admissionRequest(nodeKind, admissionv1.Create, mustJSON(t, testobj.Node("n2", t0))))
 	if !resp.Allowed || len(resp.Patches) != 0 {
 		t.Errorf("unselected node: allowed %v, patches %s; want allowed, no patch", resp.Allowed, mustJSON(t, resp.Patches))
 	}
@@ -317,7 +321,7 @@ func TestNodeWebhookCustomTaint(t *testing.T) {
 func TestNodeWebhookRejects(t *testing.T) {
 	cfg := validConfig(t, nil)
 	wh := newNodeWebhook(cfg)
-	pod := newPod("p", "n1", t0)
+	pod := testobj.Pod("p", "n1", t0)
 	podNoType := pod.DeepCopy()
 	podNoType.TypeMeta = metav1.TypeMeta{}
 	tests := []struct {
@@ -328,8 +332,8 @@ func TestNodeWebhookRejects(t *testing.T) {
 	}{
 		{"Pod kind and Pod object", metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, mustJSON(t, pod), "Node"},
 		{"Pod kind, object without type meta", metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, mustJSON(t, podNoType), "Node"},
-		{"Pod kind, Node object", metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, mustJSON(t, newNode("n1", t0)), "Node"},
-		{"Node kind in another group", metav1.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Node"}, mustJSON(t, newNode("n1", t0)), "Node"},
+		{"Pod kind, Node object", metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, mustJSON(t, testobj.Node("n1", t0)), "Node"},
+		{"Node kind in another group", metav1.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Node"}, mustJSON(t, testobj.Node("n1", t0)), "Node"},
 		{"malformed JSON", nodeKind, []byte(`{"kind":"Node","apiVersion":"v1","metadata":{"name":`), ""},
 		{"wrong field type", nodeKind, []byte(`{"kind":"Node","apiVersion":"v1","spec":{"taints":"all"}}`), ""},
 		{"no object", nodeKind, nil, "no content"},
@@ -373,12 +377,12 @@ func TestNodeWebhookServeHTTP(t *testing.T) {
 		wantMessage string
 		wantPatch   bool
 	}{
-		{name: "valid review", body: review(mustJSON(t, newNode("n1", t0))), contentType: "application/json", wantAllowed: true, wantPatch: true},
+		{name: "valid review", body: review(mustJSON(t, testobj.Node("n1", t0))), contentType: "application/json", wantAllowed: true, wantPatch: true},
 		{name: "garbage bytes", body: []byte("\x00\xffnot an admission review"), contentType: "application/json", wantCode: 400, wantMessage: ""},
 		{name: "JSON that is not an AdmissionReview", body: []byte(`{"kind":"Node","apiVersion":"v1"}`), contentType: "application/json", wantCode: 400},
 		{name: "empty body", body: []byte{}, contentType: "application/json", wantCode: 400},
 		{name: "no body", body: nil, contentType: "application/json", wantCode: 400, wantMessage: "empty"},
-		{name: "wrong content type", body: review(mustJSON(t, newNode("n1", t0))), contentType: "text/plain", wantCode: 400, wantMessage: "contentType"},
+		{name: "wrong content type", body: review(mustJSON(t, testobj.Node("n1", t0))), contentType: "text/plain", wantCode: 400, wantMessage: "contentType"},
 		{name: "review of a malformed node", body: review([]byte(`{"kind":"Node","apiVersion":"v1","metadata":[]}`)), contentType: "application/json", wantCode: 400},
 	}
 	for _, tc := range tests {
@@ -424,13 +428,13 @@ func TestNodeWebhookServeHTTP(t *testing.T) {
 
 func FuzzNodeWebhook(f *testing.F) {
 	seeds := []any{
-		newNode("n1", t0),
-		newNode("n1", t0, withTaints(notReadyTaint)),
-		newNode("n1", t0, withTaints(gateTaint)),
-		newNode("n1", t0, withTaints(corev1.Taint{Key: DefaultTaintKey, Effect: corev1.TaintEffectNoExecute})),
-		newNode("n1", t0, withNodeLabel("kubernetes.azure.com/mode", "system")),
-		newNode("n1", t0, withNodeAnnotation(DefaultCompletedAnnotation, "1")),
-		newPod("p", "n1", t0),
+		testobj.Node("n1", t0),
+		testobj.Node("n1", t0, testobj.Taints(notReadyTaint)),
+		testobj.Node("n1", t0, testobj.Taints(gateTaint)),
+		testobj.Node("n1", t0, testobj.Taints(corev1.Taint{Key: config.DefaultTaintKey, Effect: corev1.TaintEffectNoExecute})),
+		testobj.Node("n1", t0, testobj.NodeLabel("kubernetes.azure.com/mode", "system")),
+		testobj.Node("n1", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1")),
+		testobj.Pod("p", "n1", t0),
 	}
 	for _, s := range seeds {
 		f.Add(mustJSON(f, s))
@@ -490,12 +494,12 @@ func FuzzNodeWebhook(f *testing.F) {
 func BenchmarkNodeWebhook(b *testing.B) {
 	cfg := validConfig(b, nil)
 	wh := NewNodeWebhook(Scheme(), cfg)
-	node := newNode("aks-nodepool1-12345678-vmss000042", t0,
-		withTaints(notReadyTaint),
-		withNodeLabel("kubernetes.azure.com/mode", "user"),
-		withNodeLabel("topology.kubernetes.io/zone", "westeurope-1"),
-		withNodeLabel("node.kubernetes.io/instance-type", "Standard_D4s_v5"),
-		withNodeCondition(corev1.NodeReady, corev1.ConditionFalse))
+	node := testobj.Node("aks-nodepool1-12345678-vmss000042", t0,
+		testobj.Taints(notReadyTaint),
+		testobj.NodeLabel("kubernetes.azure.com/mode", "user"),
+		testobj.NodeLabel("topology.kubernetes.io/zone", "westeurope-1"),
+		testobj.NodeLabel("node.kubernetes.io/instance-type", "Standard_D4s_v5"),
+		testobj.NodeCondition(corev1.NodeReady, corev1.ConditionFalse))
 	node.Status.Capacity = corev1.ResourceList{}
 	req := admissionRequest(nodeKind, admissionv1.Create, mustJSON(b, node))
 	ctx := context.Background()

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/sim/gateundertest"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
@@ -39,16 +40,16 @@ type equivInput struct {
 // (evaluated inside the real apiserver) must produce identical Nodes.
 func TestWebhookPolicyEquivalence(t *testing.T) {
 	foreign := corev1.Taint{Key: "example.com/other", Value: "x", Effect: corev1.TaintEffectNoSchedule}
-	registered := corev1.Taint{Key: gate.DefaultTaintKey, Value: "karpenter", Effect: corev1.TaintEffectNoSchedule}
-	one := map[string]int{gate.DefaultTaintKey: 1}
-	none := map[string]int{gate.DefaultTaintKey: 0}
-	checkEquivalence(t, "equivalence", gate.DefaultConfig(), []equivInput{
+	registered := corev1.Taint{Key: config.DefaultTaintKey, Value: "karpenter", Effect: corev1.TaintEffectNoSchedule}
+	one := map[string]int{config.DefaultTaintKey: 1}
+	none := map[string]int{config.DefaultTaintKey: 0}
+	checkEquivalence(t, "equivalence", config.DefaultConfig(), []equivInput{
 		{name: "no-taints", want: one},
 		{name: "other-taints", taints: []corev1.Taint{foreign}, want: one},
 		{name: "taint-present", taints: []corev1.Taint{registered, foreign}, want: one},
 		{name: "excluded-system", labels: map[string]string{"kubernetes.azure.com/mode": "system"}, want: none},
 		{name: "excluded-control-plane", labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}, want: none},
-		{name: "already-released", annotations: map[string]string{gate.DefaultCompletedAnnotation: "1"}, want: none},
+		{name: "already-released", annotations: map[string]string{config.DefaultCompletedAnnotation: "1"}, want: none},
 	})
 }
 
@@ -61,13 +62,13 @@ func TestWebhookPolicyEquivalenceRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := gate.LoadConfig(raw)
+	cfg, err := config.LoadConfig(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const gpu, cni, csi = "startup.k8s.io/gpu-initializing", "startup.k8s.io/cni-unready", "startup.k8s.io/csi-initializing"
 	taints := func(init, g, c int) map[string]int {
-		return map[string]int{gate.DefaultTaintKey: init, gpu: g, cni: c, csi: 0}
+		return map[string]int{config.DefaultTaintKey: init, gpu: g, cni: c, csi: 0}
 	}
 	nvidia := map[string]string{"accelerator": "nvidia"}
 	checkEquivalence(t, "equivalence-rules", cfg, []equivInput{
@@ -76,8 +77,8 @@ func TestWebhookPolicyEquivalenceRules(t *testing.T) {
 		{name: "gpu-registered-with-its-taint", labels: nvidia, taints: []corev1.Taint{{Key: gpu, Value: "karpenter", Effect: corev1.TaintEffectNoSchedule}}, want: taints(1, 1, 1)},
 		{name: "system", labels: map[string]string{"kubernetes.azure.com/mode": "system", "accelerator": "nvidia"}, want: taints(0, 0, 1)},
 		{name: "storage-dry-run", labels: map[string]string{"storage": "csi"}, want: taints(1, 0, 1)},
-		{name: "init-released", labels: nvidia, annotations: map[string]string{gate.DefaultCompletedAnnotation: "1"}, want: taints(0, 1, 1)},
-		{name: "gpu-released", labels: nvidia, annotations: map[string]string{gate.DefaultCompletedAnnotation + ".gpu": "1"}, want: taints(1, 0, 1)},
+		{name: "init-released", labels: nvidia, annotations: map[string]string{config.DefaultCompletedAnnotation: "1"}, want: taints(0, 1, 1)},
+		{name: "gpu-released", labels: nvidia, annotations: map[string]string{config.DefaultCompletedAnnotation + ".gpu": "1"}, want: taints(1, 0, 1)},
 	})
 }
 
@@ -86,7 +87,7 @@ func TestWebhookPolicyEquivalenceRules(t *testing.T) {
 // The taint list is compared as a set: the webhook adds the rules' taints in rule order,
 // the apiserver runs one policy per rule in its own order, and the order of taints means
 // nothing to the scheduler.
-func checkEquivalence(t *testing.T, name string, cfg gate.Config, inputs []equivInput) {
+func checkEquivalence(t *testing.T, name string, cfg config.Config, inputs []equivInput) {
 	rc := sharedPlane(t)
 	cs := kubernetes.NewForConfigOrDie(rc)
 	cfg = ScopeConfig(cfg, name)
@@ -118,7 +119,7 @@ func checkEquivalence(t *testing.T, name string, cfg gate.Config, inputs []equiv
 
 // admitAll creates each input through a gate in mode, deletes it again, and returns the
 // Nodes as the apiserver stored them.
-func admitAll(t *testing.T, rc *rest.Config, cs kubernetes.Interface, mode gateundertest.Mode, cfg gate.Config, name string, inputs []equivInput) map[string]*corev1.Node {
+func admitAll(t *testing.T, rc *rest.Config, cs kubernetes.Interface, mode gateundertest.Mode, cfg config.Config, name string, inputs []equivInput) map[string]*corev1.Node {
 	ctx := context.Background()
 	g := gateundertest.New(rc, cs, mode, cfg, &scenario.Scenario{Name: name}, "default", gateundertest.Options{})
 	t.Cleanup(func() { _ = g.Stop(context.Background()) })
@@ -166,7 +167,7 @@ func countKey(n *corev1.Node, key string) int {
 func TestReleaseKeepsForeignTaint(t *testing.T) {
 	rc := sharedPlane(t)
 	ctx := context.Background()
-	cfg := gate.DefaultConfig()
+	cfg := config.DefaultConfig()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

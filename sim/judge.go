@@ -7,7 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/rule"
 	"github.com/startupgate/startupgate/sim/check"
 	"github.com/startupgate/startupgate/sim/record"
 	"github.com/startupgate/startupgate/sim/report"
@@ -19,7 +19,7 @@ import (
 // bounds are the limits of this run: the scenario's release bound and the gate's holds.
 func (x *run) bounds() check.Bounds {
 	b := check.Bounds{ReleasedWithin: x.sc.Expect.ReleasedWithin, MinHold: x.cfg.MinHold.Duration, RetaintWithin: x.sc.Expect.RetaintWithin}
-	if x.cfg.TimeoutPolicy == gate.TimeoutRelease {
+	if x.cfg.TimeoutPolicy == rule.TimeoutRelease {
 		b.TimeoutRelease = x.cfg.MaxHold.Duration
 	}
 	return b

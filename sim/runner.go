@@ -13,7 +13,8 @@ import (
 	"k8s.io/client-go/rest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/gate/rule"
 	"github.com/startupgate/startupgate/sim/controlplane"
 	"github.com/startupgate/startupgate/sim/faults"
 	"github.com/startupgate/startupgate/sim/gateundertest"
@@ -136,7 +137,7 @@ type run struct {
 	*Runner
 	sc       *scenario.Scenario
 	seed     uint64 // this run's: Opts.Seed, or one repetition's
-	cfg      gate.Config
+	cfg      config.Config
 	ns       string
 	kubelet  *kubelet.Kubelet
 	recorder *record.Recorder
@@ -327,14 +328,14 @@ func (r *Runner) gateArgs() []string {
 
 // ScopeConfig narrows every rule of cfg to the nodes of one scenario (those labelled
 // scenario.Label=name), so that scenarios sharing a plane never gate each other's nodes.
-func ScopeConfig(cfg gate.Config, name string) gate.Config {
+func ScopeConfig(cfg config.Config, name string) config.Config {
 	scope := func(sel string) string {
 		if sel == "" {
 			return scenario.Label + "=" + name
 		}
 		return sel + "," + scenario.Label + "=" + name
 	}
-	cfg.Rules = append([]gate.Rule(nil), cfg.Rules...)
+	cfg.Rules = append([]rule.Rule(nil), cfg.Rules...)
 	for i := range cfg.Rules {
 		cfg.Rules[i].NodeSelector = scope(cfg.Rules[i].NodeSelector)
 	}

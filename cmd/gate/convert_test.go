@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/internal/golden"
 )
 
@@ -44,7 +44,7 @@ func TestConvertGoldenAccepted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := gate.LoadConfig(data)
+			cfg, err := config.LoadConfig(data)
 			if err != nil {
 				t.Fatalf("LoadConfig(%s) = %v", tc.golden, err)
 			}

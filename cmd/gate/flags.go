@@ -11,13 +11,14 @@ import (
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/gate/rule"
 	"github.com/startupgate/startupgate/gate/setup"
 )
 
 // settings is everything the command line says: the gate's Config and how to run it.
 type settings struct {
-	cfg            gate.Config
+	cfg            config.Config
 	kubeconfig     string
 	printPolicy    bool
 	leaderElect    bool
@@ -41,7 +42,7 @@ type settings struct {
 	output         string
 }
 
-// contractFlags hold the flags that set gate.Config fields. They are parsed here first and
+// contractFlags hold the flags that set config.Config fields. They are parsed here first and
 // copied onto the Config only when given, so that a flag left at its default never undoes
 // the --config file or the env.
 type contractFlags struct {
@@ -93,7 +94,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*settin
 func newFlagSet(s *settings, f *contractFlags, stderr io.Writer) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("gate", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	f.register(fs, gate.DefaultConfig())
+	f.register(fs, config.DefaultConfig())
 	s.register(fs)
 	if s.releaseCommand {
 		fs.BoolVar(&s.releaseAll, "all", false, "with release: release every node holding the startup taint")
@@ -108,7 +109,7 @@ func newFlagSet(s *settings, f *contractFlags, stderr io.Writer) *pflag.FlagSet 
 	return fs
 }
 
-func (f *contractFlags) register(fs *pflag.FlagSet, def gate.Config) {
+func (f *contractFlags) register(fs *pflag.FlagSet, def config.Config) {
 	fs.StringVar(&f.configFile, "config", "", "YAML `FILE` holding the whole gate Config; explicit flags override it")
 	fs.BoolVar(&f.webhook, "webhook", def.Webhook, "serve the Node mutating webhook (default from STARTUP_WEBHOOK)")
 	fs.BoolVar(&f.backfill, "backfill", def.Backfill, "taint idle nodes that came up without the startup taint (default from STARTUP_BACKFILL)")
@@ -117,11 +118,11 @@ func (f *contractFlags) register(fs *pflag.FlagSet, def gate.Config) {
 	fs.DurationVar(&f.maxHold, "max-hold", def.MaxHold.Duration, "stop waiting for readiness this long after node creation (0: never); then --timeout-policy applies")
 	fs.StringVar(&f.timeoutPolicy, "timeout-policy", string(def.TimeoutPolicy), "at max hold: release (remove the taint, Warning event) or keep (keep it, alert)")
 	fs.BoolVar(&f.annotationOnly, "annotation-only", def.AnnotationOnly, "count only the "+def.ReadyAnnotation+"=true annotation on init Pods, not Pod readiness")
-	fs.StringVar(&f.taint, "taint", def.Taint.ToString(), "startup taint key[=value]:Effect; use a "+gate.AutoscalerTaintPrefix+" key with the cluster autoscaler")
+	fs.StringVar(&f.taint, "taint", def.Taint.ToString(), "startup taint key[=value]:Effect; use a "+config.AutoscalerTaintPrefix+" key with the cluster autoscaler")
 	fs.StringVar(&f.nodeSelector, "node-selector", def.NodeSelector, "label selector of the nodes to gate")
 	// A string array, not a slice: a selector holds commas ("app in (cni,csi)") that a
 	// slice flag would split into several components.
-	fs.StringArrayVar(&f.require, "require", nil, "required component `[NAMESPACE:]SELECTOR`, repeatable (default: "+gate.DefaultInitLabel+" in all namespaces)")
+	fs.StringArrayVar(&f.require, "require", nil, "required component `[NAMESPACE:]SELECTOR`, repeatable (default: "+config.DefaultInitLabel+" in all namespaces)")
 	fs.StringVar(&f.condition, "require-condition", "", "node condition Type=Status that must also hold before release")
 }
 
@@ -186,24 +187,24 @@ func (s *settings) positional(args []string) error {
 
 // loadConfigFile decodes the --config file over the contract's defaults, or returns the
 // defaults when there is no file.
-func loadConfigFile(path string) (gate.Config, error) {
+func loadConfigFile(path string) (config.Config, error) {
 	if path == "" {
-		return gate.DefaultConfig(), nil
+		return config.DefaultConfig(), nil
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return gate.Config{}, fmt.Errorf("reading --config: %w", err)
+		return config.Config{}, fmt.Errorf("reading --config: %w", err)
 	}
-	cfg, err := gate.LoadConfig(data)
+	cfg, err := config.LoadConfig(data)
 	if err != nil {
-		return gate.Config{}, fmt.Errorf("--config %s: %w", path, err)
+		return config.Config{}, fmt.Errorf("--config %s: %w", path, err)
 	}
 	return cfg, nil
 }
 
 // overlayEnv applies STARTUP_WEBHOOK and STARTUP_BACKFILL, the contract's env switches, which
 // manifests set without touching the args.
-func overlayEnv(cfg *gate.Config, getenv func(string) string) error {
+func overlayEnv(cfg *config.Config, getenv func(string) string) error {
 	for _, e := range []struct {
 		name string
 		dst  *bool
@@ -222,7 +223,7 @@ func overlayEnv(cfg *gate.Config, getenv func(string) string) error {
 }
 
 // overlay copies the contract flags given on the command line onto cfg, and only those.
-func (f *contractFlags) overlay(fs *pflag.FlagSet, cfg *gate.Config) error {
+func (f *contractFlags) overlay(fs *pflag.FlagSet, cfg *config.Config) error {
 	var err error
 	fs.Visit(func(fl *pflag.Flag) {
 		if e := f.apply(fl.Name, cfg); e != nil && err == nil {
@@ -234,7 +235,7 @@ func (f *contractFlags) overlay(fs *pflag.FlagSet, cfg *gate.Config) error {
 
 // apply sets the Config field behind the named flag; flags that are not in the contract are
 // ignored.
-func (f *contractFlags) apply(name string, cfg *gate.Config) error {
+func (f *contractFlags) apply(name string, cfg *config.Config) error {
 	switch name {
 	case "webhook":
 		cfg.Webhook = f.webhook
@@ -247,11 +248,11 @@ func (f *contractFlags) apply(name string, cfg *gate.Config) error {
 	case "max-hold":
 		cfg.MaxHold = metav1.Duration{Duration: f.maxHold}
 	case "timeout-policy":
-		cfg.TimeoutPolicy = gate.TimeoutPolicy(f.timeoutPolicy)
+		cfg.TimeoutPolicy = rule.TimeoutPolicy(f.timeoutPolicy)
 	case "annotation-only":
 		cfg.AnnotationOnly = f.annotationOnly
 	case "taint":
-		t, err := gate.ParseTaint(f.taint)
+		t, err := config.ParseTaint(f.taint)
 		if err != nil {
 			return fmt.Errorf("--taint: %w", err)
 		}
@@ -261,7 +262,7 @@ func (f *contractFlags) apply(name string, cfg *gate.Config) error {
 	case "require":
 		cfg.Components = nil
 		for _, r := range f.require {
-			cfg.Components = append(cfg.Components, gate.ParseComponent(r))
+			cfg.Components = append(cfg.Components, config.ParseComponent(r))
 		}
 	case "require-condition":
 		cfg.RequiredCondition = f.condition

@@ -15,7 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/gate/rule"
 	// For its -update flag only: `go test ./... -update` passes it to every test binary.
 )
 
@@ -37,14 +38,14 @@ func writeFile(t *testing.T, content string) string {
 	return p
 }
 
-var ignoreCompiled = cmpopts.IgnoreUnexported(gate.Config{})
+var ignoreCompiled = cmpopts.IgnoreUnexported(config.Config{})
 
 func TestParseDefaults(t *testing.T) {
 	s, err := parse(nil, env(), io.Discard)
 	if err != nil {
 		t.Fatalf("parse() = %v", err)
 	}
-	if diff := cmp.Diff(gate.DefaultConfig(), s.cfg, ignoreCompiled); diff != "" {
+	if diff := cmp.Diff(config.DefaultConfig(), s.cfg, ignoreCompiled); diff != "" {
 		t.Errorf("config mismatch (-want +got):\n%s", diff)
 	}
 	want := settings{
@@ -73,53 +74,53 @@ func TestParseFlags(t *testing.T) {
 		name string
 		args []string
 		env  []string
-		want func(c *gate.Config)
+		want func(c *config.Config)
 		s    func(t *testing.T, s *settings) // checks the other settings
 	}{
 		{
 			name: "min hold",
 			args: []string{"--min-hold", "5s"},
-			want: func(c *gate.Config) { c.MinHold = metav1.Duration{Duration: 5 * time.Second} },
+			want: func(c *config.Config) { c.MinHold = metav1.Duration{Duration: 5 * time.Second} },
 		},
 		{
 			name: "max hold",
 			args: []string{"--max-hold=1m"},
-			want: func(c *gate.Config) { c.MaxHold = metav1.Duration{Duration: time.Minute} },
+			want: func(c *config.Config) { c.MaxHold = metav1.Duration{Duration: time.Minute} },
 		},
 		{
 			name: "timeout policy keep",
 			args: []string{"--timeout-policy", "keep"},
-			want: func(c *gate.Config) { c.TimeoutPolicy = gate.TimeoutKeep },
+			want: func(c *config.Config) { c.TimeoutPolicy = rule.TimeoutKeep },
 		},
 		{
 			name: "annotation only",
 			args: []string{"--annotation-only"},
-			want: func(c *gate.Config) { c.AnnotationOnly = true },
+			want: func(c *config.Config) { c.AnnotationOnly = true },
 		},
 		{
 			name: "autoscaler taint",
 			args: []string{"--taint", "startup-taint.cluster-autoscaler.kubernetes.io/init=wait:NoSchedule"},
-			want: func(c *gate.Config) {
+			want: func(c *config.Config) {
 				c.Taint = corev1.Taint{Key: "startup-taint.cluster-autoscaler.kubernetes.io/init", Value: "wait", Effect: corev1.TaintEffectNoSchedule}
 			},
 		},
 		{
 			name: "taint without value",
 			args: []string{"--taint=example.com/boot:NoExecute"},
-			want: func(c *gate.Config) {
+			want: func(c *config.Config) {
 				c.Taint = corev1.Taint{Key: "example.com/boot", Effect: corev1.TaintEffectNoExecute}
 			},
 		},
 		{
 			name: "node selector",
 			args: []string{"--node-selector", "pool in (gpu,cpu),!node-role.kubernetes.io/control-plane"},
-			want: func(c *gate.Config) { c.NodeSelector = "pool in (gpu,cpu),!node-role.kubernetes.io/control-plane" },
+			want: func(c *config.Config) { c.NodeSelector = "pool in (gpu,cpu),!node-role.kubernetes.io/control-plane" },
 		},
 		{
 			name: "require twice replaces the default component",
 			args: []string{"--require", "ns:app=x", "--require", "other:app=y"},
-			want: func(c *gate.Config) {
-				c.Components = []gate.Component{
+			want: func(c *config.Config) {
+				c.Components = []rule.Component{
 					{Name: "ns:app=x", Namespace: "ns", Selector: "app=x"},
 					{Name: "other:app=y", Namespace: "other", Selector: "app=y"},
 				}
@@ -128,36 +129,36 @@ func TestParseFlags(t *testing.T) {
 		{
 			name: "require in the --flag=value form",
 			args: []string{"--require=ns:app=x"},
-			want: func(c *gate.Config) {
-				c.Components = []gate.Component{{Name: "ns:app=x", Namespace: "ns", Selector: "app=x"}}
+			want: func(c *config.Config) {
+				c.Components = []rule.Component{{Name: "ns:app=x", Namespace: "ns", Selector: "app=x"}}
 			},
 		},
 		{
 			name: "require keeps the commas of a set-based selector",
 			args: []string{"--require", "kube-system:app in (cni,csi)"},
-			want: func(c *gate.Config) {
-				c.Components = []gate.Component{{Name: "kube-system:app in (cni,csi)", Namespace: "kube-system", Selector: "app in (cni,csi)"}}
+			want: func(c *config.Config) {
+				c.Components = []rule.Component{{Name: "kube-system:app in (cni,csi)", Namespace: "kube-system", Selector: "app in (cni,csi)"}}
 			},
 		},
 		{
 			name: "require without namespace",
 			args: []string{"--require", "app=x"},
-			want: func(c *gate.Config) { c.Components = []gate.Component{{Name: "app=x", Selector: "app=x"}} },
+			want: func(c *config.Config) { c.Components = []rule.Component{{Name: "app=x", Selector: "app=x"}} },
 		},
 		{
 			name: "require condition",
 			args: []string{"--require-condition", "Ready=True"},
-			want: func(c *gate.Config) { c.RequiredCondition = "Ready=True" },
+			want: func(c *config.Config) { c.RequiredCondition = "Ready=True" },
 		},
 		{
 			name: "backfill and pod guard",
 			args: []string{"--backfill", "--pod-guard"},
-			want: func(c *gate.Config) { c.Backfill, c.PodGuard = true, true },
+			want: func(c *config.Config) { c.Backfill, c.PodGuard = true, true },
 		},
 		{
 			name: "webhook off",
 			args: []string{"--webhook=false"},
-			want: func(c *gate.Config) { c.Webhook = false },
+			want: func(c *config.Config) { c.Webhook = false },
 		},
 		{
 			name: "operational flags",
@@ -195,24 +196,24 @@ func TestParseFlags(t *testing.T) {
 		{
 			name: "STARTUP_WEBHOOK=0 and STARTUP_BACKFILL=1 set the defaults",
 			env:  []string{"STARTUP_WEBHOOK", "0", "STARTUP_BACKFILL", "1"},
-			want: func(c *gate.Config) { c.Webhook, c.Backfill = false, true },
+			want: func(c *config.Config) { c.Webhook, c.Backfill = false, true },
 		},
 		{
 			name: "STARTUP_WEBHOOK=false and STARTUP_BACKFILL=true",
 			env:  []string{"STARTUP_WEBHOOK", "false", "STARTUP_BACKFILL", "true"},
-			want: func(c *gate.Config) { c.Webhook, c.Backfill = false, true },
+			want: func(c *config.Config) { c.Webhook, c.Backfill = false, true },
 		},
 		{
 			name: "explicit flags override env",
 			args: []string{"--webhook", "--backfill=false"},
 			env:  []string{"STARTUP_WEBHOOK", "0", "STARTUP_BACKFILL", "1"},
-			want: func(c *gate.Config) { c.Webhook, c.Backfill = true, false },
+			want: func(c *config.Config) { c.Webhook, c.Backfill = true, false },
 		},
 		{
 			name: "a flag left at its default does not undo the env",
 			args: []string{"--min-hold", "5s"},
 			env:  []string{"STARTUP_WEBHOOK", "0", "STARTUP_BACKFILL", "1"},
-			want: func(c *gate.Config) {
+			want: func(c *config.Config) {
 				c.MinHold = metav1.Duration{Duration: 5 * time.Second}
 				c.Webhook, c.Backfill = false, true
 			},
@@ -227,14 +228,14 @@ func TestParseFlags(t *testing.T) {
 				"--taint", "startup-taint.cluster-autoscaler.kubernetes.io/init=wait:NoSchedule",
 				"--node-selector", "pool=gpu", "--require", "ns:app=x", "--require", "ns:app=y",
 				"--require-condition", "Ready=True", "--backfill", "--pod-guard"},
-			want: func(c *gate.Config) {
+			want: func(c *config.Config) {
 				c.MinHold = metav1.Duration{Duration: 5 * time.Second}
 				c.MaxHold = metav1.Duration{Duration: time.Minute}
-				c.TimeoutPolicy = gate.TimeoutKeep
+				c.TimeoutPolicy = rule.TimeoutKeep
 				c.AnnotationOnly = true
 				c.Taint = corev1.Taint{Key: "startup-taint.cluster-autoscaler.kubernetes.io/init", Value: "wait", Effect: corev1.TaintEffectNoSchedule}
 				c.NodeSelector = "pool=gpu"
-				c.Components = []gate.Component{
+				c.Components = []rule.Component{
 					{Name: "ns:app=x", Namespace: "ns", Selector: "app=x"},
 					{Name: "ns:app=y", Namespace: "ns", Selector: "app=y"},
 				}
@@ -249,7 +250,7 @@ func TestParseFlags(t *testing.T) {
 			if err != nil {
 				t.Fatalf("parse(%q) = %v", tc.args, err)
 			}
-			want := gate.DefaultConfig()
+			want := config.DefaultConfig()
 			if tc.want != nil {
 				tc.want(&want)
 			}
@@ -281,42 +282,42 @@ components:
 		name string
 		args []string
 		env  []string
-		want func(c *gate.Config)
+		want func(c *config.Config)
 	}{
 		{
 			name: "file over defaults",
 			args: []string{"--config", file},
-			want: func(c *gate.Config) {},
+			want: func(c *config.Config) {},
 		},
 		{
 			name: "flag overrides the file",
 			args: []string{"--config", file, "--min-hold", "5s", "--require", "kube-system:app=csi"},
-			want: func(c *gate.Config) {
+			want: func(c *config.Config) {
 				c.MinHold = metav1.Duration{Duration: 5 * time.Second}
-				c.Components = []gate.Component{{Name: "kube-system:app=csi", Namespace: "kube-system", Selector: "app=csi"}}
+				c.Components = []rule.Component{{Name: "kube-system:app=csi", Namespace: "kube-system", Selector: "app=csi"}}
 			},
 		},
 		{
 			name: "flag order does not matter",
 			args: []string{"--max-hold", "20m", "--config", file},
-			want: func(c *gate.Config) { c.MaxHold = metav1.Duration{Duration: 20 * time.Minute} },
+			want: func(c *config.Config) { c.MaxHold = metav1.Duration{Duration: 20 * time.Minute} },
 		},
 		{
 			name: "env overrides the file",
 			args: []string{"--config", file},
 			env:  []string{"STARTUP_WEBHOOK", "1", "STARTUP_BACKFILL", "1"},
-			want: func(c *gate.Config) { c.Webhook, c.Backfill = true, true },
+			want: func(c *config.Config) { c.Webhook, c.Backfill = true, true },
 		},
 		{
 			name: "flag overrides env, which overrides the file",
 			args: []string{"--config", file, "--webhook=false", "--backfill=false"},
 			env:  []string{"STARTUP_WEBHOOK", "1", "STARTUP_BACKFILL", "1"},
-			want: func(c *gate.Config) {},
+			want: func(c *config.Config) {},
 		},
 		{
 			name: "flags in the --flag=value form",
 			args: []string{"--config=" + file, "--min-hold=5s"},
-			want: func(c *gate.Config) { c.MinHold = metav1.Duration{Duration: 5 * time.Second} },
+			want: func(c *config.Config) { c.MinHold = metav1.Duration{Duration: 5 * time.Second} },
 		},
 	}
 	for _, tc := range tests {
@@ -325,12 +326,12 @@ components:
 			if err != nil {
 				t.Fatalf("parse(%q) = %v", tc.args, err)
 			}
-			want := gate.DefaultConfig()
+			want := config.DefaultConfig()
 			want.MinHold = metav1.Duration{Duration: time.Minute}
 			want.MaxHold = metav1.Duration{Duration: 10 * time.Minute}
-			want.TimeoutPolicy = gate.TimeoutKeep
+			want.TimeoutPolicy = rule.TimeoutKeep
 			want.Webhook = false
-			want.Components = []gate.Component{{Name: "cni", Namespace: "kube-system", Selector: "app=cni"}}
+			want.Components = []rule.Component{{Name: "cni", Namespace: "kube-system", Selector: "app=cni"}}
 			tc.want(&want)
 			if diff := cmp.Diff(want, s.cfg, ignoreCompiled); diff != "" {
 				t.Errorf("config mismatch (-want +got):\n%s", diff)
@@ -398,7 +399,7 @@ func TestParseHelp(t *testing.T) {
 				t.Fatalf("parse(%q) = %v, want pflag.ErrHelp", args, err)
 			}
 			for _, want := range []string{"gate release (--all | NODE...)", "--min-hold duration", "--taint string",
-				"--kubeconfig FILE", "--require [NAMESPACE:]SELECTOR", gate.AutoscalerTaintPrefix} {
+				"--kubeconfig FILE", "--require [NAMESPACE:]SELECTOR", config.AutoscalerTaintPrefix} {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("usage does not mention %q:\n%s", want, out.String())
 				}
@@ -447,7 +448,7 @@ func TestParseRelease(t *testing.T) {
 			}
 			wantKey := tc.wantTaint
 			if wantKey == "" {
-				wantKey = gate.DefaultTaintKey
+				wantKey = config.DefaultTaintKey
 			}
 			if s.cfg.Taint.Key != wantKey {
 				t.Errorf("taint key = %q, want %q", s.cfg.Taint.Key, wantKey)

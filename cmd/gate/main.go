@@ -1,4 +1,4 @@
-// Command gate is the in-cluster startupgate binary: flags and env become a gate.Config,
+// Command gate is the in-cluster startupgate binary: flags and env become a config.Config,
 // and setup.NewManager does the rest.
 package main
 

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/internal/golden"
 	"github.com/startupgate/startupgate/sim/controlplane"
 )
@@ -52,8 +52,8 @@ func TestStatusOnEmbeddedPlane(t *testing.T) {
 	ctx := context.Background()
 	released := strconv.FormatInt(time.Now().Add(time.Minute).Unix(), 10) // a minute after creation
 	for _, n := range []*corev1.Node{
-		node("status-held", map[string]string{"role": "worker"}, nil, corev1.Taint{Key: gate.DefaultTaintKey, Value: "wait", Effect: corev1.TaintEffectNoSchedule}),
-		node("status-released", map[string]string{"role": "worker"}, map[string]string{gate.DefaultCompletedAnnotation: released}),
+		node("status-held", map[string]string{"role": "worker"}, nil, corev1.Taint{Key: config.DefaultTaintKey, Value: "wait", Effect: corev1.TaintEffectNoSchedule}),
+		node("status-released", map[string]string{"role": "worker"}, map[string]string{config.DefaultCompletedAnnotation: released}),
 		node("status-slow", map[string]string{"slow": "true"}, nil, corev1.Taint{Key: "startup.k8s.io/slow", Effect: corev1.TaintEffectNoSchedule}),
 		node("status-dry", map[string]string{"dry": "true"}, nil),
 	} {
@@ -128,7 +128,7 @@ func TestGoldenStatusTable(t *testing.T) {
 // TestConditionStatusRows: a condition rule shows the nodes whose conditions match or that
 // carry its taint, and why; the others have no row for it.
 func TestConditionStatusRows(t *testing.T) {
-	cfg, err := gate.LoadConfig([]byte(`rules:
+	cfg, err := config.LoadConfig([]byte(`rules:
   - name: oos
     mode: condition
     taint: {key: node.kubernetes.io/out-of-service, value: nodeshutdown, effect: NoExecute}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/rule"
 )
 
@@ -51,7 +52,7 @@ type StatusRow struct {
 
 // statusRows is the pure part of `gate status`: a row per node and rule that applies to it, in
 // node order, then rule order.
-func statusRows(cfg *gate.Config, nodes []corev1.Node, pods []corev1.Pod, dss []appsv1.DaemonSet, now time.Time) []StatusRow {
+func statusRows(cfg *config.Config, nodes []corev1.Node, pods []corev1.Pod, dss []appsv1.DaemonSet, now time.Time) []StatusRow {
 	byNode := map[string][]*corev1.Pod{}
 	for i := range pods {
 		byNode[pods[i].Spec.NodeName] = append(byNode[pods[i].Spec.NodeName], &pods[i])
@@ -76,7 +77,7 @@ func statusRows(cfg *gate.Config, nodes []corev1.Node, pods []corev1.Pod, dss []
 	return rows
 }
 
-func statusOf(rl *gate.Rule, rd rule.Readiness, in rule.Input) StatusRow {
+func statusOf(rl *rule.Rule, rd rule.Readiness, in rule.Input) StatusRow {
 	n := in.Node
 	d := rule.Decide(rl, rd, in)
 	row := StatusRow{Node: n.Name, Rule: rl.Name, Mode: string(rl.Mode), Taint: rl.Taint.ToString(), DryRun: rl.DryRun,
@@ -110,7 +111,7 @@ func statusOf(rl *gate.Rule, rd rule.Readiness, in rule.Input) StatusRow {
 
 // conditionStatusOf is a condition rule's row, for a node whose conditions match or that
 // carries the rule's taint; other nodes have nothing to say about the rule.
-func conditionStatusOf(rl *gate.Rule, n *corev1.Node) (StatusRow, bool) {
+func conditionStatusOf(rl *rule.Rule, n *corev1.Node) (StatusRow, bool) {
 	d := rule.DecideCondition(rl, n)
 	row := StatusRow{Node: n.Name, Rule: rl.Name, Mode: string(rl.Mode), Taint: rl.Taint.ToString(), DryRun: rl.DryRun, WaitingOn: d.Reason}
 	switch {
@@ -135,7 +136,7 @@ func conditionStatusOf(rl *gate.Rule, n *corev1.Node) (StatusRow, bool) {
 }
 
 // releasedAfter is creation to the rule's release, from its completion annotation.
-func releasedAfter(rl *gate.Rule, n *corev1.Node) time.Duration {
+func releasedAfter(rl *rule.Rule, n *corev1.Node) time.Duration {
 	s, err := strconv.ParseInt(n.Annotations[rl.CompletedAnnotation], 10, 64)
 	if err != nil {
 		return 0
@@ -146,7 +147,7 @@ func releasedAfter(rl *gate.Rule, n *corev1.Node) time.Duration {
 // readStatus reads the named nodes (every node when names is empty), the init Pods and the
 // DaemonSets, and returns their Status. It only reads: nodes get and list, pods and
 // daemonsets list.
-func readStatus(ctx context.Context, c client.Reader, cfg *gate.Config, now time.Time, names ...string) ([]StatusRow, error) {
+func readStatus(ctx context.Context, c client.Reader, cfg *config.Config, now time.Time, names ...string) ([]StatusRow, error) {
 	nodes, err := gate.ReadNodes(ctx, c, names)
 	if err != nil {
 		return nil, err

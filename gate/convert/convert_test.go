@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
 )
 
 // FuzzConvert feeds both converters arbitrary input: tainter's TOML when nrc is false,
@@ -50,10 +50,10 @@ func FuzzConvert(f *testing.F) {
 	})
 }
 
-// loadsBack: the rendered config loads through gate.LoadConfig to exactly the converted rules.
+// loadsBack: the rendered config loads through config.LoadConfig to exactly the converted rules.
 func loadsBack(t *testing.T, o *Output, out []byte) {
 	t.Helper()
-	cfg, err := gate.LoadConfig(out)
+	cfg, err := config.LoadConfig(out)
 	if err != nil {
 		t.Fatalf("YAML() wrote a config that does not load: %v\n%s", err, out)
 	}

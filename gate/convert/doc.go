@@ -5,7 +5,7 @@
 // A conversion is exact or it fails. A setting with no equal in a gate rule is an error that
 // names the setting, never a silent drop; a difference in behaviour the gate keeps on
 // purpose (an eviction budget, a settle time) is said in a comment above the rule. The
-// result is checked with gate.LoadConfig and Validate before it is returned, so a
+// result is checked with config.LoadConfig and Validate before it is returned, so a
 // conversion that `gate --config` would refuse fails here.
 //
 // The package is pure: bytes in, bytes out. It is imported by cmd/gate only; the TOML

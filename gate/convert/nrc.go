@@ -14,7 +14,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/rule"
 )
 
@@ -110,7 +110,7 @@ func nrcDecode(raw []byte) ([]nrcRule, error) {
 	switch {
 	case tm.Kind == "List" || (tm.Kind == "NodeReadinessRuleList" && tm.APIVersion == nrcAPIVersion):
 		var l nrcList
-		if err := gate.DecodeStrict(raw, &l); err != nil {
+		if err := config.DecodeStrict(raw, &l); err != nil {
 			return nil, err
 		}
 		var out []nrcRule
@@ -124,7 +124,7 @@ func nrcDecode(raw []byte) ([]nrcRule, error) {
 		return out, nil
 	case tm.Kind == "NodeReadinessRule" && tm.APIVersion == nrcAPIVersion:
 		var r nrcRule
-		if err := gate.DecodeStrict(raw, &r); err != nil {
+		if err := config.DecodeStrict(raw, &r); err != nil {
 			return nil, err
 		}
 		return []nrcRule{r}, nil
@@ -135,7 +135,7 @@ func nrcDecode(raw []byte) ([]nrcRule, error) {
 // nrcToRule converts one NodeReadinessRule.
 func nrcToRule(o nrcRule) (Rule, error) {
 	s := o.Spec
-	r := gate.Rule{Name: o.Metadata.Name, Taint: s.Taint, DryRun: s.DryRun}
+	r := rule.Rule{Name: o.Metadata.Name, Taint: s.Taint, DryRun: s.DryRun}
 	if s.Taint.TimeAdded != nil {
 		return Rule{}, fmt.Errorf("spec.taint.timeAdded: set: a rule's taint carries no time; the gate sets it on NoExecute taints it adds")
 	}

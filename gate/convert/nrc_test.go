@@ -7,7 +7,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/startupgate/startupgate/gate"
 	"github.com/startupgate/startupgate/gate/rule"
 )
 
@@ -31,7 +30,7 @@ spec:
 `
 
 func TestNRCRules(t *testing.T) {
-	cni := gate.Rule{
+	cni := rule.Rule{
 		Name: "cni", Mode: rule.Continuous, NodeSelector: "!node-role.kubernetes.io/control-plane",
 		Taint:      corev1.Taint{Key: "readiness.k8s.io/NetworkReady", Effect: corev1.TaintEffectNoSchedule},
 		Conditions: []string{"projectcalico.org/CalicoReady=True"},
@@ -43,14 +42,14 @@ func TestNRCRules(t *testing.T) {
 	tests := []struct {
 		name string
 		yaml string
-		want []gate.Rule
+		want []rule.Rule
 	}{
-		{"one rule", nrcRuleYAML, []gate.Rule{cni}},
-		{"documents", "---\n" + nrcRuleYAML + "---\n" + bootYAML + "---\n", []gate.Rule{cni, boot}},
-		{"List", "apiVersion: v1\nkind: List\nmetadata: {resourceVersion: \"\"}\nitems:\n" + item(nrcRuleYAML) + item(bootYAML), []gate.Rule{cni, boot}},
-		{"with status", nrcRuleYAML + "status:\n  observedGeneration: 1\n  appliedNodes: [a]\n", []gate.Rule{cni}},
-		{"allOf, defaultStatus that does not meet the requirement", strings.Replace(nrcRuleYAML, `requiredStatus: "True"`, "requiredStatus: \"True\"\n      defaultStatus: \"False\"\n  conditionPolicy: allOf", 1), []gate.Rule{cni}},
-		{"no node selector", strings.Split(nrcRuleYAML, "  nodeSelector:")[0], []gate.Rule{func() gate.Rule { r := cni; r.NodeSelector = ""; return r }()}},
+		{"one rule", nrcRuleYAML, []rule.Rule{cni}},
+		{"documents", "---\n" + nrcRuleYAML + "---\n" + bootYAML + "---\n", []rule.Rule{cni, boot}},
+		{"List", "apiVersion: v1\nkind: List\nmetadata: {resourceVersion: \"\"}\nitems:\n" + item(nrcRuleYAML) + item(bootYAML), []rule.Rule{cni, boot}},
+		{"with status", nrcRuleYAML + "status:\n  observedGeneration: 1\n  appliedNodes: [a]\n", []rule.Rule{cni}},
+		{"allOf, defaultStatus that does not meet the requirement", strings.Replace(nrcRuleYAML, `requiredStatus: "True"`, "requiredStatus: \"True\"\n      defaultStatus: \"False\"\n  conditionPolicy: allOf", 1), []rule.Rule{cni}},
+		{"no node selector", strings.Split(nrcRuleYAML, "  nodeSelector:")[0], []rule.Rule{func() rule.Rule { r := cni; r.NodeSelector = ""; return r }()}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/rule"
 )
 
@@ -21,11 +21,11 @@ type Output struct {
 // Rule is one converted rule and what the conversion has to say about it.
 type Rule struct {
 	Comments []string
-	Rule     gate.Rule
+	Rule     rule.Rule
 }
 
 // outRule is the YAML form of the rule fields a conversion sets, in the order a reader
-// wants them (gate.Rule marshals through JSON: alphabetical, with every zero duration).
+// wants them (rule.Rule marshals through JSON: alphabetical, with every zero duration).
 type outRule struct {
 	Name           string     `yaml:"name"`
 	Mode           rule.Mode  `yaml:"mode"`
@@ -48,7 +48,7 @@ type outMatch struct {
 	Status string `yaml:"status"`
 }
 
-func toOut(r *gate.Rule) outRule {
+func toOut(r *rule.Rule) outRule {
 	o := outRule{Name: r.Name, Mode: r.Mode, DryRun: r.DryRun, NodeSelector: r.NodeSelector,
 		Taint:      outTaint{Key: r.Taint.Key, Value: r.Taint.Value, Effect: string(r.Taint.Effect)},
 		Conditions: r.Conditions, KeepAfterClear: r.KeepAfterClear}
@@ -73,7 +73,7 @@ func YAML(o *Output) ([]byte, error) {
 
 // Check decodes and validates a config exactly as `gate --config` does.
 func Check(data []byte) error {
-	cfg, err := gate.LoadConfig(data)
+	cfg, err := config.LoadConfig(data)
 	if err != nil {
 		return fmt.Errorf("checking the converted config: %w", err)
 	}

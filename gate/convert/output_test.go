@@ -7,19 +7,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/rule"
 )
 
-// TestRenderRoundTrip: what render writes decodes back, through gate.LoadConfig, to the
+// TestRenderRoundTrip: what render writes decodes back, through config.LoadConfig, to the
 // very rules converted: no field a converter sets is lost on the way out.
 func TestRenderRoundTrip(t *testing.T) {
 	o := &Output{Header: []string{"a", "", "b"}, Rules: []Rule{
-		{Comments: []string{"tainter"}, Rule: gate.Rule{Name: "nic", Mode: rule.Condition,
+		{Comments: []string{"tainter"}, Rule: rule.Rule{Name: "nic", Mode: rule.Condition,
 			Taint:          corev1.Taint{Key: "example.com/nic", Value: "kaput", Effect: corev1.TaintEffectNoExecute},
 			Match:          []rule.Match{{Type: "NIC", Status: `(?s:.*)(?:Kaput|'Ruined": #x)(?s:.*)`}, {Type: "PrivateLink", Status: "severed"}},
 			KeepAfterClear: true}},
-		{Rule: gate.Rule{Name: "cni", Mode: rule.Continuous, DryRun: true, NodeSelector: "!node-role.kubernetes.io/control-plane,a in (b,c)",
+		{Rule: rule.Rule{Name: "cni", Mode: rule.Continuous, DryRun: true, NodeSelector: "!node-role.kubernetes.io/control-plane,a in (b,c)",
 			Taint:      corev1.Taint{Key: "readiness.k8s.io/NetworkReady", Effect: corev1.TaintEffectNoSchedule},
 			Conditions: []string{"a.io/Ready=True", "Other=False"}}},
 	}}
@@ -27,7 +27,7 @@ func TestRenderRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("YAML() = %v", err)
 	}
-	cfg, err := gate.LoadConfig(out)
+	cfg, err := config.LoadConfig(out)
 	if err != nil {
 		t.Fatalf("LoadConfig() = %v\n%s", err, out)
 	}

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/startupgate/startupgate/gate"
 	"github.com/startupgate/startupgate/gate/rule"
 )
 
@@ -137,7 +136,7 @@ func tainterRule(matchers []tainterMatcher, i int, names map[string]bool) (Rule,
 	if len(m.Conditions) == 0 {
 		return Rule{}, fmt.Errorf("%s.conditions: none: tainter would taint every node that has any condition; a gate rule needs at least one condition to match", at)
 	}
-	r := gate.Rule{
+	r := rule.Rule{
 		Name:           tainterName(m.Taint.Key, i, names),
 		Mode:           rule.Condition,
 		Taint:          corev1.Taint{Key: m.Taint.Key, Value: m.Taint.Value, Effect: corev1.TaintEffect(m.Taint.Effect)},
@@ -169,7 +168,7 @@ func tainterMatch(c tainterCondition) (rule.Match, error) {
 }
 
 // tainterComments say where the rule keeps tainter's behaviour and where it differs.
-func tainterComments(r *gate.Rule, i int) []string {
+func tainterComments(r *rule.Rule, i int) []string {
 	types := make([]string, len(r.Match))
 	for j, m := range r.Match {
 		types[j] = string(m.Type)

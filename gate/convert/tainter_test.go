@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/startupgate/startupgate/gate"
 	"github.com/startupgate/startupgate/gate/rule"
 )
 
@@ -24,14 +23,14 @@ type = "NetworkInterfaceCard"
 status = "Kaput"
 `
 
-var ignoreCompiled = cmpopts.IgnoreUnexported(gate.Rule{})
+var ignoreCompiled = cmpopts.IgnoreUnexported(rule.Rule{})
 
 func TestTainterRule(t *testing.T) {
 	o, err := Tainter([]byte(tainterMatcherTOML))
 	if err != nil {
 		t.Fatalf("Tainter() = %v", err)
 	}
-	want := []gate.Rule{{
+	want := []rule.Rule{{
 		Name:           "nic",
 		Mode:           rule.Condition,
 		Taint:          corev1.Taint{Key: "example.com/nic", Value: "kaput", Effect: corev1.TaintEffectNoSchedule},
@@ -118,8 +117,8 @@ func TestTainterName(t *testing.T) {
 	}
 }
 
-func rules(o *Output) []gate.Rule {
-	out := make([]gate.Rule, len(o.Rules))
+func rules(o *Output) []rule.Rule {
+	out := make([]rule.Rule, len(o.Rules))
 	for i := range o.Rules {
 		out[i] = o.Rules[i].Rule
 	}

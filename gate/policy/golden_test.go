@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/internal/golden"
 )
 
@@ -18,20 +18,20 @@ import (
 func TestGoldenPolicy(t *testing.T) {
 	type goldenCase struct {
 		name string
-		load func(t *testing.T) gate.Config
+		load func(t *testing.T) config.Config
 	}
-	tests := []goldenCase{{"default", func(*testing.T) gate.Config { return gate.DefaultConfig() }}}
+	tests := []goldenCase{{"default", func(*testing.T) config.Config { return config.DefaultConfig() }}}
 	inputs, err := filepath.Glob(golden.Path("policy", "*.input.yaml"))
 	if err != nil || len(inputs) == 0 {
 		t.Fatalf("no testdata/policy/*.input.yaml (err %v): the custom cases are missing", err)
 	}
 	for _, in := range inputs {
-		tests = append(tests, goldenCase{strings.TrimSuffix(filepath.Base(in), ".input.yaml"), func(t *testing.T) gate.Config {
+		tests = append(tests, goldenCase{strings.TrimSuffix(filepath.Base(in), ".input.yaml"), func(t *testing.T) config.Config {
 			data, err := os.ReadFile(in)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := gate.LoadConfig(data)
+			cfg, err := config.LoadConfig(data)
 			if err != nil {
 				t.Fatalf("LoadConfig(%s) = %v", in, err)
 			}

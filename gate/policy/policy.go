@@ -11,7 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/gate/rule"
 )
 
 // Name names both the MutatingAdmissionPolicy and its binding.
@@ -27,11 +28,11 @@ type Objects struct {
 // rules write nothing, not even at creation; condition rules never taint at creation), in
 // rule order. The default rule's objects keep the name Name;
 // another rule's are Name-<rule>.
-func For(c *gate.Config) ([]Objects, error) {
+func For(c *config.Config) ([]Objects, error) {
 	var out []Objects
 	for _, r := range c.Gating() {
 		name := Name
-		if r.Name != gate.DefaultRuleName {
+		if r.Name != config.DefaultRuleName {
 			name += "-" + r.Name
 		}
 		p, b, err := ForRule(r, name)
@@ -48,7 +49,7 @@ func For(c *gate.Config) ([]Objects, error) {
 // up when a node registers. It matches Node CREATE on the same node selector, skips nodes
 // that are released or already carry the taint (key and effect, like the webhook), and adds
 // the taint. A test against a real apiserver holds it equal to the webhook.
-func ForRule(c *gate.Rule, name string) (*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding, error) {
+func ForRule(c *rule.Rule, name string) (*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding, error) {
 	selector, err := labelSelector(c.NodeSelector)
 	if err != nil {
 		return nil, nil, fmt.Errorf("converting nodeSelector %q: %w", c.NodeSelector, err)
@@ -108,7 +109,7 @@ func ForRule(c *gate.Rule, name string) (*admissionregistrationv1.MutatingAdmiss
 
 // YAML renders For as one multi-document YAML stream, for --print-policy and for
 // deploy/overlays/policy.
-func YAML(c *gate.Config) ([]byte, error) {
+func YAML(c *config.Config) ([]byte, error) {
 	objs, err := For(c)
 	if err != nil {
 		return nil, err
@@ -166,7 +167,7 @@ func labelSelector(s string) (*metav1.LabelSelector, error) {
 // apiserver calls the webhook for every node some rule applies to (a label selector has no
 // "or"). With the default rule alone it is that rule's selector, which
 // deploy/base/webhook.yaml carries.
-func ObjectSelector(c *gate.Config) (*metav1.LabelSelector, error) {
+func ObjectSelector(c *config.Config) (*metav1.LabelSelector, error) {
 	var common labels.Requirements
 	first := true
 	for _, r := range c.Gating() {

@@ -58,7 +58,7 @@ type Component struct {
 type Rule struct {
 	// Name identifies the rule in events, metrics, logs and `gate status`.
 	Name string `json:"name"`
-	// Mode is startup (the default) or continuous.
+	// Mode is startup (the default), continuous or condition.
 	Mode Mode `json:"mode,omitempty"`
 	// NodeSelector (label selector syntax) chooses the nodes the rule applies to.
 	NodeSelector string `json:"nodeSelector,omitempty"`
@@ -92,7 +92,7 @@ type Rule struct {
 	KeepAfterClear bool `json:"keepAfterClear,omitempty"`
 	// MaxTainted (NoExecute condition rules) is the eviction budget: how many of the nodes
 	// the selector matches may carry the taint at once, a count or a percentage (rounded
-	// up). Default DefaultMaxTainted.
+	// up). Default 10%.
 	MaxTainted *intstr.IntOrString `json:"maxTainted,omitempty"`
 
 	c *compiled

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
 )
 
 // DefaultWorkers is how many nodes the release controller reconciles at once by default.
@@ -47,7 +48,7 @@ type Options struct {
 // label (and namespace when all components share one). The gate never lists or watches
 // every Pod in the cluster. Transforms drop the fields nothing reads, so a large cluster
 // costs little memory.
-func CacheOptions(cfg *gate.Config) cache.Options {
+func CacheOptions(cfg *config.Config) cache.Options {
 	podCfg := cache.ByObject{Label: cfg.CacheSelector(), Transform: trimPod}
 	if ns := cfg.CacheNamespace(); ns != "" {
 		podCfg.Namespaces = map[string]cache.Config{ns: {}}
@@ -63,7 +64,7 @@ func CacheOptions(cfg *gate.Config) cache.Options {
 // AddToManager wires the gate into mgr: the release controller, the toleration check, backfill and
 // the webhooks, as cfg asks. mgr must have been built with CacheOptions(cfg). cmd/gate and
 // the simulator both call this function, so the simulator always tests the shipped wiring.
-func AddToManager(ctx context.Context, mgr manager.Manager, cfg *gate.Config, opts Options) error {
+func AddToManager(ctx context.Context, mgr manager.Manager, cfg *config.Config, opts Options) error {
 	if !cfg.Validated() {
 		if err := cfg.Validate(); err != nil {
 			return err
@@ -187,7 +188,7 @@ type ManagerOptions = manager.Options
 // NewManager validates cfg, builds a controller-runtime manager with the gate's cache and
 // scheme, and calls AddToManager on it. This is the whole of the gate's wiring, shared by cmd/gate
 // and the simulator.
-func NewManager(rc *rest.Config, cfg *gate.Config, mo ManagerOptions, opts Options) (manager.Manager, error) {
+func NewManager(rc *rest.Config, cfg *config.Config, mo ManagerOptions, opts Options) (manager.Manager, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -26,8 +26,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/startupgate/startupgate/deploy"
-	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/policy"
+	"github.com/startupgate/startupgate/gate/rule"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
 
@@ -60,7 +61,7 @@ func ParseMode(s string) (Mode, error) {
 // in-process server. Only what differs in a test plane changes: the name (one per
 // scenario), the client config (a URL instead of a Service), and the objectSelector, which
 // takes the scenario's node selector so that concurrent scenarios never cross.
-func webhookConfig(cfg *gate.Config, name, url string, ca []byte) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
+func webhookConfig(cfg *config.Config, name, url string, ca []byte) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
 	wh := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	if err := loadManifest("base/webhook.yaml", wh); err != nil {
 		return nil, err
@@ -108,7 +109,7 @@ func loadManifest(path string, obj any) error {
 // selector matches, until admission adds that rule's taint. Each rule has its own policy,
 // and the apiserver activates policies one by one: one rule's taint says nothing of
 // another's.
-func waitAdmission(ctx context.Context, cs kubernetes.Interface, cfg *gate.Config, name string) error {
+func waitAdmission(ctx context.Context, cs kubernetes.Interface, cfg *config.Config, name string) error {
 	for _, r := range cfg.Gating() {
 		if err := waitRule(ctx, cs, r, name); err != nil {
 			return err
@@ -117,7 +118,7 @@ func waitAdmission(ctx context.Context, cs kubernetes.Interface, cfg *gate.Confi
 	return nil
 }
 
-func waitRule(ctx context.Context, cs kubernetes.Interface, r *gate.Rule, name string) error {
+func waitRule(ctx context.Context, cs kubernetes.Interface, r *rule.Rule, name string) error {
 	lbls, err := probeLabels(r.NodeSelector)
 	if err != nil {
 		return err

@@ -4,7 +4,7 @@
 //   - in-process: setup.NewManager, the very setup cmd/gate runs, with its webhook on a real
 //     TLS port registered from deploy/base/webhook.yaml;
 //   - process: the built cmd/gate binary, leader-elected, so that it can be killed;
-//   - policy: the MutatingAdmissionPolicy that gate.Config renders, with the controller;
+//   - policy: the MutatingAdmissionPolicy that config.Config renders, with the controller;
 //   - floor: a deliberately trivial reference controller in a process of its own, the
 //     benchmark's yardstick for what any release costs on this plane;
 //   - off: no gate at all, the negative control.

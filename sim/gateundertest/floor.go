@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/sim/controlplane"
 	"github.com/startupgate/startupgate/sim/record"
 	"github.com/startupgate/startupgate/sim/scenario"
@@ -39,7 +39,7 @@ import (
 // sets completedAt so that the recorder counts the release.
 type floor struct {
 	cs    kubernetes.Interface
-	cfg   *gate.Config
+	cfg   *config.Config
 	nodes listersv1.NodeLister
 	pods  cache.Indexer // init Pods, indexed by node name
 
@@ -81,7 +81,7 @@ func floorChild(arg string) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := gate.LoadConfig(raw)
+	cfg, err := config.LoadConfig(raw)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func floorChild(arg string) error {
 
 // runFloor runs the floor controller until ctx ends. The scenario's init Pods are in ns and
 // its nodes carry the scenario label.
-func runFloor(ctx context.Context, rc *rest.Config, cfg *gate.Config, name, ns string) error {
+func runFloor(ctx context.Context, rc *rest.Config, cfg *config.Config, name, ns string) error {
 	rc = rest.CopyConfig(rc)
 	rc.UserAgent = "startupgate-floor"
 	controlplane.Protobuf(rc) // as the gate's controller-runtime client does: the same footing
@@ -221,7 +221,7 @@ const floorRetry = 100 * time.Millisecond
 
 // floorPatch is a merge patch that replaces the taint list with the same list minus the
 // gate's taint and sets completedAt, guarded by the node's resourceVersion.
-func floorPatch(n *corev1.Node, cfg *gate.Config) ([]byte, error) {
+func floorPatch(n *corev1.Node, cfg *config.Config) ([]byte, error) {
 	taints := make([]corev1.Taint, 0, len(n.Spec.Taints))
 	for _, t := range n.Spec.Taints {
 		if !(t.Key == cfg.Taint.Key && t.Effect == cfg.Taint.Effect) {

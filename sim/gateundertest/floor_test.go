@@ -20,13 +20,13 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
 )
 
 // The floor is a yardstick, but it must still be a correct release: only the gate's taint
 // goes, every other taint stays, and the write is guarded by the version it was computed from.
 func TestFloorPatch(t *testing.T) {
-	cfg := gate.DefaultConfig()
+	cfg := config.DefaultConfig()
 	foreign := corev1.Taint{Key: "example.com/other", Effect: corev1.TaintEffectNoSchedule}
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "n", ResourceVersion: "42"},
@@ -72,7 +72,7 @@ func TestFloorPatch(t *testing.T) {
 func TestFloorReleasesWhicheverArrivesLast(t *testing.T) {
 	for _, podFirst := range []bool{true, false} {
 		t.Run(fmt.Sprintf("pod first %v", podFirst), func(t *testing.T) {
-			cfg := gate.DefaultConfig()
+			cfg := config.DefaultConfig()
 			if err := cfg.Validate(); err != nil {
 				t.Fatal(err)
 			}

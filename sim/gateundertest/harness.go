@@ -24,13 +24,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/config"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
 
 	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/policy"
 	"github.com/startupgate/startupgate/gate/setup"
 	"github.com/startupgate/startupgate/sim/controlplane"
@@ -50,7 +51,7 @@ type Harness struct {
 	process  bool // replicas are cmd/gate child processes
 	floor    bool // the floor controller instead of the gate
 	reactive bool // no admission at all: the controller alone, tainting by backfill
-	cfg      gate.Config
+	cfg      config.Config
 	scenario string
 	ns       string
 	rc       *rest.Config // admin, direct
@@ -114,7 +115,7 @@ type Replica struct {
 
 // New prepares the gate under test for scenario sc, whose objects live in namespace ns,
 // with gate Config cfg; rc and cs are the plane's admin config and client.
-func New(rc *rest.Config, cs kubernetes.Interface, mode Mode, cfg gate.Config, sc *scenario.Scenario, ns string, opts Options) *Harness {
+func New(rc *rest.Config, cs kubernetes.Interface, mode Mode, cfg config.Config, sc *scenario.Scenario, ns string, opts Options) *Harness {
 	return &Harness{
 		off: mode == Off, floor: mode == Floor, process: sc.GateProcess != nil && mode != Floor,
 		policy: mode == Policy || mode == Floor || sc.Admission == "policy", reactive: sc.Admission == "none",
@@ -304,7 +305,7 @@ func (h *Harness) runLocked(ctx context.Context, r *Replica) error {
 		HealthProbeBindAddress: "0",
 		WebhookServer:          webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: r.port, CertDir: h.dir}),
 		// Every scenario starts a fresh gate in this process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 	}, setup.Options{})
 	if err != nil {
 		return err
@@ -399,8 +400,8 @@ func (h *Harness) runFloorProcess(r *Replica) error {
 }
 
 // writeGateFiles writes the replicas' kubeconfig and gate Config into the harness dir.
-func (h *Harness) writeGateFiles() (kubeconfig, config string, err error) {
-	kubeconfig, config = filepath.Join(h.dir, "kubeconfig"), filepath.Join(h.dir, "config.yaml")
+func (h *Harness) writeGateFiles() (kubeconfig, cfgFile string, err error) {
+	kubeconfig, cfgFile = filepath.Join(h.dir, "kubeconfig"), filepath.Join(h.dir, "config.yaml")
 	if err := controlplane.WriteKubeconfig(h.gateRC(), kubeconfig); err != nil {
 		return "", "", err
 	}
@@ -408,7 +409,7 @@ func (h *Harness) writeGateFiles() (kubeconfig, config string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	return kubeconfig, config, os.WriteFile(config, raw, 0o600)
+	return kubeconfig, cfgFile, os.WriteFile(cfgFile, raw, 0o600)
 }
 
 // startChild starts cmd as replica r, its output passed to the simulator's log under the

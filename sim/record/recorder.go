@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/rule"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
@@ -42,7 +42,7 @@ import (
 // coalesce intermediate versions, which can only make a binding look later than it was
 // (a missed early Pod), never earlier — the checker never invents a violation.
 type Recorder struct {
-	cfg       *gate.Config
+	cfg       *config.Config
 	ledger    *Ledger
 	namespace string
 	// init are the scenario's init DaemonSets: the simulator's ground truth of which
@@ -169,7 +169,7 @@ type podSeen struct {
 }
 
 // NewRecorder prepares a recorder for one scenario namespace.
-func NewRecorder(cfg *gate.Config, ledger *Ledger, namespace string, init []scenario.InitDaemonSet) *Recorder {
+func NewRecorder(cfg *config.Config, ledger *Ledger, namespace string, init []scenario.InitDaemonSet) *Recorder {
 	return &Recorder{cfg: cfg, ledger: ledger, namespace: namespace, init: init, continuous: continuousComponents(init),
 		nodes: map[string]*NodeRecord{}, byName: map[string][]string{}, pods: map[string]*podSeen{}}
 }
@@ -502,7 +502,7 @@ func lostTaints(old, cur []corev1.Taint) []corev1.Taint {
 }
 
 // isForeign: not a rule's taint, and not one the node lifecycle manages.
-func isForeign(t corev1.Taint, cfg *gate.Config) bool {
+func isForeign(t corev1.Taint, cfg *config.Config) bool {
 	for _, rl := range cfg.EffectiveRules() {
 		if t.Key == rl.Taint.Key && t.Effect == rl.Taint.Effect {
 			return false
@@ -730,7 +730,7 @@ func (r *Recorder) incarnation(name string, at uint64) *NodeRecord {
 
 // PodIsReady is the simulator's own reading of readiness (Ready condition or the early
 // annotation) — deliberately not the gate's code, so that a gate bug cannot hide itself.
-func PodIsReady(p *corev1.Pod, cfg *gate.Config) bool {
+func PodIsReady(p *corev1.Pod, cfg *config.Config) bool {
 	if p.Annotations[cfg.ReadyAnnotation] == "true" {
 		return true
 	}

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
 
@@ -55,9 +55,9 @@ func TestInitReadyWaitsForEveryStartupComponent(t *testing.T) {
 	}
 }
 
-func validConfig(t *testing.T) *gate.Config {
+func validConfig(t *testing.T) *config.Config {
 	t.Helper()
-	cfg := gate.DefaultConfig()
+	cfg := config.DefaultConfig()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
-	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/config"
 )
 
 // Scenario is one scenario file: typed data, strictly decoded. There is no logic in YAML —
@@ -66,8 +66,8 @@ type Scenario struct {
 	// File is filled by Load; GateConfig by Parse: the gate's defaults with the gate
 	// section applied, validated. A test may adjust it (a negative control turns a
 	// protection off) before the scenario runs.
-	File       string      `yaml:"-"`
-	GateConfig gate.Config `yaml:"-"`
+	File       string        `yaml:"-"`
+	GateConfig config.Config `yaml:"-"`
 
 	// doc is the file's node tree, kept to name the line of a validation error.
 	doc *yaml.Node
@@ -580,13 +580,13 @@ func (sc *Scenario) validateIdentity() error {
 // decodeGate applies the gate section to the contract's defaults, with the gate's own
 // strict decoding and validation: a scenario cannot run a gate cmd/gate would refuse.
 func (sc *Scenario) decodeGate() error {
-	cfg := gate.DefaultConfig()
+	cfg := config.DefaultConfig()
 	if sc.Gate.Kind != 0 {
 		raw, err := yaml.Marshal(&sc.Gate)
 		if err != nil {
 			return at(sc.Gate.Line, "gate: %v", err)
 		}
-		if cfg, err = gate.LoadConfig(raw); err != nil {
+		if cfg, err = config.LoadConfig(raw); err != nil {
 			return at(sc.Gate.Line, "gate: %v", err)
 		}
 	}

@@ -1,4 +1,4 @@
-package gate
+package config
 
 import (
 	"bytes"
@@ -38,24 +38,8 @@ const (
 	AutoscalerTaintPrefix = "startup-taint.cluster-autoscaler.kubernetes.io/"
 )
 
-// The rule package defines these; the aliases keep the contract's names where they were.
-type (
-	// TimeoutPolicy says what happens when MaxHold passes before the node is ready.
-	TimeoutPolicy = rule.TimeoutPolicy
-	// Component is one required initialization workload.
-	Component = rule.Component
-	// Rule is one taint and what must hold before it comes off.
-	Rule = rule.Rule
-)
-
-const (
-	// TimeoutRelease removes the taint anyway and records a Warning event.
-	TimeoutRelease = rule.TimeoutRelease
-	// TimeoutKeep keeps the taint and alerts (event + metric); an operator decides.
-	TimeoutKeep = rule.TimeoutKeep
-	// DefaultRuleName names the rule that the top-level fields describe.
-	DefaultRuleName = "default"
-)
+// DefaultRuleName names the rule that the top-level fields describe.
+const DefaultRuleName = "default"
 
 // Config is the whole contract of the gate. The zero value is not usable: start from
 // DefaultConfig and call Validate before use; Validate also compiles the selectors.
@@ -74,7 +58,7 @@ type Config struct {
 	// NodeSelector (label selector syntax) chooses which nodes are gated.
 	NodeSelector string `json:"nodeSelector"`
 	// Components are the required init workloads.
-	Components []Component `json:"components"`
+	Components []rule.Component `json:"components"`
 	// RequiredCondition, "Type=Status", must also hold on the Node before release (optional).
 	RequiredCondition string `json:"requiredCondition,omitempty"`
 	// AnnotationOnly counts only the ReadyAnnotation, not Pod readiness.
@@ -82,21 +66,21 @@ type Config struct {
 	// MinHold is the shortest time a node stays gated, counted from its creation.
 	MinHold metav1.Duration `json:"minHold,omitempty"`
 	// MaxHold bounds the wait (0: unbounded); then TimeoutPolicy applies.
-	MaxHold       metav1.Duration `json:"maxHold,omitempty"`
-	TimeoutPolicy TimeoutPolicy   `json:"timeoutPolicy"`
+	MaxHold       metav1.Duration    `json:"maxHold,omitempty"`
+	TimeoutPolicy rule.TimeoutPolicy `json:"timeoutPolicy"`
 	// Webhook serves the mutating webhook; Backfill taints idle nodes that came up untainted.
 	Webhook  bool `json:"webhook"`
 	Backfill bool `json:"backfill,omitempty"`
 	// PodGuard serves the validating webhook that denies Pods bound directly to gated nodes.
 	PodGuard bool `json:"podGuard,omitempty"`
 	// Rules replace the default rule: each one taint, its nodes and its requirements.
-	Rules []Rule `json:"rules,omitempty"`
+	Rules []rule.Rule `json:"rules,omitempty"`
 
 	compiled *compiled
 }
 
 type compiled struct {
-	rules []*Rule
+	rules []*rule.Rule
 	// cacheKey is a label key every component of every rule requires: the Pod cache
 	// selects on it.
 	cacheKey       string
@@ -110,8 +94,8 @@ func DefaultConfig() Config {
 		ReadyAnnotation:     DefaultReadyAnnotation,
 		CompletedAnnotation: DefaultCompletedAnnotation,
 		NodeSelector:        DefaultNodeSelector,
-		Components:          []Component{{Name: "init", Selector: DefaultInitLabel}},
-		TimeoutPolicy:       TimeoutRelease,
+		Components:          []rule.Component{{Name: "init", Selector: DefaultInitLabel}},
+		TimeoutPolicy:       rule.TimeoutRelease,
 		Webhook:             true,
 	}
 }
@@ -204,7 +188,7 @@ func (c *Config) Validate() error {
 
 // defaultCondition gives the default rule the --require-condition flag's condition, or
 // reports it under its own field name.
-func (c *Config) defaultCondition(r *Rule, errs *rule.Errors) {
+func (c *Config) defaultCondition(r *rule.Rule, errs *rule.Errors) {
 	if c.RequiredCondition == "" {
 		return
 	}
@@ -233,9 +217,9 @@ func (c *Config) validateAnnotations(errs *rule.Errors) {
 // defaulted, or else the default rule that the top-level fields describe. With Rules given,
 // a top-level rule field that differs from its default is an error: it would silently not
 // apply.
-func (c *Config) ruleList(errs *rule.Errors) []*Rule {
+func (c *Config) ruleList(errs *rule.Errors) []*rule.Rule {
 	if len(c.Rules) == 0 {
-		return []*Rule{c.defaultRule(errs)}
+		return []*rule.Rule{c.defaultRule(errs)}
 	}
 	def := DefaultConfig()
 	for _, f := range []struct {
@@ -254,7 +238,7 @@ func (c *Config) ruleList(errs *rule.Errors) []*Rule {
 			errs.Add(f.field, "set it in a rule: with rules given, the default rule's top-level fields do not apply")
 		}
 	}
-	out := make([]*Rule, len(c.Rules))
+	out := make([]*rule.Rule, len(c.Rules))
 	for i := range c.Rules {
 		r := c.Rules[i]
 		switch {
@@ -274,15 +258,15 @@ func (c *Config) ruleList(errs *rule.Errors) []*Rule {
 
 // defaultRule is the startup rule that the top-level fields (today's flags) describe, with
 // the contract's completedAt annotation. Its errors keep the top-level field names.
-func (c *Config) defaultRule(errs *rule.Errors) *Rule {
-	r := &Rule{Name: DefaultRuleName, Mode: rule.Startup, NodeSelector: c.NodeSelector, Taint: c.Taint,
+func (c *Config) defaultRule(errs *rule.Errors) *rule.Rule {
+	r := &rule.Rule{Name: DefaultRuleName, Mode: rule.Startup, NodeSelector: c.NodeSelector, Taint: c.Taint,
 		Components: c.Components, MinHold: c.MinHold, MaxHold: c.MaxHold, TimeoutPolicy: c.TimeoutPolicy,
 		CompletedAnnotation: c.CompletedAnnotation}
 	if len(c.Components) == 0 {
 		errs.Add("components", "at least one required component is needed")
 	}
 	if c.TimeoutPolicy == "" {
-		errs.Add("timeoutPolicy", "%q: must be %q or %q", c.TimeoutPolicy, TimeoutRelease, TimeoutKeep)
+		errs.Add("timeoutPolicy", "%q: must be %q or %q", c.TimeoutPolicy, rule.TimeoutRelease, rule.TimeoutKeep)
 	}
 	return r
 }
@@ -290,7 +274,7 @@ func (c *Config) defaultRule(errs *rule.Errors) *Rule {
 // active returns the compiled form. Using an unvalidated Config is a programming error.
 func (c *Config) active() *compiled {
 	if c.compiled == nil {
-		panic("gate: Config used before Validate")
+		panic("config: Config used before Validate")
 	}
 	return c.compiled
 }
@@ -299,16 +283,16 @@ func (c *Config) active() *compiled {
 func (c *Config) Validated() bool { return c.compiled != nil }
 
 // EffectiveRules are the rules the gate runs, compiled: Rules, or the default rule.
-func (c *Config) EffectiveRules() []*Rule { return c.active().rules }
+func (c *Config) EffectiveRules() []*rule.Rule { return c.active().rules }
 
 // Readiness is how every rule reads an init Pod.
 func (c *Config) Readiness() rule.Readiness {
 	return rule.Readiness{Annotation: c.ReadyAnnotation, AnnotationOnly: c.AnnotationOnly}
 }
 
-// enforced are the rules that write: every rule but the dry-run ones.
-func (c *Config) enforced() []*Rule {
-	var out []*Rule
+// Enforced are the rules that write: every rule but the dry-run ones.
+func (c *Config) Enforced() []*rule.Rule {
+	var out []*rule.Rule
 	for _, r := range c.active().rules {
 		if !r.DryRun {
 			out = append(out, r)
@@ -319,9 +303,9 @@ func (c *Config) enforced() []*Rule {
 
 // Gating are the rules that hold a node from its creation: every rule that writes but the
 // condition rules, which taint only while conditions match and never at creation.
-func (c *Config) Gating() []*Rule {
-	var out []*Rule
-	for _, r := range c.enforced() {
+func (c *Config) Gating() []*rule.Rule {
+	var out []*rule.Rule
+	for _, r := range c.Enforced() {
 		if r.Mode != rule.Condition {
 			out = append(out, r)
 		}
@@ -389,12 +373,12 @@ func (c *Config) CacheSelector() labels.Selector {
 func (c *Config) CacheNamespace() string { return c.active().cacheNamespace }
 
 // ParseComponent reads "[NAMESPACE:]SELECTOR", the form of the --require flag.
-func ParseComponent(s string) Component {
+func ParseComponent(s string) rule.Component {
 	ns, sel, ok := strings.Cut(s, ":")
 	if !ok {
-		return Component{Name: s, Selector: s}
+		return rule.Component{Name: s, Selector: s}
 	}
-	return Component{Name: s, Namespace: ns, Selector: sel}
+	return rule.Component{Name: s, Namespace: ns, Selector: sel}
 }
 
 // ParseTaint reads "key[=value]:Effect", the form of the --taint flag and kubelet's

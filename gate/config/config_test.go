@@ -1,4 +1,4 @@
-package gate
+package config
 
 import (
 	"strings"
@@ -10,7 +10,29 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/startupgate/startupgate/gate/rule"
+	"github.com/startupgate/startupgate/internal/testobj"
 )
+
+// t0 is the creation time of the nodes under test.
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// gateTaint is the default startup taint.
+var gateTaint = corev1.Taint{Key: DefaultTaintKey, Value: DefaultTaintValue, Effect: corev1.TaintEffectNoSchedule}
+
+// validConfig returns DefaultConfig, modified by mod, validated.
+func validConfig(tb testing.TB, mod func(*Config)) *Config {
+	tb.Helper()
+	cfg := DefaultConfig()
+	if mod != nil {
+		mod(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		tb.Fatalf("Validate() = %v, want nil", err)
+	}
+	return &cfg
+}
 
 func TestValidateDefault(t *testing.T) {
 	cfg := DefaultConfig()
@@ -58,19 +80,19 @@ func TestValidateErrors(t *testing.T) {
 		{"nodeSelector syntax", func(c *Config) { c.NodeSelector = "a in (" }, "nodeSelector"},
 		{"nodeSelector bad key", func(c *Config) { c.NodeSelector = "bad key=x" }, "nodeSelector"},
 		{"no components", func(c *Config) { c.Components = nil }, "components"},
-		{"empty component selector", func(c *Config) { c.Components = []Component{{Selector: ""}} }, "components[0].selector"},
-		{"invalid component selector", func(c *Config) { c.Components = []Component{{Selector: "app in ("}} }, "components[0].selector"},
+		{"empty component selector", func(c *Config) { c.Components = []rule.Component{{Selector: ""}} }, "components[0].selector"},
+		{"invalid component selector", func(c *Config) { c.Components = []rule.Component{{Selector: "app in ("}} }, "components[0].selector"},
 		{"second component selector", func(c *Config) {
-			c.Components = []Component{{Selector: "app=a"}, {Selector: "=x"}}
+			c.Components = []rule.Component{{Selector: "app=a"}, {Selector: "=x"}}
 		}, "components[1].selector"},
 		{"component namespace", func(c *Config) {
-			c.Components = []Component{{Namespace: "Kube_System", Selector: "app=a"}}
+			c.Components = []rule.Component{{Namespace: "Kube_System", Selector: "app=a"}}
 		}, "components[0].namespace"},
 		{"no common label key", func(c *Config) {
-			c.Components = []Component{{Selector: "a=b"}, {Selector: "c=d"}}
+			c.Components = []rule.Component{{Selector: "a=b"}, {Selector: "c=d"}}
 		}, "components"},
 		{"only negative requirements", func(c *Config) {
-			c.Components = []Component{{Selector: "app!=web"}}
+			c.Components = []rule.Component{{Selector: "app!=web"}}
 		}, "components"},
 		{"requiredCondition without status", func(c *Config) { c.RequiredCondition = "Ready" }, "requiredCondition"},
 		{"requiredCondition without type", func(c *Config) { c.RequiredCondition = "=True" }, "requiredCondition"},
@@ -105,7 +127,7 @@ func TestValidateErrors(t *testing.T) {
 // TestValidateErrorOrder pins how several errors are reported: all at once, one line each,
 // in field order; and the common-label-key error only when nothing before it failed.
 func TestValidateErrorOrder(t *testing.T) {
-	noCommonKey := []Component{{Selector: "a=b"}, {Selector: "c=d"}}
+	noCommonKey := []rule.Component{{Selector: "a=b"}, {Selector: "c=d"}}
 	tests := []struct {
 		name string
 		mod  func(*Config)
@@ -114,7 +136,7 @@ func TestValidateErrorOrder(t *testing.T) {
 		{"every concern at once", func(c *Config) {
 			c.Taint.Effect = ""
 			c.NodeSelector = "bad key=x"
-			c.Components = []Component{{Selector: "x in ("}}
+			c.Components = []rule.Component{{Selector: "x in ("}}
 			c.RequiredCondition = "Ready=Yes"
 			c.MinHold = metav1.Duration{Duration: -time.Second}
 			c.TimeoutPolicy = "drop"
@@ -131,7 +153,7 @@ func TestValidateErrorOrder(t *testing.T) {
 			c.Taint.Effect = "x"
 		}, []string{"taint.effect"}},
 		{"no common key after a namespace error", func(c *Config) {
-			c.Components = []Component{{Namespace: "Bad_NS", Selector: "a=b"}, {Selector: "c=d"}}
+			c.Components = []rule.Component{{Namespace: "Bad_NS", Selector: "a=b"}, {Selector: "c=d"}}
 		}, []string{"components[0].namespace"}},
 	}
 	for _, tc := range tests {
@@ -169,10 +191,10 @@ func TestValidateAccepts(t *testing.T) {
 			c.MaxHold = metav1.Duration{Duration: time.Minute}
 		}},
 		{"minHold without maxHold", func(c *Config) { c.MinHold = metav1.Duration{Duration: time.Hour} }},
-		{"keep policy", func(c *Config) { c.TimeoutPolicy = TimeoutKeep }},
+		{"keep policy", func(c *Config) { c.TimeoutPolicy = rule.TimeoutKeep }},
 		{"required condition Unknown", func(c *Config) { c.RequiredCondition = "NetworkUnavailable=False" }},
 		{"set-based component selectors sharing a key", func(c *Config) {
-			c.Components = []Component{{Selector: "app in (cni,csi)"}, {Namespace: "kube-system", Selector: "app"}}
+			c.Components = []rule.Component{{Selector: "app in (cni,csi)"}, {Namespace: "kube-system", Selector: "app"}}
 		}},
 	}
 	for _, tc := range tests {
@@ -208,7 +230,7 @@ func TestAutoscalerTaintPrefix(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			n := newNode("n", t0, withTaints(tc.taints...))
+			n := testobj.Node("n", t0, testobj.Taints(tc.taints...))
 			if got := cfg.HasTaint(n); got != tc.want {
 				t.Errorf("HasTaint(%v) = %v, want %v", tc.taints, got, tc.want)
 			}
@@ -233,7 +255,7 @@ func TestLoadConfig(t *testing.T) {
 				c := DefaultConfig()
 				c.MinHold = metav1.Duration{Duration: 30 * time.Second}
 				c.MaxHold = metav1.Duration{Duration: 10 * time.Minute}
-				c.TimeoutPolicy = TimeoutKeep
+				c.TimeoutPolicy = rule.TimeoutKeep
 				return c
 			},
 		},
@@ -251,7 +273,7 @@ func TestLoadConfig(t *testing.T) {
 			yaml: "components:\n- name: cni\n  namespace: kube-system\n  selector: app=cni\n- selector: app=csi\nwebhook: false\nbackfill: true\npodGuard: true\nannotationOnly: true\nrequiredCondition: Ready=True\nnodeSelector: pool=gpu\n",
 			want: func() Config {
 				c := DefaultConfig()
-				c.Components = []Component{{Name: "cni", Namespace: "kube-system", Selector: "app=cni"}, {Selector: "app=csi"}}
+				c.Components = []rule.Component{{Name: "cni", Namespace: "kube-system", Selector: "app=cni"}, {Selector: "app=csi"}}
 				c.Webhook, c.Backfill, c.PodGuard, c.AnnotationOnly = false, true, true, true
 				c.RequiredCondition = "Ready=True"
 				c.NodeSelector = "pool=gpu"
@@ -330,12 +352,12 @@ func TestParseTaint(t *testing.T) {
 func TestParseComponent(t *testing.T) {
 	tests := []struct {
 		in   string
-		want Component
+		want rule.Component
 	}{
-		{"app=cni", Component{Name: "app=cni", Selector: "app=cni"}},
-		{"kube-system:app=cni", Component{Name: "kube-system:app=cni", Namespace: "kube-system", Selector: "app=cni"}},
-		{"kube-system:app in (cni,csi)", Component{Name: "kube-system:app in (cni,csi)", Namespace: "kube-system", Selector: "app in (cni,csi)"}},
-		{DefaultInitLabel, Component{Name: DefaultInitLabel, Selector: DefaultInitLabel}},
+		{"app=cni", rule.Component{Name: "app=cni", Selector: "app=cni"}},
+		{"kube-system:app=cni", rule.Component{Name: "kube-system:app=cni", Namespace: "kube-system", Selector: "app=cni"}},
+		{"kube-system:app in (cni,csi)", rule.Component{Name: "kube-system:app in (cni,csi)", Namespace: "kube-system", Selector: "app in (cni,csi)"}},
+		{DefaultInitLabel, rule.Component{Name: DefaultInitLabel, Selector: DefaultInitLabel}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
@@ -349,33 +371,33 @@ func TestParseComponent(t *testing.T) {
 func TestCacheSelectorAndNamespace(t *testing.T) {
 	tests := []struct {
 		name          string
-		components    []Component
+		components    []rule.Component
 		wantSelector  string
 		wantNamespace string
 	}{
 		{"default", nil, "startup.k8s.io/component", ""},
-		{"one namespaced component", []Component{{Namespace: "kube-system", Selector: "app=cni"}}, "app", "kube-system"},
-		{"several components, one namespace", []Component{
+		{"one namespaced component", []rule.Component{{Namespace: "kube-system", Selector: "app=cni"}}, "app", "kube-system"},
+		{"several components, one namespace", []rule.Component{
 			{Namespace: "kube-system", Selector: "app=cni,tier=node"},
 			{Namespace: "kube-system", Selector: "app=csi"},
 		}, "app", "kube-system"},
-		{"several components, several namespaces", []Component{
+		{"several components, several namespaces", []rule.Component{
 			{Namespace: "kube-system", Selector: "app=cni"},
 			{Namespace: "monitoring", Selector: "app=agent"},
 		}, "app", ""},
-		{"one namespaced and one cluster-wide component", []Component{
+		{"one namespaced and one cluster-wide component", []rule.Component{
 			{Namespace: "kube-system", Selector: "app=cni"},
 			{Selector: "app=agent"},
 		}, "app", ""},
-		{"several common keys: the smallest is chosen", []Component{
+		{"several common keys: the smallest is chosen", []rule.Component{
 			{Selector: "tier=node,app=cni"},
 			{Selector: "app=csi,tier=node"},
 		}, "app", ""},
-		{"negative requirements do not select the cache", []Component{
+		{"negative requirements do not select the cache", []rule.Component{
 			{Selector: "app!=cni,startup=yes"},
 			{Selector: "app=csi,startup in (yes)"},
 		}, "startup", ""},
-		{"existence requirement", []Component{
+		{"existence requirement", []rule.Component{
 			{Selector: "startup.k8s.io/component"},
 			{Selector: "startup.k8s.io/component=gpu"},
 		}, "startup.k8s.io/component", ""},
@@ -443,4 +465,16 @@ func TestTolerates(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUnvalidatedConfigPanics documents that using a Config before Validate is a
+// programming error, caught at once rather than deciding on uncompiled selectors.
+func TestUnvalidatedConfigPanics(t *testing.T) {
+	cfg := DefaultConfig()
+	defer func() {
+		if recover() == nil {
+			t.Errorf("EffectiveRules() of an unvalidated Config did not panic")
+		}
+	}()
+	cfg.EffectiveRules()
 }
