@@ -20,6 +20,7 @@ import (
 	"github.com/startupgate/startupgate/sim/gateundertest"
 	"github.com/startupgate/startupgate/sim/kubelet"
 	"github.com/startupgate/startupgate/sim/record"
+	"github.com/startupgate/startupgate/sim/record/watch"
 	"github.com/startupgate/startupgate/sim/report"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
@@ -140,7 +141,7 @@ type run struct {
 	cfg      config.Config
 	ns       string
 	kubelet  *kubelet.Kubelet
-	recorder *record.Recorder
+	recorder *watch.Recorder
 	ledger   *record.Ledger
 	harness  *gateundertest.Harness
 	tally    faults.Tally
@@ -276,7 +277,7 @@ func (r *Runner) newRun(sc *scenario.Scenario, seed uint64) (*run, error) {
 	ns := fmt.Sprintf("sim-%s-%d", sc.Name, runSeq.Add(1)+uint64(time.Now().UnixNano()%100000))
 	x := &run{Runner: r, sc: sc, seed: seed, cfg: cfg, ns: ns, ledger: &record.Ledger{},
 		joins: map[string]*scenario.Join{}, replicas: map[string]int32{}}
-	x.recorder = record.NewRecorder(&x.cfg, x.ledger, ns, sc.Init)
+	x.recorder = watch.NewRecorder(&x.cfg, x.ledger, ns, sc.Init)
 	x.harness = gateundertest.New(r.Config, r.client, r.Opts.Gate, x.cfg, sc, ns,
 		gateundertest.Options{As: r.Opts.GateAs, Shipped: r.Opts.Hooks != nil && r.Opts.Hooks.Shipped, Args: r.gateArgs(),
 			Run: fmt.Sprintf("%s seed %d", sc.Name, seed)})

@@ -1,0 +1,193 @@
+package watch
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/gate/rule"
+	"github.com/startupgate/startupgate/sim/record"
+)
+
+func (r *Recorder) node(old, cur *corev1.Node) {
+	now := time.Now()
+	m := record.Mark{RV: rv(cur), Time: now}
+	maxStore(&r.nodeRV, m.RV)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec, ok := r.nodes[string(cur.UID)]
+	if !ok {
+		rec = &nodeState{NodeRecord: &record.NodeRecord{Name: cur.Name, UID: string(cur.UID), Gated: r.cfg.Gated(cur), Created: m,
+			CreatedAt: cur.CreationTimestamp.Time, Components: r.components(cur)}}
+		// The first version this process sees may be later than the CREATE (the recorder
+		// starts before any node joins, so normally it is the CREATE itself).
+		rec.TaintedAtCreate = r.cfg.HasTaint(cur)
+		r.nodes[rec.UID] = rec
+		r.byName[cur.Name] = append(r.byName[cur.Name], rec.UID)
+	}
+	if old != nil && !equality.Semantic.DeepEqual(old.Labels, cur.Labels) {
+		// Relabelled: the init DaemonSets that target the node may differ now.
+		rec.Components = r.components(cur)
+		if rec.InitReady.IsZero() && allReady(rec, r.continuous) {
+			rec.InitReady = m
+		}
+	}
+	if r.cfg.HasTaint(cur) && rec.Tainted.IsZero() {
+		rec.Tainted = m
+	}
+	r.rules(rec, cur, m)
+	rec.Conditions = appendChanged(rec.Conditions, conditionFacts(cur), m)
+	rec.Taints = appendChanged(rec.Taints, taintFacts(cur), m)
+	if rec.Released.IsZero() {
+		if r.released(cur) {
+			rec.Released = m
+		} else {
+			rec.Held = m
+		}
+	}
+	if old != nil {
+		for _, t := range lostTaints(old.Spec.Taints, cur.Spec.Taints) {
+			if isForeign(t, r.cfg) && !r.ledger.Removed(cur.Name, t.Key) {
+				rec.LostTaints = append(rec.LostTaints, fmt.Sprintf("%s at rv %d, written by %s", t.ToString(), m.RV, writers(old, cur)))
+			}
+		}
+	}
+}
+
+// released: the node has its completion and not the gate's taint.
+func (r *Recorder) released(n *corev1.Node) bool {
+	return r.cfg.Released(n) && !r.cfg.HasTaint(n)
+}
+
+// rules records, per rule, what this version shows: completion annotations that change
+// after they were set, a dry-run rule's taint or completion (which must never be written),
+// and a rule's taint on a node its selector does not match.
+func (r *Recorder) rules(rec *nodeState, cur *corev1.Node, m record.Mark) {
+	if rec.completed == nil {
+		rec.completed = map[string]string{}
+	}
+	var outside []string
+	for _, rl := range r.cfg.EffectiveRules() {
+		v, set := cur.Annotations[rl.CompletedAnnotation] // v is "" when not set
+		// A condition rule's annotation marks its taint and comes and goes with it; it is
+		// not a completion.
+		if last, seen := rec.completed[rl.CompletedAnnotation]; (set || seen) && rl.Mode != rule.Condition {
+			if !seen || v != last {
+				rec.CompletedAt = append(rec.CompletedAt, rl.CompletedAnnotation+"="+v)
+			}
+			rec.completed[rl.CompletedAnnotation] = v
+		}
+		if rl.Mode == rule.Continuous && !rl.DryRun {
+			if rec.retainted == nil {
+				rec.retainted = map[string]bool{}
+			}
+			again := set && rl.HasTaint(cur)
+			if again && !rec.retainted[rl.Name] {
+				rec.Retainted = append(rec.Retainted, m)
+			}
+			rec.retainted[rl.Name] = again
+		}
+		switch {
+		case rl.DryRun && (rl.HasTaint(cur) || set) && !slices.Contains(rec.DryRunWrites, rl.Name):
+			rec.DryRunWrites = append(rec.DryRunWrites, rl.Name)
+		case !rl.DryRun && rl.HasTaint(cur) && !rl.Matches(cur):
+			outside = append(outside, fmt.Sprintf("%s (rule %s) at rv %d", rl.Taint.Key, rl.Name, m.RV))
+		}
+	}
+	if rec.Created.RV == m.RV {
+		rec.OutsideAtCreate = outside
+	}
+	rec.OutsideNow = outside
+}
+
+func (r *Recorder) nodeDeleted(o any) {
+	n, ok := deletedObject[*corev1.Node](o)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rec, ok := r.nodes[string(n.UID)]; ok && rec.Deleted.IsZero() {
+		rec.Deleted = record.Mark{RV: rv(n), Time: time.Now()}
+	}
+}
+
+// lostTaints are the taints in old that cur no longer has.
+func lostTaints(old, cur []corev1.Taint) []corev1.Taint {
+	var out []corev1.Taint
+	for _, o := range old {
+		found := false
+		for _, c := range cur {
+			if c.Key == o.Key && c.Effect == o.Effect {
+				found = true
+				break
+			}
+		}
+		if !found {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// isForeign: not a rule's taint, and not one the node lifecycle manages.
+func isForeign(t corev1.Taint, cfg *config.Config) bool {
+	for _, rl := range cfg.EffectiveRules() {
+		if t.Key == rl.Taint.Key && t.Effect == rl.Taint.Effect {
+			return false
+		}
+	}
+	return !strings.HasPrefix(t.Key, "node.kubernetes.io/") &&
+		!strings.HasPrefix(t.Key, "node.cloudprovider.kubernetes.io/")
+}
+
+// writers names the field managers whose entries changed between two versions: who wrote
+// the second one. It turns a lost-taint report into a suspect.
+func writers(old, cur *corev1.Node) string {
+	seen := map[string]string{}
+	for _, e := range old.ManagedFields {
+		seen[e.Manager+"/"+string(e.Operation)+"/"+e.Subresource] = e.Time.String()
+	}
+	var out []string
+	for _, e := range cur.ManagedFields {
+		k := e.Manager + "/" + string(e.Operation) + "/" + e.Subresource
+		if seen[k] != e.Time.String() {
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return "unknown (same managedFields)"
+	}
+	return strings.Join(out, ",")
+}
+
+// appendChanged appends facts as of m unless they equal the last ones.
+func appendChanged(list []record.Snapshot, facts []string, m record.Mark) []record.Snapshot {
+	if n := len(list); n > 0 && slices.Equal(list[n-1].Facts, facts) {
+		return list
+	}
+	return append(list, record.Snapshot{Mark: m, Facts: facts})
+}
+
+func conditionFacts(n *corev1.Node) []string {
+	out := make([]string, 0, len(n.Status.Conditions))
+	for _, c := range n.Status.Conditions {
+		out = append(out, string(c.Type)+"="+string(c.Status))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func taintFacts(n *corev1.Node) []string {
+	out := make([]string, 0, len(n.Spec.Taints))
+	for _, t := range n.Spec.Taints {
+		out = append(out, t.Key+":"+string(t.Effect))
+	}
+	slices.Sort(out)
+	return out
+}
