@@ -1,0 +1,215 @@
+package scenario
+
+import (
+	"reflect"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Step is one timeline entry: at an offset from the start, exactly one action.
+type Step struct {
+	At time.Duration `yaml:"at"`
+	// AfterBound holds the step, once At has passed, until every workload replica asked for
+	// so far is bound. A fault meant to strike placed workloads (an agent that flaps under
+	// running Pods) must not race the scheduler: a Pod that failed while every node was
+	// tainted waits out a backoff of up to 10 s, and under load it was bound inside the
+	// fault. The fault's window in the report is still the plan, from At.
+	AfterBound bool        `yaml:"afterBound"`
+	Join       *Join       `yaml:"join"`
+	Reregister *Reregister `yaml:"reregister"`
+	// Scale sets a workload's replicas (workloads that arrive after the nodes).
+	Scale *Scale `yaml:"scale"`
+	// NodeDelete deletes a node and the Pods bound to it.
+	NodeDelete *NodeDelete `yaml:"nodeDelete"`
+	// Relabel changes a node's labels, e.g. to move it out of a rule's selector.
+	Relabel *Relabel `yaml:"relabel"`
+	// InitPod changes an init DaemonSet's Pods after their timeline: an agent that
+	// becomes unready, recovers, is deleted, or flaps.
+	InitPod *InitPod `yaml:"initPod"`
+	// NodeCondition sets or clears a node condition, as a termination handler or
+	// node-problem-detector would.
+	NodeCondition *NodeCondition `yaml:"nodeCondition"`
+	// KubeletStop stops a node's fake kubelet: no heartbeat, no Pod status. The node lifecycle
+	// controller then marks it NotReady, as it would a preempted spot node.
+	KubeletStop *KubeletStop `yaml:"kubeletStop"`
+	// Faults.
+	WebhookOutage       *WebhookOutage    `yaml:"webhookOutage"`
+	WebhookLatency      *WebhookLatency   `yaml:"webhookLatency"`
+	GateCrash           *GateCrash        `yaml:"gateCrash"`
+	LeaderFailover      *LeaderFailover   `yaml:"leaderFailover"`
+	TaintWriters        *TaintWriters     `yaml:"taintWriters"`
+	APIServerRestart    *APIServerRestart `yaml:"apiserverRestart"`
+	WatchDrops          *WatchDrops       `yaml:"watchDrops"`
+	DeleteInitDaemonSet *DeleteDaemonSet  `yaml:"deleteInitDaemonSet"`
+	BypassPods          *BypassPods       `yaml:"bypassPods"`
+}
+
+// Actions lists the actions a step holds; validation requires exactly one. It is the one
+// list of step kinds: a kind added to Step and not here is never valid, so it cannot be
+// accepted and then silently not run (and the runner's dispatch is tested against it).
+func (s *Step) Actions() []any {
+	var acts []any
+	for _, a := range []any{s.Join, s.Reregister, s.Scale, s.NodeDelete, s.Relabel, s.InitPod, s.NodeCondition, s.KubeletStop, s.WebhookOutage, s.WebhookLatency,
+		s.GateCrash, s.LeaderFailover, s.TaintWriters, s.APIServerRestart, s.WatchDrops, s.DeleteInitDaemonSet, s.BypassPods} {
+		if !reflect.ValueOf(a).IsNil() {
+			acts = append(acts, a)
+		}
+	}
+	return acts
+}
+
+// Action is the step's one action (a pointer to one of the action types), or nil.
+func (s *Step) Action() any {
+	if acts := s.Actions(); len(acts) == 1 {
+		return acts[0]
+	}
+	return nil
+}
+
+// Taints are the join's registered taints in Kubernetes form.
+func (j *Join) CoreTaints() []corev1.Taint {
+	out := make([]corev1.Taint, 0, len(j.Taints))
+	for _, t := range j.Taints {
+		out = append(out, t.Core())
+	}
+	return out
+}
+
+// Scale sets a workload's replica count.
+type Scale struct {
+	Workload string `yaml:"workload"`
+	Replicas int32  `yaml:"replicas"`
+}
+
+// Relabel sets labels on a joined node; a null value removes the label.
+type Relabel struct {
+	Node   string             `yaml:"node"`
+	Labels map[string]*string `yaml:"labels"`
+}
+
+// InitPod changes the Pods of init DaemonSet Name on Nodes (every node when empty).
+type InitPod struct {
+	Name  string   `yaml:"name"`
+	Nodes []string `yaml:"nodes"`
+	// State: unready, ready, delete (the DaemonSet creates a new Pod, which follows the
+	// timeline again), or flap (unready and ready in turn, Every, for Duration; then ready).
+	State    string        `yaml:"state"`
+	Every    time.Duration `yaml:"every"`
+	Duration time.Duration `yaml:"duration"`
+}
+
+// NodeRef names the nodes a step acts on: Nodes by name, or PodNode, the node the named
+// Pod of the scenario's namespace is bound to when the step runs.
+type NodeRef struct {
+	Nodes   []string `yaml:"nodes"`
+	PodNode string   `yaml:"podNode"`
+}
+
+// NodeCondition sets condition Type to Status (with Reason) on the nodes, or removes it
+// when Clear is set.
+type NodeCondition struct {
+	NodeRef `yaml:",inline"`
+	Type    string `yaml:"type"`
+	Status  string `yaml:"status"`
+	Reason  string `yaml:"reason"`
+	Clear   bool   `yaml:"clear"`
+}
+
+// KubeletStop stops the fake kubelet of the nodes.
+type KubeletStop struct {
+	NodeRef `yaml:",inline"`
+}
+
+// InitPod states.
+const (
+	InitPodUnready = "unready"
+	InitPodReady   = "ready"
+	InitPodDelete  = "delete"
+	InitPodFlap    = "flap"
+)
+
+// NodeDelete removes a node as a scale-down would.
+type NodeDelete struct {
+	Node string `yaml:"node"`
+}
+
+// WebhookOutage makes the webhook refuse connections (mode refuse, the default) or accept
+// and never answer (mode hang) for Duration.
+type WebhookOutage struct {
+	Duration time.Duration `yaml:"duration"`
+	Mode     string        `yaml:"mode"`
+}
+
+// WebhookLatency delays every admission call by Latency for Duration.
+type WebhookLatency struct {
+	Latency  time.Duration `yaml:"latency"`
+	Duration time.Duration `yaml:"duration"`
+}
+
+// GateCrash kills the leading gate process with SIGKILL and restarts it after RestartAfter.
+type GateCrash struct {
+	RestartAfter time.Duration `yaml:"restartAfter"`
+}
+
+// LeaderFailover kills the leader of a multi-replica gate; the other must take over. It is
+// restarted after RestartAfter (0: not restarted).
+type LeaderFailover struct {
+	RestartAfter time.Duration `yaml:"restartAfter"`
+}
+
+// TaintWriters runs Writers foreign controllers that add and remove their own taints on the
+// scenario's nodes every Interval for Duration, with ordinary read-modify-write updates.
+type TaintWriters struct {
+	Writers  int           `yaml:"writers"`
+	Interval time.Duration `yaml:"interval"`
+	Duration time.Duration `yaml:"duration"`
+	// Unguarded makes the writers misbehave: they write a stale copy of the node without
+	// its resourceVersion, so they erase each other's taints — the negative control of
+	// the foreign-taint invariant.
+	Unguarded bool `yaml:"unguarded"`
+}
+
+// APIServerRestart kills kube-apiserver and starts it again with the same flags and certs
+// (embedded backend only). Every watch breaks; every client must re-list.
+type APIServerRestart struct {
+	Down time.Duration `yaml:"down"`
+}
+
+// WatchDrops cuts every connection between the gate and the apiserver every Every for
+// Duration, so its watches end and its informers re-list.
+type WatchDrops struct {
+	Every    time.Duration `yaml:"every"`
+	Duration time.Duration `yaml:"duration"`
+}
+
+// DeleteDaemonSet deletes an init DaemonSet and its Pods.
+type DeleteDaemonSet struct {
+	Name string `yaml:"name"`
+}
+
+// BypassPods creates Count Pods with spec.nodeName set to nodes that still hold the startup
+// taint: they skip the scheduler, so only the Pod guard can stop them.
+type BypassPods struct {
+	Count int `yaml:"count"`
+}
+
+// Join registers Count nodes named <scenario>-<prefix><i>.
+type Join struct {
+	Count  int    `yaml:"count"`
+	Prefix string `yaml:"prefix"`
+	// Interval between joins; 0 is a burst (all at once).
+	Interval time.Duration     `yaml:"interval"`
+	Labels   map[string]string `yaml:"labels"`
+	// Taints registered with the node, as kubelet --register-with-taints or Karpenter would.
+	Taints []Taint `yaml:"taints"`
+	// ReadyAfter is how long the fake kubelet takes to report the node Ready (default 200ms).
+	ReadyAfter time.Duration `yaml:"readyAfter"`
+}
+
+// Reregister deletes a node and registers it again under the same name.
+type Reregister struct {
+	Node string `yaml:"node"`
+	// KeepOldInitPod leaves the old node's init Pod bound and Ready, as when pod GC lags.
+	KeepOldInitPod bool `yaml:"keepOldInitPod"`
+}

@@ -1,0 +1,202 @@
+package scenario
+
+import (
+	"regexp"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Plane is what a scenario changes in the embedded plane. The controller-manager restarts
+// with it for the scenario and with the defaults after.
+type Plane struct {
+	// NodeMonitorGracePeriod is how long the node lifecycle controller waits for a node's
+	// heartbeat before it marks the node NotReady (Unknown). The fake kubelet renews every
+	// quarter of it, so that live nodes stay Ready.
+	NodeMonitorGracePeriod time.Duration `yaml:"nodeMonitorGracePeriod"`
+}
+
+// KubeletSettings are the fields of a kubelet's configuration the fake kubelet honours.
+type KubeletSettings struct {
+	// NodeStatusReportFrequency is how often each Ready node reports its status though
+	// nothing changed. A real kubelet's default is 5m, longer than any run; unset, the fake
+	// kubelet reports once. A scenario that can make the node-lifecycle controller's taint
+	// write fail (an apiserver restart) needs it: that controller does not retry the write
+	// until the Node is next updated.
+	NodeStatusReportFrequency time.Duration `yaml:"nodeStatusReportFrequency"`
+}
+
+// GateProcess is the process-mode gate.
+type GateProcess struct {
+	Replicas int `yaml:"replicas"`
+}
+
+// WebhookSettings override fields of deploy/base/webhook.yaml for a scenario.
+type WebhookSettings struct {
+	FailurePolicy  string `yaml:"failurePolicy"`
+	TimeoutSeconds int32  `yaml:"timeoutSeconds"`
+}
+
+// InitDaemonSet is a required init component and how its Pods behave on the fake kubelet.
+type InitDaemonSet struct {
+	Name string `yaml:"name"`
+	// Labels of its Pods; default startup.k8s.io/component=<name>, or =init for the first.
+	Labels map[string]string `yaml:"labels"`
+	// Tolerate the startup taint (default true). false reproduces the deadlock that the
+	// gate must report.
+	Tolerate *bool `yaml:"tolerate"`
+	// NodeSelector restricts it to some of the scenario's nodes.
+	NodeSelector map[string]string `yaml:"nodeSelector"`
+	Ready        PodTimeline       `yaml:"ready"`
+	// Continuous says that the component must stay ready after the node's release: a
+	// workload Pod bound while it is not is a violation (bound-while-unready). It is the
+	// simulator's ground truth, whatever mode the gate's rule has.
+	Continuous bool `yaml:"continuous"`
+}
+
+// PodTimeline is how an init Pod behaves once bound.
+type PodTimeline struct {
+	// Mode: ready (default), never, crashloop, annotate (sets the early-ready annotation
+	// without becoming Ready), flap (ready, then not ready, then ready again).
+	Mode   string        `yaml:"mode"`
+	After  time.Duration `yaml:"after"`
+	Jitter time.Duration `yaml:"jitter"`
+	// Flaps is how many ready/not-ready cycles flap mode makes before staying Ready; the
+	// cycle length is After.
+	Flaps int `yaml:"flaps"`
+}
+
+// Workload kinds.
+const (
+	KindDeployment  = "Deployment"
+	KindStatefulSet = "StatefulSet"
+)
+
+// Pod timeline modes.
+const (
+	ModeReady     = "ready"
+	ModeNever     = "never"
+	ModeCrashLoop = "crashloop"
+	ModeAnnotate  = "annotate"
+	ModeFlap      = "flap"
+)
+
+// DaemonSet is a non-required DaemonSet; its Pods go Running and Ready at once.
+type DaemonSet struct {
+	Name        string       `yaml:"name"`
+	Tolerations []Toleration `yaml:"tolerations"`
+}
+
+// Workload is a Deployment (or a StatefulSet) of pause Pods pinned to the scenario's nodes.
+type Workload struct {
+	Name string `yaml:"name"`
+	// Kind is Deployment (default) or StatefulSet. A StatefulSet's Pods keep their names and
+	// have a grace period, as a database's would: one on a dead node stays Terminating, and
+	// its replacement waits, until the Pod is force-deleted.
+	Kind     string `yaml:"kind"`
+	Replicas int32  `yaml:"replicas"`
+	// CPU request per Pod (default 100m).
+	CPU         string       `yaml:"cpu"`
+	Tolerations []Toleration `yaml:"tolerations"`
+}
+
+// Toleration mirrors corev1.Toleration in scenario YAML.
+type Toleration struct {
+	Key      string `yaml:"key"`
+	Operator string `yaml:"operator"`
+	Value    string `yaml:"value"`
+	Effect   string `yaml:"effect"`
+}
+
+// Taint mirrors corev1.Taint in scenario YAML.
+type Taint struct {
+	Key    string `yaml:"key"`
+	Value  string `yaml:"value"`
+	Effect string `yaml:"effect"`
+}
+
+// Core is the Kubernetes form.
+func (t Toleration) Core() corev1.Toleration {
+	return corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator), Value: t.Value, Effect: corev1.TaintEffect(t.Effect)}
+}
+
+// Core is the Kubernetes form.
+func (t Taint) Core() corev1.Taint {
+	return corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)}
+}
+
+// Expect is what a run must show to pass.
+type Expect struct {
+	// Violations: "none" (default) or "some" (a negative control).
+	Violations string `yaml:"violations"`
+	// Kinds that must appear when Violations is "some".
+	Kinds []string `yaml:"kinds"`
+	// RetaintWithin bounds how long after a continuous rule's requirement stopped holding
+	// on a released node its taint is back (0: not judged).
+	RetaintWithin time.Duration `yaml:"retaintWithin"`
+	// ReleasedWithin bounds how long after a node could be released — its init Pods
+	// ready, or its max hold over — the gate releases it (default: no bound beyond Timeout).
+	ReleasedWithin time.Duration `yaml:"releasedWithin"`
+	// Stuck is the number of gated nodes expected never to be released (default 0).
+	Stuck int `yaml:"stuck"`
+	// AtLeast sets lower bounds on counters of the run.
+	AtLeast Counters `yaml:"atLeast"`
+	// Events are reasons that must have been recorded (e.g. StartupGateMissingToleration).
+	Events []string `yaml:"events"`
+	// EventsMatch pairs reasons that must have been recorded equally often, at least once:
+	// a dry-run rule's WouldHold as often as the real rule's Held.
+	EventsMatch []EventMatch `yaml:"eventsMatch"`
+	// WritesPerRelease, if set, is how many Node writes the gate may make per rule release
+	// (counted at the gate's own client; in-process gate only).
+	WritesPerRelease int `yaml:"writesPerRelease"`
+	// ConditionTaint is the simulator's ground truth of a condition rule: the taint, and the
+	// conditions that alone may put it on. It is judged against the taints the nodes carry,
+	// whatever the gate's config says.
+	ConditionTaint *ConditionTaint `yaml:"conditionTaint"`
+	// MaxEvictions bounds the Pods evicted by the taint-eviction controller (nil: not judged).
+	MaxEvictions *int `yaml:"maxEvictions"`
+	// ReplacementWithin bounds how long after a node's kubelet stops its StatefulSet Pods
+	// run again elsewhere (0: not judged).
+	ReplacementWithin time.Duration `yaml:"replacementWithin"`
+	// Window is how long the run keeps watching after its last step before it may settle:
+	// condition taints, evictions and replacements happen after the steps that cause them.
+	// A run whose StatefulSet Pods have all been replaced settles before it ends.
+	Window time.Duration `yaml:"window"`
+}
+
+// ConditionTaint: the taint is on a node exactly while every condition in While matches
+// (anchored status regexes), within Within; at most MaxTainted nodes carry it at once (0:
+// not judged). Keep: the taint may stay after the conditions stop matching.
+type ConditionTaint struct {
+	Taint      Taint           `yaml:"taint"`
+	While      []ConditionWant `yaml:"while"`
+	Within     time.Duration   `yaml:"within"`
+	MaxTainted int             `yaml:"maxTainted"`
+	Keep       bool            `yaml:"keep"`
+}
+
+// ConditionWant is a node condition and an anchored regular expression for its status.
+type ConditionWant struct {
+	Type   string `yaml:"type"`
+	Status string `yaml:"status"`
+}
+
+// Regexp is the status expression, anchored to the whole status.
+func (w ConditionWant) Regexp() (*regexp.Regexp, error) {
+	return regexp.Compile(`^(?:` + w.Status + `)$`)
+}
+
+// EventMatch says that Reason events number exactly as many as Like events.
+type EventMatch struct {
+	Reason string `yaml:"reason"`
+	Like   string `yaml:"like"`
+}
+
+// Counters are run counters an expectation can bound from below.
+type Counters struct {
+	EarlyToleratingPods  int `yaml:"earlyToleratingPods" json:"early_tolerating_pods"`
+	RegistrationsRefused int `yaml:"registrationsRefused" json:"registrations_refused"`
+	BypassDenied         int `yaml:"bypassDenied" json:"bypass_denied"`
+	BypassCreated        int `yaml:"bypassCreated" json:"bypass_created"`
+	Backfilled           int `yaml:"backfilled" json:"backfilled"`
+}
