@@ -12,7 +12,10 @@ import (
 // Scenario is one scenario file: typed data, strictly decoded. There is no logic in YAML —
 // no templates and no scripts; everything a scenario can do is a field here.
 type Scenario struct {
-	Name        string `yaml:"name"`
+	// Name identifies the scenario in reports and begins its node names: a DNS label of
+	// at most 40 characters.
+	Name string `yaml:"name"`
+	// Description says which hazard the scenario guards against (required).
 	Description string `yaml:"description"`
 	// Gate overrides the gate's Config, in the same YAML as cmd/gate --config.
 	Gate yaml.Node `yaml:"gate"`
@@ -39,8 +42,10 @@ type Scenario struct {
 	DaemonSets []DaemonSet `yaml:"daemonSets"`
 	// Workloads are Deployments created, and left pending, before the first node joins.
 	Workloads []Workload `yaml:"workloads"`
-	Timeline  []Step     `yaml:"timeline"`
-	Expect    Expect     `yaml:"expect"`
+	// Timeline is what happens during the run: steps, run in order of their At.
+	Timeline []Step `yaml:"timeline"`
+	// Expect is what the run must show to pass.
+	Expect Expect `yaml:"expect"`
 	// Timeout bounds the whole run (default 2m); a run that is not settled by then stops and
 	// is judged as it stands.
 	Timeout time.Duration `yaml:"timeout"`

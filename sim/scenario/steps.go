@@ -9,6 +9,7 @@ import (
 
 // Step is one timeline entry: at an offset from the start, exactly one action.
 type Step struct {
+	// At is when the step runs, as an offset from the start of the run.
 	At time.Duration `yaml:"at"`
 	// AfterBound holds the step, once At has passed, until every workload replica asked for
 	// so far is bound. A fault meant to strike placed workloads (an agent that flaps under
@@ -78,42 +79,56 @@ func (j *Join) CoreTaints() []corev1.Taint {
 
 // Scale sets a workload's replica count.
 type Scale struct {
+	// Workload names one of the scenario's Deployments.
 	Workload string `yaml:"workload"`
-	Replicas int32  `yaml:"replicas"`
+	// Replicas is the new replica count.
+	Replicas int32 `yaml:"replicas"`
 }
 
 // Relabel sets labels on a joined node; a null value removes the label.
 type Relabel struct {
-	Node   string             `yaml:"node"`
+	// Node is the full name (<scenario>-<prefix><i>) of a node joined before the step.
+	Node string `yaml:"node"`
+	// Labels to set on the node; a null value removes the label.
 	Labels map[string]*string `yaml:"labels"`
 }
 
 // InitPod changes the Pods of init DaemonSet Name on Nodes (every node when empty).
 type InitPod struct {
-	Name  string   `yaml:"name"`
+	// Name is the init DaemonSet whose Pods change.
+	Name string `yaml:"name"`
+	// Nodes are the full names of the nodes whose Pods change (every node when empty).
 	Nodes []string `yaml:"nodes"`
 	// State: unready, ready, delete (the DaemonSet creates a new Pod, which follows the
 	// timeline again), or flap (unready and ready in turn, Every, for Duration; then ready).
-	State    string        `yaml:"state"`
-	Every    time.Duration `yaml:"every"`
+	State string `yaml:"state"`
+	// Every is how often a flapping Pod turns unready or ready.
+	Every time.Duration `yaml:"every"`
+	// Duration is how long a flap lasts.
 	Duration time.Duration `yaml:"duration"`
 }
 
 // NodeRef names the nodes a step acts on: Nodes by name, or PodNode, the node the named
 // Pod of the scenario's namespace is bound to when the step runs.
 type NodeRef struct {
-	Nodes   []string `yaml:"nodes"`
-	PodNode string   `yaml:"podNode"`
+	// Nodes are full node names, each joined before the step.
+	Nodes []string `yaml:"nodes"`
+	// PodNode names a Pod of the scenario's namespace: the step acts on its node.
+	PodNode string `yaml:"podNode"`
 }
 
 // NodeCondition sets condition Type to Status (with Reason) on the nodes, or removes it
 // when Clear is set.
 type NodeCondition struct {
 	NodeRef `yaml:",inline"`
-	Type    string `yaml:"type"`
-	Status  string `yaml:"status"`
-	Reason  string `yaml:"reason"`
-	Clear   bool   `yaml:"clear"`
+	// Type of the condition, e.g. the one a termination handler sets.
+	Type string `yaml:"type"`
+	// Status to set: True, False or Unknown (empty with Clear).
+	Status string `yaml:"status"`
+	// Reason recorded with the condition.
+	Reason string `yaml:"reason"`
+	// Clear removes the condition instead of setting it.
+	Clear bool `yaml:"clear"`
 }
 
 // KubeletStop stops the fake kubelet of the nodes.
@@ -131,38 +146,48 @@ const (
 
 // NodeDelete removes a node as a scale-down would.
 type NodeDelete struct {
+	// Node is the full name of a node joined before the step.
 	Node string `yaml:"node"`
 }
 
 // WebhookOutage makes the webhook refuse connections (mode refuse, the default) or accept
 // and never answer (mode hang) for Duration.
 type WebhookOutage struct {
+	// Duration of the outage.
 	Duration time.Duration `yaml:"duration"`
-	Mode     string        `yaml:"mode"`
+	// Mode is refuse (default: connections refused) or hang (accepted, never answered).
+	Mode string `yaml:"mode"`
 }
 
 // WebhookLatency delays every admission call by Latency for Duration.
 type WebhookLatency struct {
-	Latency  time.Duration `yaml:"latency"`
+	// Latency added to every admission call.
+	Latency time.Duration `yaml:"latency"`
+	// Duration is how long the latency lasts.
 	Duration time.Duration `yaml:"duration"`
 }
 
 // GateCrash kills the leading gate process with SIGKILL and restarts it after RestartAfter.
 type GateCrash struct {
+	// RestartAfter is how long the gate stays down.
 	RestartAfter time.Duration `yaml:"restartAfter"`
 }
 
 // LeaderFailover kills the leader of a multi-replica gate; the other must take over. It is
 // restarted after RestartAfter (0: not restarted).
 type LeaderFailover struct {
+	// RestartAfter is how long until the killed leader starts again (0: never).
 	RestartAfter time.Duration `yaml:"restartAfter"`
 }
 
 // TaintWriters runs Writers foreign controllers that add and remove their own taints on the
 // scenario's nodes every Interval for Duration, with ordinary read-modify-write updates.
 type TaintWriters struct {
-	Writers  int           `yaml:"writers"`
+	// Writers is how many foreign controllers write.
+	Writers int `yaml:"writers"`
+	// Interval is how often each writer adds or removes its taint on a random node.
 	Interval time.Duration `yaml:"interval"`
+	// Duration is how long they write.
 	Duration time.Duration `yaml:"duration"`
 	// Unguarded makes the writers misbehave: they write a stale copy of the node without
 	// its resourceVersion, so they erase each other's taints — the negative control of
@@ -173,34 +198,43 @@ type TaintWriters struct {
 // APIServerRestart kills kube-apiserver and starts it again with the same flags and certs
 // (embedded backend only). Every watch breaks; every client must re-list.
 type APIServerRestart struct {
+	// Down is how long kube-apiserver stays stopped.
 	Down time.Duration `yaml:"down"`
 }
 
 // WatchDrops cuts every connection between the gate and the apiserver every Every for
 // Duration, so its watches end and its informers re-list.
 type WatchDrops struct {
-	Every    time.Duration `yaml:"every"`
+	// Every is the time between two cuts.
+	Every time.Duration `yaml:"every"`
+	// Duration is how long the cuts go on.
 	Duration time.Duration `yaml:"duration"`
 }
 
 // DeleteDaemonSet deletes an init DaemonSet and its Pods.
 type DeleteDaemonSet struct {
+	// Name of the init DaemonSet to delete.
 	Name string `yaml:"name"`
 }
 
 // BypassPods creates Count Pods with spec.nodeName set to nodes that still hold the startup
 // taint: they skip the scheduler, so only the Pod guard can stop them.
 type BypassPods struct {
+	// Count is how many Pods to create.
 	Count int `yaml:"count"`
 }
 
 // Join registers Count nodes named <scenario>-<prefix><i>.
 type Join struct {
-	Count  int    `yaml:"count"`
+	// Count is how many nodes join.
+	Count int `yaml:"count"`
+	// Prefix goes between the scenario's name and each node's index in the node names.
 	Prefix string `yaml:"prefix"`
 	// Interval between joins; 0 is a burst (all at once).
-	Interval time.Duration     `yaml:"interval"`
-	Labels   map[string]string `yaml:"labels"`
+	Interval time.Duration `yaml:"interval"`
+	// Labels are added to each node at registration, e.g. to match a rule's or an init
+	// DaemonSet's selector.
+	Labels map[string]string `yaml:"labels"`
 	// Taints registered with the node, as kubelet --register-with-taints or Karpenter would.
 	Taints []Taint `yaml:"taints"`
 	// ReadyAfter is how long the fake kubelet takes to report the node Ready (default 200ms).
@@ -209,6 +243,7 @@ type Join struct {
 
 // Reregister deletes a node and registers it again under the same name.
 type Reregister struct {
+	// Node is the full name of a node joined before the step.
 	Node string `yaml:"node"`
 	// KeepOldInitPod leaves the old node's init Pod bound and Ready, as when pod GC lags.
 	KeepOldInitPod bool `yaml:"keepOldInitPod"`

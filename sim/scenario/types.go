@@ -28,17 +28,22 @@ type KubeletSettings struct {
 
 // GateProcess is the process-mode gate.
 type GateProcess struct {
+	// Replicas is how many gate processes run (default 1); leaderFailover needs 2 or more.
 	Replicas int `yaml:"replicas"`
 }
 
 // WebhookSettings override fields of deploy/base/webhook.yaml for a scenario.
 type WebhookSettings struct {
-	FailurePolicy  string `yaml:"failurePolicy"`
-	TimeoutSeconds int32  `yaml:"timeoutSeconds"`
+	// FailurePolicy is Fail or Ignore (default: the shipped Fail).
+	FailurePolicy string `yaml:"failurePolicy"`
+	// TimeoutSeconds is how long the apiserver waits for the webhook (0: the shipped value).
+	TimeoutSeconds int32 `yaml:"timeoutSeconds"`
 }
 
 // InitDaemonSet is a required init component and how its Pods behave on the fake kubelet.
 type InitDaemonSet struct {
+	// Name names the DaemonSet and its component (required); initPod and
+	// deleteInitDaemonSet steps refer to it.
 	Name string `yaml:"name"`
 	// Labels of its Pods; default startup.k8s.io/component=<name>, or =init for the first.
 	Labels map[string]string `yaml:"labels"`
@@ -47,7 +52,8 @@ type InitDaemonSet struct {
 	Tolerate *bool `yaml:"tolerate"`
 	// NodeSelector restricts it to some of the scenario's nodes.
 	NodeSelector map[string]string `yaml:"nodeSelector"`
-	Ready        PodTimeline       `yaml:"ready"`
+	// Ready is how its Pods become ready once bound (default: mode ready, at once).
+	Ready PodTimeline `yaml:"ready"`
 	// Continuous says that the component must stay ready after the node's release: a
 	// workload Pod bound while it is not is a violation (bound-while-unready). It is the
 	// simulator's ground truth, whatever mode the gate's rule has.
@@ -58,8 +64,12 @@ type InitDaemonSet struct {
 type PodTimeline struct {
 	// Mode: ready (default), never, crashloop, annotate (sets the early-ready annotation
 	// without becoming Ready), flap (ready, then not ready, then ready again).
-	Mode   string        `yaml:"mode"`
-	After  time.Duration `yaml:"after"`
+	Mode string `yaml:"mode"`
+	// After is how long after the Pod is bound it turns ready (or crash-loops, or is
+	// annotated).
+	After time.Duration `yaml:"after"`
+	// Jitter spreads After over After ± Jitter, per node, drawn from the run's seed; at
+	// most After.
 	Jitter time.Duration `yaml:"jitter"`
 	// Flaps is how many ready/not-ready cycles flap mode makes before staying Ready; the
 	// cycle length is After.
@@ -83,35 +93,47 @@ const (
 
 // DaemonSet is a non-required DaemonSet; its Pods go Running and Ready at once.
 type DaemonSet struct {
-	Name        string       `yaml:"name"`
+	// Name of the DaemonSet.
+	Name string `yaml:"name"`
+	// Tolerations of its Pods; tolerating the startup taint lets them land before release.
 	Tolerations []Toleration `yaml:"tolerations"`
 }
 
 // Workload is a Deployment (or a StatefulSet) of pause Pods pinned to the scenario's nodes.
 type Workload struct {
+	// Name of the workload; scale steps refer to it.
 	Name string `yaml:"name"`
 	// Kind is Deployment (default) or StatefulSet. A StatefulSet's Pods keep their names and
 	// have a grace period, as a database's would: one on a dead node stays Terminating, and
 	// its replacement waits, until the Pod is force-deleted.
-	Kind     string `yaml:"kind"`
-	Replicas int32  `yaml:"replicas"`
+	Kind string `yaml:"kind"`
+	// Replicas asked for at creation, before the first node joins; scale changes it later.
+	Replicas int32 `yaml:"replicas"`
 	// CPU request per Pod (default 100m).
-	CPU         string       `yaml:"cpu"`
+	CPU string `yaml:"cpu"`
+	// Tolerations of its Pods; tolerating the startup taint lets them land before release.
 	Tolerations []Toleration `yaml:"tolerations"`
 }
 
 // Toleration mirrors corev1.Toleration in scenario YAML.
 type Toleration struct {
-	Key      string `yaml:"key"`
+	// Key is the taint key tolerated; empty with operator Exists tolerates every taint.
+	Key string `yaml:"key"`
+	// Operator is Equal (the Kubernetes default) or Exists.
 	Operator string `yaml:"operator"`
-	Value    string `yaml:"value"`
-	Effect   string `yaml:"effect"`
+	// Value must equal the taint's value when Operator is Equal.
+	Value string `yaml:"value"`
+	// Effect is the taint effect tolerated; empty tolerates every effect.
+	Effect string `yaml:"effect"`
 }
 
 // Taint mirrors corev1.Taint in scenario YAML.
 type Taint struct {
-	Key    string `yaml:"key"`
-	Value  string `yaml:"value"`
+	// Key of the taint.
+	Key string `yaml:"key"`
+	// Value of the taint (may be empty).
+	Value string `yaml:"value"`
+	// Effect is NoSchedule, PreferNoSchedule or NoExecute.
 	Effect string `yaml:"effect"`
 }
 
@@ -168,16 +190,23 @@ type Expect struct {
 // (anchored status regexes), within Within; at most MaxTainted nodes carry it at once (0:
 // not judged). Keep: the taint may stay after the conditions stop matching.
 type ConditionTaint struct {
-	Taint      Taint           `yaml:"taint"`
-	While      []ConditionWant `yaml:"while"`
-	Within     time.Duration   `yaml:"within"`
-	MaxTainted int             `yaml:"maxTainted"`
-	Keep       bool            `yaml:"keep"`
+	// Taint is the condition rule's taint.
+	Taint Taint `yaml:"taint"`
+	// While are the conditions that must all match for the taint to be on.
+	While []ConditionWant `yaml:"while"`
+	// Within is how late the taint may follow the conditions, on and off.
+	Within time.Duration `yaml:"within"`
+	// MaxTainted is how many nodes may carry the taint at once (0: not judged).
+	MaxTainted int `yaml:"maxTainted"`
+	// Keep lets the taint stay after the conditions stop matching.
+	Keep bool `yaml:"keep"`
 }
 
 // ConditionWant is a node condition and an anchored regular expression for its status.
 type ConditionWant struct {
-	Type   string `yaml:"type"`
+	// Type of the node condition.
+	Type string `yaml:"type"`
+	// Status is a regular expression that the condition's whole status must match.
 	Status string `yaml:"status"`
 }
 
@@ -188,15 +217,23 @@ func (w ConditionWant) Regexp() (*regexp.Regexp, error) {
 
 // EventMatch says that Reason events number exactly as many as Like events.
 type EventMatch struct {
+	// Reason of the events counted.
 	Reason string `yaml:"reason"`
-	Like   string `yaml:"like"`
+	// Like is the reason whose events must number as many.
+	Like string `yaml:"like"`
 }
 
 // Counters are run counters an expectation can bound from below.
 type Counters struct {
-	EarlyToleratingPods  int `yaml:"earlyToleratingPods" json:"early_tolerating_pods"`
+	// EarlyToleratingPods are Pods that tolerate the startup taint, bound before their
+	// node's release.
+	EarlyToleratingPods int `yaml:"earlyToleratingPods" json:"early_tolerating_pods"`
+	// RegistrationsRefused are node registrations that admission refused.
 	RegistrationsRefused int `yaml:"registrationsRefused" json:"registrations_refused"`
-	BypassDenied         int `yaml:"bypassDenied" json:"bypass_denied"`
-	BypassCreated        int `yaml:"bypassCreated" json:"bypass_created"`
-	Backfilled           int `yaml:"backfilled" json:"backfilled"`
+	// BypassDenied are bypassPods Pods that the Pod guard denied.
+	BypassDenied int `yaml:"bypassDenied" json:"bypass_denied"`
+	// BypassCreated are bypassPods Pods that the apiserver accepted.
+	BypassCreated int `yaml:"bypassCreated" json:"bypass_created"`
+	// Backfilled are nodes that came up untainted and were tainted later.
+	Backfilled int `yaml:"backfilled" json:"backfilled"`
 }
