@@ -21,6 +21,7 @@ type settings struct {
 	cfg            config.Config
 	kubeconfig     string
 	printPolicy    bool
+	printVersion   bool
 	leaderElect    bool
 	leaderNS       string
 	leaseDuration  time.Duration
@@ -72,7 +73,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*settin
 	if err := s.positional(fs.Args()); err != nil {
 		return nil, err
 	}
-	cfg, err := loadConfigFile(f.configFile)
+	cfg, err := loadConfigFile(f.configFile, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +128,8 @@ func (f *contractFlags) register(fs *pflag.FlagSet, def config.Config) {
 }
 
 func (s *settings) register(fs *pflag.FlagSet) {
-	fs.StringVar(&s.kubeconfig, "kubeconfig", "", "path to a kubeconfig `FILE`, for running out of cluster (default: in-cluster config, then $KUBECONFIG, then ~/.kube/config)")
+	fs.StringVar(&s.kubeconfig, "kubeconfig", "", "path to a kubeconfig `FILE`, for running out of cluster (default: $KUBECONFIG, then the in-cluster config, then ~/.kube/config)")
+	fs.BoolVar(&s.printVersion, "version", false, "print the version and the commit it was built from, and exit")
 	fs.BoolVar(&s.printPolicy, "print-policy", false, "print the MutatingAdmissionPolicy and binding for this config as YAML and exit")
 	fs.BoolVar(&s.leaderElect, "leader-elect", false, "use leader election so that only one replica releases nodes; the webhook serves on every replica")
 	fs.StringVar(&s.leaderNS, "leader-election-namespace", "", "namespace of the leader Lease (default: the Pod's own namespace in cluster)")
@@ -186,8 +188,8 @@ func (s *settings) positional(args []string) error {
 }
 
 // loadConfigFile decodes the --config file over the contract's defaults, or returns the
-// defaults when there is no file.
-func loadConfigFile(path string) (config.Config, error) {
+// defaults when there is no file. Its warnings (an unversioned file) go to stderr.
+func loadConfigFile(path string, stderr io.Writer) (config.Config, error) {
 	if path == "" {
 		return config.DefaultConfig(), nil
 	}
@@ -195,9 +197,12 @@ func loadConfigFile(path string) (config.Config, error) {
 	if err != nil {
 		return config.Config{}, fmt.Errorf("reading --config: %w", err)
 	}
-	cfg, err := config.LoadConfig(data)
+	cfg, warnings, err := config.Load(data)
 	if err != nil {
 		return config.Config{}, fmt.Errorf("--config %s: %w", path, err)
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "gate: warning: --config %s: %s\n", path, w)
 	}
 	return cfg, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/startupgate/startupgate/gate"
 	"github.com/startupgate/startupgate/gate/policy"
 	"github.com/startupgate/startupgate/gate/setup"
+	"github.com/startupgate/startupgate/internal/version"
 )
 
 func main() {
@@ -42,6 +43,10 @@ func run(args []string) error {
 	s, err := parse(args, os.Getenv, os.Stderr)
 	if err != nil {
 		return err
+	}
+	if s.printVersion {
+		fmt.Println(version.String())
+		return nil
 	}
 	if s.printPolicy {
 		out, err := policy.YAML(&s.cfg)
@@ -85,21 +90,39 @@ func run(args []string) error {
 	return mgr.Start(ctx)
 }
 
-// restConfig loads the client config from the --kubeconfig file when one is given, and
-// otherwise the way every controller-runtime binary does: in-cluster, then $KUBECONFIG, then
-// ~/.kube/config. controller-runtime's own --kubeconfig lives on the standard flag set,
-// which this binary does not parse, hence the explicit path here.
+// homeKubeconfig is ~/.kube/config, a variable so that a test can point it elsewhere.
+var homeKubeconfig = clientcmd.RecommendedHomeFile
+
+// restConfig loads the client config as controller-runtime binaries do: the --kubeconfig
+// file, else $KUBECONFIG, else in-cluster, else ~/.kube/config. It is done here rather than
+// by ctrl.GetConfig, which logs a stack trace for every place it found nothing: a user who
+// runs `gate status` without a cluster gets one line that says what to set.
 func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		rc, err := ctrl.GetConfig()
+	if kubeconfig != "" {
+		rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		if err != nil {
-			return nil, fmt.Errorf("loading kubeconfig: %w", err)
+			return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
 		}
 		return rc, nil
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
+	env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar)
+	if env == "" {
+		if rc, err := rest.InClusterConfig(); err == nil {
+			return rc, nil
+		}
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if env == "" {
+		rules.Precedence = []string{homeKubeconfig}
+	}
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	switch {
+	case clientcmd.IsEmptyConfig(err) && env != "":
+		return nil, fmt.Errorf("no cluster to talk to: KUBECONFIG=%s names no usable kubeconfig; pass --kubeconfig FILE", env)
+	case clientcmd.IsEmptyConfig(err):
+		return nil, fmt.Errorf("no cluster to talk to: not in a Pod, no KUBECONFIG and no %s; pass --kubeconfig FILE", homeKubeconfig)
+	case err != nil:
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	return rc, nil
 }

@@ -70,3 +70,28 @@ current-context: ctx
 		})
 	}
 }
+
+// TestRestConfigWithoutCluster: with no kubeconfig anywhere and no in-cluster environment,
+// the error is one line that names what to set, not controller-runtime's logged stack.
+func TestRestConfigWithoutCluster(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+	home := t.TempDir()
+	defer func(saved string) { homeKubeconfig = saved }(homeKubeconfig)
+	homeKubeconfig = filepath.Join(home, ".kube", "config")
+	for _, tc := range []struct {
+		name, kubeconfig string
+		want             string
+	}{
+		{"KUBECONFIG names a missing file", filepath.Join(home, "nonexistent"), "KUBECONFIG=" + filepath.Join(home, "nonexistent") + " names no usable kubeconfig"},
+		{"nothing at all", "", "not in a Pod, no KUBECONFIG"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", tc.kubeconfig)
+			_, err := restConfig("")
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("restConfig() error = %q, want one line containing %q", err, tc.want)
+			}
+		})
+	}
+}

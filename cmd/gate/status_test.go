@@ -20,7 +20,9 @@ import (
 	"github.com/startupgate/startupgate/sim/controlplane"
 )
 
-const statusRules = `rules:
+const statusRules = `apiVersion: config.startupgate.io/v1alpha1
+kind: GateConfiguration
+rules:
   - name: default
     nodeSelector: role=worker
     taint: {key: startup.k8s.io/initializing, value: wait, effect: NoSchedule}

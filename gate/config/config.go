@@ -19,6 +19,18 @@ import (
 	"github.com/startupgate/startupgate/gate/rule"
 )
 
+// The file's format, versioned the way Kubernetes components version theirs
+// (KubeletConfiguration, KubeSchedulerConfiguration): a file names it, and is decoded
+// strictly as that version.
+const (
+	// Group is the API group of the gate's configuration file.
+	Group = "config.startupgate.io"
+	// APIVersion is the one version this gate reads.
+	APIVersion = Group + "/v1alpha1"
+	// Kind is the file's kind.
+	Kind = "GateConfiguration"
+)
+
 // The contract's defaults. They are defaults, not literals: every use goes through Config.
 const (
 	DefaultTaintKey            = "startup.k8s.io/initializing"
@@ -48,6 +60,11 @@ const DefaultRuleName = "default"
 // gate as it has always been configured, by flags. Rules, when given, replace it with a
 // list of rules, each its own taint with its own nodes and requirements.
 type Config struct {
+	// APIVersion is config.startupgate.io/v1alpha1. A file without it (and without kind) is
+	// still read, as this version, with a deprecation warning.
+	APIVersion string `json:"apiVersion,omitempty"`
+	// Kind is GateConfiguration.
+	Kind string `json:"kind,omitempty"`
 	// Taint is the startup taint the gate adds at creation and removes at release.
 	// Only key and effect identify it; the value is informational.
 	Taint corev1.Taint `json:"taint"`
@@ -90,6 +107,8 @@ type compiled struct {
 // DefaultConfig returns the contract's defaults.
 func DefaultConfig() Config {
 	return Config{
+		APIVersion:          APIVersion,
+		Kind:                Kind,
 		Taint:               corev1.Taint{Key: DefaultTaintKey, Value: DefaultTaintValue, Effect: corev1.TaintEffectNoSchedule},
 		ReadyAnnotation:     DefaultReadyAnnotation,
 		CompletedAnnotation: DefaultCompletedAnnotation,
@@ -100,20 +119,65 @@ func DefaultConfig() Config {
 	}
 }
 
-// LoadConfig strictly decodes YAML over the defaults: unknown fields are an error.
+// LoadConfig is Load without its warnings: for configs the project writes itself, such as
+// a scenario's gate section, where an unversioned config is the norm.
 func LoadConfig(data []byte) (Config, error) {
+	cfg, _, err := Load(data)
+	return cfg, err
+}
+
+// Load strictly decodes a configuration file over the defaults: unknown, duplicate and
+// wrongly-cased fields are errors, and so is an apiVersion or kind other than this
+// version's. A file that names neither is read as this version, with a warning that says
+// how to version it; an empty file is the defaults.
+func Load(data []byte) (Config, []string, error) {
 	cfg := DefaultConfig()
 	if len(bytes.TrimSpace(data)) == 0 {
-		return cfg, nil
+		return cfg, nil, nil
 	}
 	raw, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return Config{}, fmt.Errorf("decoding config: %w", err)
+		return Config{}, nil, fmt.Errorf("decoding config: %w", err)
+	}
+	warnings, err := checkVersion(raw)
+	if err != nil {
+		return Config{}, nil, err
 	}
 	if err := DecodeStrict(raw, &cfg); err != nil {
-		return Config{}, fmt.Errorf("decoding config: %w", err)
+		return Config{}, nil, fmt.Errorf("decoding config: %w", err)
 	}
-	return cfg, nil
+	cfg.APIVersion, cfg.Kind = APIVersion, Kind
+	return cfg, warnings, nil
+}
+
+// checkVersion reads the file's apiVersion and kind before the strict decoding, so that a
+// file of another version fails with what it is and what this gate reads, not with a list
+// of unknown fields.
+func checkVersion(raw []byte) ([]string, error) {
+	var tm struct {
+		APIVersion *string `json:"apiVersion"`
+		Kind       *string `json:"kind"`
+	}
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &tm); err != nil {
+		return nil, nil //nolint:nilerr // not an object of strings: the strict decoding says what is wrong
+	}
+	switch {
+	case tm.APIVersion == nil && tm.Kind == nil:
+		return []string{fmt.Sprintf("the config file names no apiVersion and kind, which is deprecated: it is read as %s; "+
+			"add \"apiVersion: %s\" and \"kind: %s\" at its top", APIVersion, APIVersion, Kind)}, nil
+	case tm.APIVersion == nil || *tm.APIVersion != APIVersion:
+		return nil, fmt.Errorf("config apiVersion %s: this gate reads %s", quoteOrMissing(tm.APIVersion), APIVersion)
+	case tm.Kind == nil || *tm.Kind != Kind:
+		return nil, fmt.Errorf("config kind %s: a %s file is a %s", quoteOrMissing(tm.Kind), APIVersion, Kind)
+	}
+	return nil, nil
+}
+
+func quoteOrMissing(s *string) string {
+	if s == nil {
+		return "missing"
+	}
+	return fmt.Sprintf("%q", *s)
 }
 
 // MarshalJSON writes the config so that LoadConfig reads it back unchanged: the simulator

@@ -478,3 +478,49 @@ func TestUnvalidatedConfigPanics(t *testing.T) {
 	}()
 	cfg.EffectiveRules()
 }
+
+func TestLoadVersions(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in      string
+		warning string // substring of the one warning, "" for none
+		err     string // substring of the error, "" for none
+	}{
+		{name: "versioned", in: "apiVersion: config.startupgate.io/v1alpha1\nkind: GateConfiguration\nminHold: 30s\n"},
+		{name: "versioned, nothing else", in: "apiVersion: config.startupgate.io/v1alpha1\nkind: GateConfiguration\n"},
+		{name: "empty file", in: ""},
+		{name: "unversioned", in: "minHold: 30s\n", warning: `add "apiVersion: config.startupgate.io/v1alpha1" and "kind: GateConfiguration"`},
+		{name: "unversioned, empty object", in: "{}\n", warning: "deprecated"},
+		{name: "another version", in: "apiVersion: config.startupgate.io/v1beta1\nkind: GateConfiguration\n",
+			err: `config apiVersion "config.startupgate.io/v1beta1": this gate reads config.startupgate.io/v1alpha1`},
+		{name: "another group", in: "apiVersion: v1\nkind: GateConfiguration\n", err: `apiVersion "v1"`},
+		{name: "kind without apiVersion", in: "kind: GateConfiguration\n", err: "config apiVersion missing"},
+		{name: "apiVersion without kind", in: "apiVersion: config.startupgate.io/v1alpha1\n", err: "config kind missing"},
+		{name: "another kind", in: "apiVersion: config.startupgate.io/v1alpha1\nkind: ConfigMap\n", err: `config kind "ConfigMap": a config.startupgate.io/v1alpha1 file is a GateConfiguration`},
+		{name: "wrongly cased apiVersion", in: "apiversion: config.startupgate.io/v1alpha1\nkind: GateConfiguration\n", err: "config apiVersion missing"},
+		{name: "unknown field of a versioned file", in: "apiVersion: config.startupgate.io/v1alpha1\nkind: GateConfiguration\nminhold: 30s\n", err: "unknown field"},
+		{name: "not an object", in: "- a\n", err: "decoding config"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, warnings, err := Load([]byte(tc.in))
+			switch {
+			case tc.err != "":
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("Load() error = %v, want one containing %q", err, tc.err)
+				}
+				return
+			case err != nil:
+				t.Fatalf("Load() error = %v", err)
+			}
+			if cfg.APIVersion != APIVersion || cfg.Kind != Kind {
+				t.Errorf("Load() = apiVersion %q kind %q, want this version's", cfg.APIVersion, cfg.Kind)
+			}
+			switch {
+			case tc.warning == "" && len(warnings) > 0:
+				t.Errorf("Load() warnings = %q, want none", warnings)
+			case tc.warning != "" && (len(warnings) != 1 || !strings.Contains(warnings[0], tc.warning)):
+				t.Errorf("Load() warnings = %q, want one containing %q", warnings, tc.warning)
+			}
+		})
+	}
+}

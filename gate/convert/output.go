@@ -83,7 +83,7 @@ func Check(data []byte) error {
 	return nil
 }
 
-// render writes `rules:` with a comment above each rule that has one. With no rules the
+// render writes the versioned file, its `rules:` with a comment above each rule that has one. With no rules the
 // gate would fall back to its default startup rule, so an empty conversion is an error.
 func render(o *Output) ([]byte, error) {
 	if len(o.Rules) == 0 {
@@ -99,8 +99,11 @@ func render(o *Output) ([]byte, error) {
 		item.HeadComment = comment(o.Rules[i].Comments)
 		seq.Content = append(seq.Content, item)
 	}
-	key := &yaml.Node{Kind: yaml.ScalarNode, Value: "rules", HeadComment: comment(o.Header)}
-	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode, Content: []*yaml.Node{key, seq}}}}
+	scalar := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: v} }
+	version := scalar("apiVersion")
+	version.HeadComment = comment(o.Header)
+	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode, Content: []*yaml.Node{
+		version, scalar(config.APIVersion), scalar("kind"), scalar(config.Kind), scalar("rules"), seq}}}}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
