@@ -17,28 +17,28 @@ import (
 // gathers them.
 
 // bounds are the limits of this run: the scenario's release bound and the gate's holds.
-func (x *run) bounds() check.Bounds {
-	b := check.Bounds{ReleasedWithin: x.sc.Expect.ReleasedWithin, MinHold: x.cfg.MinHold.Duration, RetaintWithin: x.sc.Expect.RetaintWithin}
-	if x.cfg.TimeoutPolicy == rule.TimeoutRelease {
-		b.TimeoutRelease = x.cfg.MaxHold.Duration
+func (rn *run) bounds() check.Bounds {
+	b := check.Bounds{ReleasedWithin: rn.sc.Expect.ReleasedWithin, MinHold: rn.cfg.MinHold.Duration, RetaintWithin: rn.sc.Expect.RetaintWithin}
+	if rn.cfg.TimeoutPolicy == rule.TimeoutRelease {
+		b.TimeoutRelease = rn.cfg.MaxHold.Duration
 	}
 	return b
 }
 
 // judge checks the invariants and compares them with the scenario's expectations.
-func (x *run) judge() *report.Result {
-	recs := x.recorder.Snapshot()
-	v := check.Check(recs, x.start, x.bounds())
-	more, replaced := check.Conditions(recs, x.start, time.Now(), x.sc.Expect)
+func (rn *run) judge() *report.Result {
+	recs := rn.recorder.Snapshot()
+	v := check.Check(recs, rn.start, rn.bounds())
+	more, replaced := check.Conditions(recs, rn.start, time.Now(), rn.sc.Expect)
 	v.Violations = append(v.Violations, more...)
-	obs := x.observed(v, recs)
+	obs := rn.observed(v, recs)
 	res := &report.Result{
-		Name: x.sc.Name, File: x.sc.File, Description: x.sc.Description, Gate: string(x.Opts.Gate), Seed: x.seed,
+		Name: rn.sc.Name, File: rn.sc.File, Description: rn.sc.Description, Gate: string(rn.Opts.Gate), Seed: rn.seed,
 		Nodes: len(recs), WorkloadPods: v.WorkloadPods, Violations: v.Violations, Released: v.Released, Stuck: v.Stuck,
-		ReleaseLatencyMS: check.PercentilesOf(v.ReleaseLatency), DurationMS: time.Since(x.start).Milliseconds(),
-		Counters: obs.Counters, WatchCuts: int(x.tally.WatchCuts.Load()), Errors: obs.Errors,
-		Records: recs, Start: x.start,
-		ReleaseLatency: v.ReleaseLatency, FaultWindows: x.sc.FaultWindows(),
+		ReleaseLatencyMS: check.PercentilesOf(v.ReleaseLatency), DurationMS: time.Since(rn.start).Milliseconds(),
+		Counters: obs.Counters, WatchCuts: int(rn.tally.WatchCuts.Load()), Errors: obs.Errors,
+		Records: recs, Start: rn.start,
+		ReleaseLatency: v.ReleaseLatency, FaultWindows: rn.sc.FaultWindows(),
 	}
 	if res.Violations == nil {
 		res.Violations = []check.Violation{}
@@ -53,41 +53,41 @@ func (x *run) judge() *report.Result {
 	}
 	hold := check.PercentilesOf(v.Hold)
 	res.HoldMS = report.HoldPercentiles{P50: hold.P50, P99: hold.P99}
-	x.mu.Lock()
-	res.Notes = append([]string(nil), x.notes...)
-	x.mu.Unlock()
-	res.Failures = check.Expectations(v, x.sc.Expect, obs)
+	rn.mu.Lock()
+	res.Notes = append([]string(nil), rn.notes...)
+	rn.mu.Unlock()
+	res.Failures = check.Expectations(v, rn.sc.Expect, obs)
 	res.Passed = len(res.Failures) == 0
 	if !res.Passed {
-		res.Reproduce = x.reproduce()
+		res.Reproduce = rn.reproduce()
 	}
 	return res
 }
 
 // reproduce is the command that runs this scenario again with this run's seed.
-func (x *run) reproduce() string {
-	return fmt.Sprintf("go run ./cmd/simulate run --gate %s --seed %d %s", x.Opts.Gate, x.seed, x.sc.File)
+func (rn *run) reproduce() string {
+	return fmt.Sprintf("go run ./cmd/simulate run --gate %s --seed %d %s", rn.Opts.Gate, rn.seed, rn.sc.File)
 }
 
 // observed gathers what the run saw beyond the records: counters, the expected Events, and
 // the simulator's own errors.
-func (x *run) observed(v check.Verdict, recs []record.NodeRecord) check.Observed {
+func (rn *run) observed(v check.Verdict, recs []record.NodeRecord) check.Observed {
 	obs := check.Observed{Events: map[string]int{}}
-	x.mu.Lock()
-	obs.Errors = append([]string(nil), x.errs...)
-	obs.Counters.RegistrationsRefused = x.refused
-	x.mu.Unlock()
-	obs.Counters.BypassDenied = int(x.tally.BypassDenied.Load())
-	obs.Counters.BypassCreated = int(x.tally.BypassCreated.Load())
+	rn.mu.Lock()
+	obs.Errors = append([]string(nil), rn.errs...)
+	obs.Counters.RegistrationsRefused = rn.refused
+	rn.mu.Unlock()
+	obs.Counters.BypassDenied = int(rn.tally.BypassDenied.Load())
+	obs.Counters.BypassCreated = int(rn.tally.BypassCreated.Load())
 	obs.Counters.EarlyToleratingPods = v.EarlyTolerating
 	obs.Counters.Backfilled = check.Backfilled(recs)
-	obs.NodeWrites, obs.RuleReleases = int(x.harness.NodeWrites()), check.RuleReleases(recs)
-	reasons := append([]string(nil), x.sc.Expect.Events...)
-	for _, m := range x.sc.Expect.EventsMatch {
+	obs.NodeWrites, obs.RuleReleases = int(rn.harness.NodeWrites()), check.RuleReleases(recs)
+	reasons := append([]string(nil), rn.sc.Expect.Events...)
+	for _, m := range rn.sc.Expect.EventsMatch {
 		reasons = append(reasons, m.Reason, m.Like)
 	}
 	if len(reasons) > 0 {
-		obs.Events, obs.EventsErr = awaitEvents(reasons, x.start.Add(x.sc.Timeout), time.Second, x.countEvents)
+		obs.Events, obs.EventsErr = awaitEvents(reasons, rn.start.Add(rn.sc.Timeout), time.Second, rn.countEvents)
 	}
 	return obs
 }
@@ -129,18 +129,18 @@ func awaitEvents(reasons []string, deadline time.Time, interval time.Duration, c
 // "found 0 and 0", most likely after two timeouts). Node names repeat from run to run of a
 // scenario, and an Event may outlive its run's cleanup (one written late), so without the
 // time an earlier run's Events (a negative control's, say) could count here.
-func (x *run) countEvents(reason string) (int, error) {
-	n, nodes := 0, x.sc.NodeNames()
-	for _, ns := range []string{metav1.NamespaceDefault, x.ns} {
+func (rn *run) countEvents(reason string) (int, error) {
+	n, nodes := 0, rn.sc.NodeNames()
+	for _, ns := range []string{metav1.NamespaceDefault, rn.ns} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		list, err := x.client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + reason})
+		list, err := rn.client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + reason})
 		cancel()
 		if err != nil {
 			return 0, fmt.Errorf("listing %s events in %s: %w", reason, ns, err)
 		}
 		for _, e := range list.Items {
-			ours := e.Regarding.Namespace == x.ns || e.Regarding.Kind == "Node" && nodes[e.Regarding.Name]
-			if ours && !e.CreationTimestamp.Time.Before(x.start.Truncate(time.Second)) {
+			ours := e.Regarding.Namespace == rn.ns || e.Regarding.Kind == "Node" && nodes[e.Regarding.Name]
+			if ours && !e.CreationTimestamp.Time.Before(rn.start.Truncate(time.Second)) {
 				n++
 			}
 		}

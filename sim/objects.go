@@ -20,31 +20,31 @@ import (
 // The Kubernetes objects a scenario creates (built by sim/scenario), and their removal.
 
 // setup creates the namespace, the DaemonSets and the pending workloads.
-func (x *run) setup(ctx context.Context) error {
-	cs := x.client
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: x.ns, Labels: map[string]string{scenario.Label: x.sc.Name}}}
+func (rn *run) setup(ctx context.Context) error {
+	cs := rn.client
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rn.ns, Labels: map[string]string{scenario.Label: rn.sc.Name}}}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating namespace: %w", err)
 	}
 	var taints []corev1.Taint
-	for _, r := range x.cfg.EffectiveRules() {
+	for _, r := range rn.cfg.EffectiveRules() {
 		taints = append(taints, r.Taint)
 	}
-	for _, ds := range x.sc.DaemonSetObjects(x.ns, taints) {
-		if _, err := cs.AppsV1().DaemonSets(x.ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+	for _, ds := range rn.sc.DaemonSetObjects(rn.ns, taints) {
+		if _, err := cs.AppsV1().DaemonSets(rn.ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating daemonset %s: %w", ds.Name, err)
 		}
 	}
 	want := 0
-	for _, w := range x.sc.Workloads {
-		x.replicas[w.Name] = w.Replicas
+	for _, w := range rn.sc.Workloads {
+		rn.replicas[w.Name] = w.Replicas
 		if w.Kind == scenario.KindStatefulSet {
-			if _, err := cs.AppsV1().StatefulSets(x.ns).Create(ctx, x.sc.StatefulSet(x.ns, w), metav1.CreateOptions{}); err != nil {
+			if _, err := cs.AppsV1().StatefulSets(rn.ns).Create(ctx, rn.sc.StatefulSet(rn.ns, w), metav1.CreateOptions{}); err != nil {
 				return fmt.Errorf("creating statefulset %s: %w", w.Name, err)
 			}
 			continue // its controller creates a Pod at a time
 		}
-		if _, err := cs.AppsV1().Deployments(x.ns).Create(ctx, x.sc.Deployment(x.ns, w), metav1.CreateOptions{}); err != nil {
+		if _, err := cs.AppsV1().Deployments(rn.ns).Create(ctx, rn.sc.Deployment(rn.ns, w), metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating deployment %s: %w", w.Name, err)
 		}
 		want += int(w.Replicas)
@@ -52,7 +52,7 @@ func (x *run) setup(ctx context.Context) error {
 	// Workloads are pending before the first join: wait until every replica exists. The
 	// ReplicaSets count their Pods, so this costs one small list, not a list of every Pod.
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		rss, err := cs.AppsV1().ReplicaSets(x.ns).List(ctx, metav1.ListOptions{})
+		rss, err := cs.AppsV1().ReplicaSets(rn.ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -69,17 +69,17 @@ func (x *run) setup(ctx context.Context) error {
 }
 
 // cleanup removes everything the scenario created and waits until its nodes are gone.
-func (x *run) cleanup(ctx context.Context) error {
-	cs := x.client
-	sel := metav1.ListOptions{LabelSelector: scenario.Label + "=" + x.sc.Name}
+func (rn *run) cleanup(ctx context.Context) error {
+	cs := rn.client
+	sel := metav1.ListOptions{LabelSelector: scenario.Label + "=" + rn.sc.Name}
 	all := metav1.ListOptions{}
 	now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}
 	errs := []error{
-		client.IgnoreNotFound(cs.AppsV1().Deployments(x.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)),
-		client.IgnoreNotFound(cs.AppsV1().StatefulSets(x.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)),
-		client.IgnoreNotFound(cs.AppsV1().DaemonSets(x.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)),
-		client.IgnoreNotFound(cs.AppsV1().ReplicaSets(x.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)),
-		client.IgnoreNotFound(cs.CoreV1().Pods(x.ns).DeleteCollection(ctx, now, all)),
+		client.IgnoreNotFound(cs.AppsV1().Deployments(rn.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)),
+		client.IgnoreNotFound(cs.AppsV1().StatefulSets(rn.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)),
+		client.IgnoreNotFound(cs.AppsV1().DaemonSets(rn.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)),
+		client.IgnoreNotFound(cs.AppsV1().ReplicaSets(rn.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)),
+		client.IgnoreNotFound(cs.CoreV1().Pods(rn.ns).DeleteCollection(ctx, now, all)),
 		cs.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, sel),
 		cs.CoordinationV1().Leases(kubelet.LeaseNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, sel),
 	}
@@ -101,7 +101,7 @@ func (x *run) cleanup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return x.deleteNodeEvents(ctx)
+	return rn.deleteNodeEvents(ctx)
 }
 
 // deleteNodeEvents deletes the Events about the scenario's Nodes. They land in "default",
@@ -112,13 +112,13 @@ func (x *run) cleanup(ctx context.Context) error {
 // outlived its 10 s bound. The cleanup before a run also takes the previous run's late ones
 // (the controller-manager reports a Node's removal after it is gone). No other run has
 // these names: one run per scenario at a time on a plane (claim), and NodeNames is exact.
-func (x *run) deleteNodeEvents(ctx context.Context) error {
-	events := x.client.EventsV1().Events(metav1.NamespaceDefault)
+func (rn *run) deleteNodeEvents(ctx context.Context) error {
+	events := rn.client.EventsV1().Events(metav1.NamespaceDefault)
 	list, err := events.List(ctx, metav1.ListOptions{FieldSelector: "regarding.kind=Node"})
 	if err != nil {
 		return fmt.Errorf("listing Node events: %w", err)
 	}
-	nodes := x.sc.NodeNames()
+	nodes := rn.sc.NodeNames()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for _, e := range list.Items {

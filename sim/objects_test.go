@@ -34,7 +34,7 @@ timeline:
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := r.newRun(sc, 1)
+	rn, err := r.newRun(sc, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ timeline:
 		}
 		t.Cleanup(func() { _ = events.Delete(context.Background(), e.Name, metav1.DeleteOptions{}) })
 	}
-	if err := x.cleanup(ctx); err != nil {
+	if err := rn.cleanup(ctx); err != nil {
 		t.Fatal(err)
 	}
 	list, err := events.List(ctx, metav1.ListOptions{FieldSelector: "reason=CleanupTest"})

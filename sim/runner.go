@@ -59,19 +59,19 @@ type Hooks struct {
 }
 
 // Live is a run in progress, as a hook sees it.
-type Live struct{ x *run }
+type Live struct{ run *run }
 
 // Gate is the gate under test.
-func (l Live) Gate() *gateundertest.Harness { return l.x.harness }
+func (l Live) Gate() *gateundertest.Harness { return l.run.harness }
 
 // Client is the simulator's admin client.
-func (l Live) Client() kubernetes.Interface { return l.x.client }
+func (l Live) Client() kubernetes.Interface { return l.run.client }
 
 // Namespace holds the run's Pods and DaemonSets.
-func (l Live) Namespace() string { return l.x.ns }
+func (l Live) Namespace() string { return l.run.ns }
 
 // Nodes are the nodes joined so far.
-func (l Live) Nodes() []string { return l.x.joinedNodes() }
+func (l Live) Nodes() []string { return l.run.joinedNodes() }
 
 var (
 	runSeq  atomic.Uint64
@@ -170,14 +170,14 @@ func (r *Runner) Run(ctx context.Context, sc *scenario.Scenario) (*report.Result
 // The deferred steps (stopping the gate, the cleanup) run after the run is judged; a failure
 // of theirs still fails the run (late), or joins its error, and is never dropped.
 func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64) (res *report.Result, err error) {
-	x, err := r.newRun(sc, seed)
+	rn, err := r.newRun(sc, seed)
 	if err != nil {
 		return nil, err
 	}
 	// A process gate's binary is built (once, when $STARTUPGATE_GATE_BINARY does not name
 	// one) before the scenario's clock starts: on a cold build cache that takes minutes,
 	// which a scenario's timeout must not pay for.
-	if x.harness.Process() {
+	if rn.harness.Process() {
 		if _, err := gateundertest.GateBinary(); err != nil {
 			return nil, err
 		}
@@ -190,50 +190,50 @@ func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64
 	ctx, cancel := context.WithTimeout(ctx, sc.Timeout+2*time.Minute)
 	defer cancel()
 
-	if err := x.cleanup(ctx); err != nil {
+	if err := rn.cleanup(ctx); err != nil {
 		return nil, fmt.Errorf("clearing leftovers of %s: %w", sc.Name, err)
 	}
 	defer func() {
 		cctx, ccancel := context.WithTimeout(context.Background(), cleanupTimeout(sc))
 		defer ccancel()
-		res, err = x.late(res, err, "cleanup", x.cleanup(cctx))
+		res, err = rn.late(res, err, "cleanup", rn.cleanup(cctx))
 	}()
-	if err := x.usePlane(); err != nil {
+	if err := rn.usePlane(); err != nil {
 		return nil, err
 	}
-	defer func() { res, err = x.late(res, err, "restoring the plane", x.restorePlane()) }()
-	if err := x.setup(ctx); err != nil {
+	defer func() { res, err = rn.late(res, err, "restoring the plane", rn.restorePlane()) }()
+	if err := rn.setup(ctx); err != nil {
 		return nil, err
 	}
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
-	if err := x.recorder.Run(rctx, r.recorderClient, scenario.Label+"="+sc.Name); err != nil {
+	if err := rn.recorder.Run(rctx, r.recorderClient, scenario.Label+"="+sc.Name); err != nil {
 		return nil, err
 	}
-	defer func() { res, err = x.late(res, err, "stopping the gate", x.harness.Stop(context.Background())) }()
+	defer func() { res, err = rn.late(res, err, "stopping the gate", rn.harness.Stop(context.Background())) }()
 	gctx, gcancel := context.WithCancel(ctx)
 	defer gcancel()
-	if err := x.startGate(gctx); err != nil {
+	if err := rn.startGate(gctx); err != nil {
 		return nil, err
 	}
 	kctx, kcancel := context.WithCancel(ctx)
 	defer kcancel()
-	if err := x.kubelet.Start(kctx); err != nil {
+	if err := rn.kubelet.Start(kctx); err != nil {
 		return nil, err
 	}
-	x.start = time.Now()
-	x.play(kctx, gctx)
+	rn.start = time.Now()
+	rn.play(kctx, gctx)
 	kcancel()
-	if err := x.recorder.Barrier(ctx, r.recorderClient, sc.Name); err != nil {
-		x.fail(fmt.Errorf("recorder barrier: %w", err))
-	} else if err := x.recorder.ResolveReleases(ctx, r.recorderClient); err != nil {
-		x.fail(fmt.Errorf("recorder: %w", err))
+	if err := rn.recorder.Barrier(ctx, r.recorderClient, sc.Name); err != nil {
+		rn.fail(fmt.Errorf("recorder barrier: %w", err))
+	} else if err := rn.recorder.ResolveReleases(ctx, r.recorderClient); err != nil {
+		rn.fail(fmt.Errorf("recorder: %w", err))
 	}
 	if h := r.Opts.Hooks; h != nil && h.Settled != nil {
-		x.fail(h.Settled(outer, Live{x}))
+		rn.fail(h.Settled(outer, Live{run: rn}))
 	}
 	rcancel()
-	return x.judge(), nil
+	return rn.judge(), nil
 }
 
 // cleanupTimeout bounds a run's cleanup: a minute, and more for a large run, whose nodes
@@ -250,7 +250,7 @@ func cleanupTimeout(sc *scenario.Scenario) time.Duration {
 
 // late adds a failure found after the run was judged to its result (the run fails), or to
 // its error when it has no result.
-func (x *run) late(res *report.Result, err error, what string, lateErr error) (*report.Result, error) {
+func (rn *run) late(res *report.Result, err error, what string, lateErr error) (*report.Result, error) {
 	if lateErr == nil {
 		return res, err
 	}
@@ -261,7 +261,7 @@ func (x *run) late(res *report.Result, err error, what string, lateErr error) (*
 	res.Errors = append(res.Errors, lateErr.Error())
 	res.Failures = append(res.Failures, "simulator error: "+lateErr.Error())
 	res.Passed = false
-	res.Reproduce = x.reproduce()
+	res.Reproduce = rn.reproduce()
 	return res, err
 }
 
@@ -275,47 +275,47 @@ func (r *Runner) newRun(sc *scenario.Scenario, seed uint64) (*run, error) {
 	// A fresh namespace per run: the previous run's may still be terminating, and nothing
 	// needs to wait for that.
 	ns := fmt.Sprintf("sim-%s-%d", sc.Name, runSeq.Add(1)+uint64(time.Now().UnixNano()%100000))
-	x := &run{Runner: r, sc: sc, seed: seed, cfg: cfg, ns: ns, ledger: &record.Ledger{},
+	rn := &run{Runner: r, sc: sc, seed: seed, cfg: cfg, ns: ns, ledger: &record.Ledger{},
 		joins: map[string]*scenario.Join{}, replicas: map[string]int32{}}
-	x.recorder = watch.NewRecorder(&x.cfg, x.ledger, ns, sc.Init)
-	x.harness = gateundertest.New(r.Config, r.client, r.Opts.Gate, x.cfg, sc, ns,
+	rn.recorder = watch.NewRecorder(&rn.cfg, rn.ledger, ns, sc.Init)
+	rn.harness = gateundertest.New(r.Config, r.client, r.Opts.Gate, rn.cfg, sc, ns,
 		gateundertest.Options{As: r.Opts.GateAs, Shipped: r.Opts.Hooks != nil && r.Opts.Hooks.Shipped, Args: r.gateArgs(),
 			Run: fmt.Sprintf("%s seed %d", sc.Name, seed)})
-	x.kubelet = &kubelet.Kubelet{Client: r.kubeletClient, Namespace: ns, Scenario: sc.Name, Seed: seed, Init: sc.Init,
-		Version: controlplane.KubeVersion, Errors: x.fail, ReadyAccepted: x.recorder.ReadyAccepted,
+	rn.kubelet = &kubelet.Kubelet{Client: r.kubeletClient, Namespace: ns, Scenario: sc.Name, Seed: seed, Init: sc.Init,
+		Version: controlplane.KubeVersion, Errors: rn.fail, ReadyAccepted: rn.recorder.ReadyAccepted,
 		StatusReport: sc.Kubelet.NodeStatusReportFrequency}
 	if sc.Plane != nil {
-		x.kubelet.LeaseRenew = sc.Plane.NodeMonitorGracePeriod / 4
+		rn.kubelet.LeaseRenew = sc.Plane.NodeMonitorGracePeriod / 4
 	}
-	return x, nil
+	return rn, nil
 }
 
 // usePlane restarts the embedded controller-manager with the scenario's plane settings.
-func (x *run) usePlane() error {
-	if x.sc.Plane == nil {
+func (rn *run) usePlane() error {
+	if rn.sc.Plane == nil {
 		return nil
 	}
-	if x.Opts.Plane == nil {
-		return fmt.Errorf("scenario %s sets plane: it needs the embedded backend", x.sc.Name)
+	if rn.Opts.Plane == nil {
+		return fmt.Errorf("scenario %s sets plane: it needs the embedded backend", rn.sc.Name)
 	}
-	return x.Opts.Plane.SetNodeMonitorGracePeriod(x.sc.Plane.NodeMonitorGracePeriod)
+	return rn.Opts.Plane.SetNodeMonitorGracePeriod(rn.sc.Plane.NodeMonitorGracePeriod)
 }
 
 // restorePlane leaves the plane as the next run expects it: the controller-manager back on
 // its defaults after a scenario that changed them, and the scheduler and controller-manager
 // started afresh after one that restarted the apiserver, so that the next run does not
 // inherit their watches' backoff (see controlplane.Embedded.RestartControllers).
-func (x *run) restorePlane() error {
-	if x.Opts.Plane == nil {
+func (rn *run) restorePlane() error {
+	if rn.Opts.Plane == nil {
 		return nil
 	}
-	if x.sc.Plane != nil {
-		if err := x.Opts.Plane.SetNodeMonitorGracePeriod(controlplane.DefaultNodeMonitorGracePeriod); err != nil {
+	if rn.sc.Plane != nil {
+		if err := rn.Opts.Plane.SetNodeMonitorGracePeriod(controlplane.DefaultNodeMonitorGracePeriod); err != nil {
 			return err
 		}
 	}
-	if x.sc.RestartsAPIServer() {
-		return x.Opts.Plane.RestartControllers()
+	if rn.sc.RestartsAPIServer() {
+		return rn.Opts.Plane.RestartControllers()
 	}
 	return nil
 }
@@ -347,62 +347,62 @@ func ScopeConfig(cfg config.Config, name string) config.Config {
 }
 
 // startGate starts the gate now, unless the scenario installs it later (then play does).
-func (x *run) startGate(ctx context.Context) error {
-	if x.sc.GateStartsAt > 0 {
+func (rn *run) startGate(ctx context.Context) error {
+	if rn.sc.GateStartsAt > 0 {
 		return nil
 	}
-	if err := x.harness.Start(ctx, x.replicaCount()); err != nil {
+	if err := rn.harness.Start(ctx, rn.replicaCount()); err != nil {
 		return fmt.Errorf("starting gate: %w", err)
 	}
-	h := x.Opts.Hooks
+	h := rn.Opts.Hooks
 	if h == nil {
 		return nil
 	}
-	if h.Shipped && x.harness.Process() {
-		if _, err := x.harness.WaitLeader(ctx); err != nil {
+	if h.Shipped && rn.harness.Process() {
+		if _, err := rn.harness.WaitLeader(ctx); err != nil {
 			return err
 		}
 	}
 	if h.Started != nil {
-		h.Started(ctx, Live{x})
+		h.Started(ctx, Live{run: rn})
 	}
 	return nil
 }
 
-func (x *run) replicaCount() int {
-	if x.sc.GateProcess != nil {
-		return x.sc.GateProcess.Replicas
+func (rn *run) replicaCount() int {
+	if rn.sc.GateProcess != nil {
+		return rn.sc.GateProcess.Replicas
 	}
 	return 1
 }
 
 // note records something that happened during the run, for the report.
-func (x *run) note(format string, args ...any) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if len(x.notes) < 50 {
-		x.notes = append(x.notes, fmt.Sprintf("%6.1fs ", time.Since(x.start).Seconds())+fmt.Sprintf(format, args...))
+func (rn *run) note(format string, args ...any) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if len(rn.notes) < 50 {
+		rn.notes = append(rn.notes, fmt.Sprintf("%6.1fs ", time.Since(rn.start).Seconds())+fmt.Sprintf(format, args...))
 	}
 }
 
 // fail records an asynchronous error; any makes the run fail.
-func (x *run) fail(err error) {
+func (rn *run) fail(err error) {
 	if err == nil {
 		return
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if len(x.errs) < 20 {
-		x.errs = append(x.errs, err.Error())
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if len(rn.errs) < 20 {
+		rn.errs = append(rn.errs, err.Error())
 	}
 }
 
 // faultEnv is what the run's faults may touch.
-func (x *run) faultEnv() *faults.Env {
+func (rn *run) faultEnv() *faults.Env {
 	return &faults.Env{
-		Client: x.client, Writers: x.writers, Namespace: x.ns, Scenario: x.sc, Seed: x.seed,
-		Gate: x.harness, Plane: x.Opts.Plane, Ledger: x.ledger,
-		Nodes: x.joinedNodes, Records: x.recorder.Snapshot, Note: x.note, Fail: x.fail, Tally: &x.tally,
+		Client: rn.client, Writers: rn.writers, Namespace: rn.ns, Scenario: rn.sc, Seed: rn.seed,
+		Gate: rn.harness, Plane: rn.Opts.Plane, Ledger: rn.ledger,
+		Nodes: rn.joinedNodes, Records: rn.recorder.Snapshot, Note: rn.note, Fail: rn.fail, Tally: &rn.tally,
 	}
 }
 

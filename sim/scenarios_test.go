@@ -309,9 +309,9 @@ func TestEveryStepKindRuns(t *testing.T) {
 	if len(acts) == 0 {
 		t.Fatal("scenario.Step lists no actions")
 	}
-	x := &run{Runner: &Runner{}}
+	rn := &run{Runner: &Runner{}}
 	for _, a := range acts {
-		if x.action(a) == nil {
+		if rn.action(a) == nil {
 			t.Errorf("the runner has no action for %T", a)
 		}
 	}

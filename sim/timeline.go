@@ -24,29 +24,29 @@ import (
 
 // play runs the timeline, each step in its own goroutine at its offset (and the gate, if
 // the scenario installs it late, on gateCtx), and waits until the run settles or times out.
-func (x *run) play(ctx, gateCtx context.Context) {
-	if d := x.sc.GateStartsAt; d > 0 {
+func (rn *run) play(ctx, gateCtx context.Context) {
+	if d := rn.sc.GateStartsAt; d > 0 {
 		go func() {
 			select {
 			case <-gateCtx.Done():
 			case <-time.After(d):
-				if x.sc.GateStartsAfterBound && !x.waitBound(gateCtx) {
+				if rn.sc.GateStartsAfterBound && !rn.waitBound(gateCtx) {
 					return
 				}
-				if err := x.harness.Start(gateCtx, x.replicaCount()); err != nil {
-					x.fail(fmt.Errorf("starting gate late: %w", err))
+				if err := rn.harness.Start(gateCtx, rn.replicaCount()); err != nil {
+					rn.fail(fmt.Errorf("starting gate late: %w", err))
 				}
 			}
 		}()
 	}
 	var wg sync.WaitGroup
-	after := sequenced(x.sc.Timeline)
-	done := make([]chan struct{}, len(x.sc.Timeline))
+	after := sequenced(rn.sc.Timeline)
+	done := make([]chan struct{}, len(rn.sc.Timeline))
 	for i := range done {
 		done[i] = make(chan struct{})
 	}
-	for i := range x.sc.Timeline {
-		step := &x.sc.Timeline[i]
+	for i := range rn.sc.Timeline {
+		step := &rn.sc.Timeline[i]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -54,7 +54,7 @@ func (x *run) play(ctx, gateCtx context.Context) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(time.Until(x.start.Add(step.At))):
+			case <-time.After(time.Until(rn.start.Add(step.At))):
 			}
 			if p := after[i]; p >= 0 {
 				select {
@@ -63,17 +63,17 @@ func (x *run) play(ctx, gateCtx context.Context) {
 				case <-done[p]:
 				}
 			}
-			if step.AfterBound && !x.waitBound(ctx) {
+			if step.AfterBound && !rn.waitBound(ctx) {
 				return
 			}
-			x.step(ctx, step)
-			x.mu.Lock()
-			x.steps++
-			x.lastStep = time.Now()
-			x.mu.Unlock()
+			rn.step(ctx, step)
+			rn.mu.Lock()
+			rn.steps++
+			rn.lastStep = time.Now()
+			rn.mu.Unlock()
 		}()
 	}
-	x.waitSettled(ctx)
+	rn.waitSettled(ctx)
 	stepsDone := make(chan struct{})
 	go func() { wg.Wait(); close(stepsDone) }()
 	select {
@@ -104,15 +104,15 @@ func sequenced(steps []scenario.Step) []int {
 
 // waitSettled returns once the run has settled, its timeout has passed, or ctx ends,
 // printing progress once a second if asked to.
-func (x *run) waitSettled(ctx context.Context) {
-	deadline := x.start.Add(x.sc.Timeout)
+func (rn *run) waitSettled(ctx context.Context) {
+	deadline := rn.start.Add(rn.sc.Timeout)
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	var lastProgress time.Time
 	for {
-		settled := x.settled()
+		settled := rn.settled()
 		timedOut := !settled && time.Now().After(deadline)
-		if x.Opts.Progress != nil && (time.Since(lastProgress) >= time.Second || settled || timedOut) {
+		if rn.Opts.Progress != nil && (time.Since(lastProgress) >= time.Second || settled || timedOut) {
 			phase := report.Running
 			switch {
 			case settled:
@@ -123,7 +123,7 @@ func (x *run) waitSettled(ctx context.Context) {
 				phase = report.Started
 			}
 			lastProgress = time.Now()
-			x.progress(phase)
+			rn.progress(phase)
 		}
 		if settled || timedOut {
 			return
@@ -136,39 +136,39 @@ func (x *run) waitSettled(ctx context.Context) {
 	}
 }
 
-func (x *run) step(ctx context.Context, s *scenario.Step) {
-	act := x.action(s.Action())
+func (rn *run) step(ctx context.Context, s *scenario.Step) {
+	act := rn.action(s.Action())
 	if act == nil {
-		x.fail(fmt.Errorf("step at %s: no action the runner knows (%T)", s.At, s.Action()))
+		rn.fail(fmt.Errorf("step at %s: no action the runner knows (%T)", s.At, s.Action()))
 		return
 	}
 	if err := act(ctx); err != nil && ctx.Err() == nil {
-		x.fail(fmt.Errorf("step at %s: %w", s.At, err))
+		rn.fail(fmt.Errorf("step at %s: %w", s.At, err))
 	}
 }
 
 // action is how the run carries out one step action (one of scenario.Step's action
 // types), or nil for a type it does not know. TestEveryStepKindRuns holds it to the list
 // in scenario.Step.Actions.
-func (x *run) action(a any) func(context.Context) error {
-	env := x.faultEnv()
+func (rn *run) action(a any) func(context.Context) error {
+	env := rn.faultEnv()
 	switch a := a.(type) {
 	case *scenario.Join:
-		return func(ctx context.Context) error { x.join(ctx, a); return nil }
+		return func(ctx context.Context) error { rn.join(ctx, a); return nil }
 	case *scenario.Reregister:
-		return func(ctx context.Context) error { return x.reregister(ctx, a) }
+		return func(ctx context.Context) error { return rn.reregister(ctx, a) }
 	case *scenario.Scale:
-		return func(ctx context.Context) error { return x.scale(ctx, a) }
+		return func(ctx context.Context) error { return rn.scale(ctx, a) }
 	case *scenario.NodeDelete:
-		return func(ctx context.Context) error { return x.nodeDelete(ctx, a) }
+		return func(ctx context.Context) error { return rn.nodeDelete(ctx, a) }
 	case *scenario.Relabel:
-		return func(ctx context.Context) error { return x.relabel(ctx, a) }
+		return func(ctx context.Context) error { return rn.relabel(ctx, a) }
 	case *scenario.InitPod:
-		return func(ctx context.Context) error { return x.initPod(ctx, a) }
+		return func(ctx context.Context) error { return rn.initPod(ctx, a) }
 	case *scenario.NodeCondition:
-		return func(ctx context.Context) error { return x.nodeCondition(ctx, a) }
+		return func(ctx context.Context) error { return rn.nodeCondition(ctx, a) }
 	case *scenario.KubeletStop:
-		return func(ctx context.Context) error { return x.kubeletStop(ctx, a) }
+		return func(ctx context.Context) error { return rn.kubeletStop(ctx, a) }
 	case *scenario.WebhookOutage:
 		return func(ctx context.Context) error { return faults.WebhookOutage(ctx, env, a) }
 	case *scenario.WebhookLatency:
@@ -192,11 +192,11 @@ func (x *run) action(a any) func(context.Context) error {
 }
 
 // joinedNodes lists the names of the nodes registered so far.
-func (x *run) joinedNodes() []string {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	out := make([]string, 0, len(x.joins))
-	for n := range x.joins {
+func (rn *run) joinedNodes() []string {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	out := make([]string, 0, len(rn.joins))
+	for n := range rn.joins {
 		out = append(out, n)
 	}
 	sort.Strings(out)
@@ -205,14 +205,14 @@ func (x *run) joinedNodes() []string {
 
 // join registers the nodes of a join step: all at once (bounded concurrency) or one per
 // interval. A failed registration is retried every 500ms, as a kubelet would.
-func (x *run) join(ctx context.Context, j *scenario.Join) {
+func (rn *run) join(ctx context.Context, j *scenario.Join) {
 	sem := make(chan struct{}, 64)
 	var wg sync.WaitGroup
 	for i := 0; i < j.Count; i++ {
-		name := x.sc.NodeName(j.Prefix, i)
-		x.mu.Lock()
-		x.joins[name] = j
-		x.mu.Unlock()
+		name := rn.sc.NodeName(j.Prefix, i)
+		rn.mu.Lock()
+		rn.joins[name] = j
+		rn.mu.Unlock()
 		if j.Interval > 0 && i > 0 {
 			select {
 			case <-ctx.Done():
@@ -224,28 +224,28 @@ func (x *run) join(ctx context.Context, j *scenario.Join) {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			x.register(ctx, name, j)
+			rn.register(ctx, name, j)
 		}()
 	}
 	wg.Wait()
 }
 
-func (x *run) register(ctx context.Context, name string, j *scenario.Join) {
+func (rn *run) register(ctx context.Context, name string, j *scenario.Join) {
 	for {
-		err := x.kubelet.Register(ctx, name, j.Labels, j.CoreTaints(), j.ReadyAfter)
+		err := rn.kubelet.Register(ctx, name, j.Labels, j.CoreTaints(), j.ReadyAfter)
 		if err == nil {
-			x.mu.Lock()
-			x.joined++
-			x.mu.Unlock()
+			rn.mu.Lock()
+			rn.joined++
+			rn.mu.Unlock()
 			return
 		}
 		if apierrors.IsAlreadyExists(err) {
-			x.fail(err)
+			rn.fail(err)
 			return
 		}
-		x.mu.Lock()
-		x.refused++
-		x.mu.Unlock()
+		rn.mu.Lock()
+		rn.refused++
+		rn.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return
@@ -257,64 +257,64 @@ func (x *run) register(ctx context.Context, name string, j *scenario.Join) {
 // reregister deletes a node and registers it again under the same name, as an autoscaler
 // that reuses names does. With KeepOldInitPod the old node's init Pods stay bound and Ready,
 // as they do while pod GC lags; otherwise they are deleted with the node.
-func (x *run) reregister(ctx context.Context, rr *scenario.Reregister) error {
-	x.mu.Lock()
-	j := x.joins[rr.Node]
-	x.mu.Unlock()
+func (rn *run) reregister(ctx context.Context, rr *scenario.Reregister) error {
+	rn.mu.Lock()
+	j := rn.joins[rr.Node]
+	rn.mu.Unlock()
 	if j == nil {
 		return fmt.Errorf("reregister: node %s never joined", rr.Node)
 	}
-	x.kubelet.Deregister(rr.Node)
-	if err := x.client.CoreV1().Nodes().Delete(ctx, rr.Node, metav1.DeleteOptions{}); client.IgnoreNotFound(err) != nil {
+	rn.kubelet.Deregister(rr.Node)
+	if err := rn.client.CoreV1().Nodes().Delete(ctx, rr.Node, metav1.DeleteOptions{}); client.IgnoreNotFound(err) != nil {
 		return err
 	}
 	if !rr.KeepOldInitPod {
-		if err := x.deletePodsOn(ctx, rr.Node); err != nil {
+		if err := rn.deletePodsOn(ctx, rr.Node); err != nil {
 			return err
 		}
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := x.client.CoreV1().Nodes().Get(ctx, rr.Node, metav1.GetOptions{})
+		_, err := rn.client.CoreV1().Nodes().Get(ctx, rr.Node, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	}); err != nil {
 		return fmt.Errorf("waiting for node %s to be gone: %w", rr.Node, err)
 	}
-	x.mu.Lock()
-	x.joined--
-	x.mu.Unlock()
-	x.register(ctx, rr.Node, j)
+	rn.mu.Lock()
+	rn.joined--
+	rn.mu.Unlock()
+	rn.register(ctx, rr.Node, j)
 	return nil
 }
 
 // nodeDelete removes a node as a scale-down would, with the Pods bound to it.
-func (x *run) nodeDelete(ctx context.Context, d *scenario.NodeDelete) error {
-	x.kubelet.Deregister(d.Node)
-	if err := x.client.CoreV1().Nodes().Delete(ctx, d.Node, metav1.DeleteOptions{}); client.IgnoreNotFound(err) != nil {
+func (rn *run) nodeDelete(ctx context.Context, d *scenario.NodeDelete) error {
+	rn.kubelet.Deregister(d.Node)
+	if err := rn.client.CoreV1().Nodes().Delete(ctx, d.Node, metav1.DeleteOptions{}); client.IgnoreNotFound(err) != nil {
 		return err
 	}
-	return x.deletePodsOn(ctx, d.Node)
+	return rn.deletePodsOn(ctx, d.Node)
 }
 
 // relabel sets (or, for a null value, removes) labels on a node, as an operator or a node
 // pool controller would.
-func (x *run) relabel(ctx context.Context, rl *scenario.Relabel) error {
+func (rn *run) relabel(ctx context.Context, rl *scenario.Relabel) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": rl.Labels}})
 	if err != nil {
 		return err
 	}
-	if _, err := x.client.CoreV1().Nodes().Patch(ctx, rl.Node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := rn.client.CoreV1().Nodes().Patch(ctx, rl.Node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("relabelling node %s: %w", rl.Node, err)
 	}
-	x.note("relabel: node %s labels %s", rl.Node, patch)
+	rn.note("relabel: node %s labels %s", rl.Node, patch)
 	return nil
 }
 
 // initPod changes init Pods after their timeline, through the fake kubelet (readiness) or
 // the API (deletion: the DaemonSet controller creates a new Pod).
-func (x *run) initPod(ctx context.Context, ip *scenario.InitPod) error {
+func (rn *run) initPod(ctx context.Context, ip *scenario.InitPod) error {
 	set := func(ready bool) error {
-		n, err := x.kubelet.SetInitReady(ip.Name, ip.Nodes, ready)
-		x.note("initPod %s: %d Pods ready=%v", ip.Name, n, ready)
+		n, err := rn.kubelet.SetInitReady(ip.Name, ip.Nodes, ready)
+		rn.note("initPod %s: %d Pods ready=%v", ip.Name, n, ready)
 		return err
 	}
 	switch ip.State {
@@ -323,7 +323,7 @@ func (x *run) initPod(ctx context.Context, ip *scenario.InitPod) error {
 	case scenario.InitPodReady:
 		return set(true)
 	case scenario.InitPodDelete:
-		return x.deleteInitPods(ctx, ip)
+		return rn.deleteInitPods(ctx, ip)
 	}
 	// Flap: unready and ready in turn, each state held for Every once written, then ready
 	// for good. Each unready spell lasts Every plus one write, however slow the plane.
@@ -343,17 +343,17 @@ func (x *run) initPod(ctx context.Context, ip *scenario.InitPod) error {
 
 // deleteInitPods deletes the init DaemonSet's Pods on the step's nodes (every node when
 // none is named).
-func (x *run) deleteInitPods(ctx context.Context, ip *scenario.InitPod) error {
-	for _, in := range x.sc.Init {
+func (rn *run) deleteInitPods(ctx context.Context, ip *scenario.InitPod) error {
+	for _, in := range rn.sc.Init {
 		if in.Name != ip.Name {
 			continue
 		}
 		sel := metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: in.Labels})
 		if len(ip.Nodes) == 0 {
-			return x.deletePods(ctx, metav1.ListOptions{LabelSelector: sel})
+			return rn.deletePods(ctx, metav1.ListOptions{LabelSelector: sel})
 		}
 		for _, node := range ip.Nodes {
-			if err := x.deletePods(ctx, metav1.ListOptions{LabelSelector: sel, FieldSelector: "spec.nodeName=" + node}); err != nil {
+			if err := rn.deletePods(ctx, metav1.ListOptions{LabelSelector: sel, FieldSelector: "spec.nodeName=" + node}); err != nil {
 				return err
 			}
 		}
@@ -362,18 +362,18 @@ func (x *run) deleteInitPods(ctx context.Context, ip *scenario.InitPod) error {
 }
 
 // deletePodsOn deletes every Pod of the run bound to node.
-func (x *run) deletePodsOn(ctx context.Context, node string) error {
-	return x.deletePods(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+func (rn *run) deletePodsOn(ctx context.Context, node string) error {
+	return rn.deletePods(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
 }
 
 // deletePods deletes, at once, the run's Pods that opts selects.
-func (x *run) deletePods(ctx context.Context, opts metav1.ListOptions) error {
-	pods, err := x.client.CoreV1().Pods(x.ns).List(ctx, opts)
+func (rn *run) deletePods(ctx context.Context, opts metav1.ListOptions) error {
+	pods, err := rn.client.CoreV1().Pods(rn.ns).List(ctx, opts)
 	if err != nil {
 		return err
 	}
 	for _, p := range pods.Items {
-		err := x.client.CoreV1().Pods(x.ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
+		err := rn.client.CoreV1().Pods(rn.ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
 		if client.IgnoreNotFound(err) != nil {
 			return err
 		}
@@ -382,13 +382,13 @@ func (x *run) deletePods(ctx context.Context, opts metav1.ListOptions) error {
 }
 
 // scale sets a workload's replicas (workloads that arrive after the nodes).
-func (x *run) scale(ctx context.Context, s *scenario.Scale) error {
-	_, err := x.client.AppsV1().Deployments(x.ns).Patch(ctx, s.Workload, "application/merge-patch+json",
+func (rn *run) scale(ctx context.Context, s *scenario.Scale) error {
+	_, err := rn.client.AppsV1().Deployments(rn.ns).Patch(ctx, s.Workload, "application/merge-patch+json",
 		[]byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, s.Replicas)), metav1.PatchOptions{})
 	if err == nil {
-		x.mu.Lock()
-		x.replicas[s.Workload] = s.Replicas
-		x.mu.Unlock()
+		rn.mu.Lock()
+		rn.replicas[s.Workload] = s.Replicas
+		rn.mu.Unlock()
 	}
 	return err
 }
@@ -397,27 +397,27 @@ func (x *run) scale(ctx context.Context, s *scenario.Scale) error {
 // expected, and every other gated node is either released or was never tainted but is
 // already serving (the gate had no chance at it). Without a gate nothing is released, so
 // there it is enough that the init Pods are ready.
-func (x *run) settled() bool {
-	want := x.wantPods()
-	x.mu.Lock()
-	steps, lastStep := x.steps, x.lastStep
-	x.mu.Unlock()
-	if steps < len(x.sc.Timeline) {
+func (rn *run) settled() bool {
+	want := rn.wantPods()
+	rn.mu.Lock()
+	steps, lastStep := rn.steps, rn.lastStep
+	rn.mu.Unlock()
+	if steps < len(rn.sc.Timeline) {
 		return false
 	}
-	recs := x.recorder.Snapshot()
-	if w := x.sc.Expect.Window; w > 0 && time.Since(lastStep) < w && (x.sc.Expect.ReplacementWithin == 0 || check.ReplacementsPending(recs)) {
+	recs := rn.recorder.Snapshot()
+	if w := rn.sc.Expect.Window; w > 0 && time.Since(lastStep) < w && (rn.sc.Expect.ReplacementWithin == 0 || check.ReplacementsPending(recs)) {
 		return false
 	}
-	v := check.Check(recs, x.start, x.bounds())
-	if v.WorkloadPods < want || v.Stuck > x.sc.Expect.Stuck {
+	v := check.Check(recs, rn.start, rn.bounds())
+	if v.WorkloadPods < want || v.Stuck > rn.sc.Expect.Stuck {
 		return false
 	}
 	for _, rec := range recs {
 		if !rec.Gated || !rec.Deleted.IsZero() {
 			continue
 		}
-		if x.harness.Off() {
+		if rn.harness.Off() {
 			if rec.InitReady.IsZero() {
 				return false
 			}
@@ -431,11 +431,11 @@ func (x *run) settled() bool {
 }
 
 // wantPods is how many workload replicas the run has asked for so far.
-func (x *run) wantPods() int {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+func (rn *run) wantPods() int {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
 	want := 0
-	for _, n := range x.replicas {
+	for _, n := range rn.replicas {
 		want += int(n)
 	}
 	return want
@@ -445,11 +445,11 @@ func (x *run) wantPods() int {
 // first), for a step that is AfterBound and for a late gate that is GateStartsAfterBound.
 // It polls the recorder, as waitSettled does, but counts only the bound Pods instead of
 // judging every invariant at each tick.
-func (x *run) waitBound(ctx context.Context) bool {
+func (rn *run) waitBound(ctx context.Context) bool {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if check.WorkloadPods(x.recorder.Snapshot()) >= x.wantPods() {
+		if check.WorkloadPods(rn.recorder.Snapshot()) >= rn.wantPods() {
 			return true
 		}
 		select {
@@ -462,23 +462,23 @@ func (x *run) waitBound(ctx context.Context) bool {
 
 // progress reports the run's state to Opts.Progress: as data to a report.ProgressReceiver,
 // else as a text line.
-func (x *run) progress(phase report.Phase) {
-	v := check.Check(x.recorder.Snapshot(), x.start, x.bounds())
-	x.mu.Lock()
-	joined, refused := x.joined, x.refused
-	x.mu.Unlock()
-	p := report.Progress{Scenario: x.sc.Name, Seed: x.seed, Phase: phase, Elapsed: time.Since(x.start), Joined: joined,
-		Gated: v.Gated, Released: v.Released, Early: confirmedEarly(v.Violations, x.recorder.NodeRV()), Refused: refused}
-	for _, s := range x.sc.Timeline {
+func (rn *run) progress(phase report.Phase) {
+	v := check.Check(rn.recorder.Snapshot(), rn.start, rn.bounds())
+	rn.mu.Lock()
+	joined, refused := rn.joined, rn.refused
+	rn.mu.Unlock()
+	p := report.Progress{Scenario: rn.sc.Name, Seed: rn.seed, Phase: phase, Elapsed: time.Since(rn.start), Joined: joined,
+		Gated: v.Gated, Released: v.Released, Early: confirmedEarly(v.Violations, rn.recorder.NodeRV()), Refused: refused}
+	for _, s := range rn.sc.Timeline {
 		if s.Join != nil {
 			p.Nodes += s.Join.Count
 		}
 	}
-	if r, ok := x.Opts.Progress.(report.ProgressReceiver); ok {
+	if r, ok := rn.Opts.Progress.(report.ProgressReceiver); ok {
 		r.Progress(p)
 		return
 	}
-	fmt.Fprintln(x.Opts.Progress, p)
+	fmt.Fprintln(rn.Opts.Progress, p)
 }
 
 // confirmedEarly counts the early Pods that stay early whatever is still in flight: bound at
@@ -497,11 +497,11 @@ func confirmedEarly(vs []check.Violation, nodeRV uint64) int {
 }
 
 // nodesOf resolves a step's nodes: by name, or the node a Pod of the run is bound to now.
-func (x *run) nodesOf(ctx context.Context, ref scenario.NodeRef) ([]string, error) {
+func (rn *run) nodesOf(ctx context.Context, ref scenario.NodeRef) ([]string, error) {
 	if ref.PodNode == "" {
 		return ref.Nodes, nil
 	}
-	p, err := x.client.CoreV1().Pods(x.ns).Get(ctx, ref.PodNode, metav1.GetOptions{})
+	p, err := rn.client.CoreV1().Pods(rn.ns).Get(ctx, ref.PodNode, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("finding the node of pod %s: %w", ref.PodNode, err)
 	}
@@ -513,39 +513,39 @@ func (x *run) nodesOf(ctx context.Context, ref scenario.NodeRef) ([]string, erro
 
 // nodeCondition sets or clears a node condition, as a termination handler or
 // node-problem-detector would: a status write that keeps every other condition.
-func (x *run) nodeCondition(ctx context.Context, c *scenario.NodeCondition) error {
-	nodes, err := x.nodesOf(ctx, c.NodeRef)
+func (rn *run) nodeCondition(ctx context.Context, c *scenario.NodeCondition) error {
+	nodes, err := rn.nodesOf(ctx, c.NodeRef)
 	if err != nil {
 		return err
 	}
 	for _, name := range nodes {
 		err := kubelet.Retry(ctx, func() error {
-			n, err := x.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			n, err := rn.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
 			n.Status.Conditions = scenario.SetNodeCondition(n.Status.Conditions, c, metav1.Now())
-			_, err = x.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+			_, err = rn.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
 			return err
 		})
 		if err != nil {
 			return fmt.Errorf("setting condition %s on node %s: %w", c.Type, name, err)
 		}
 	}
-	x.note("condition %s=%s on %v", c.Type, map[bool]string{true: "(cleared)", false: c.Status}[c.Clear], nodes)
+	rn.note("condition %s=%s on %v", c.Type, map[bool]string{true: "(cleared)", false: c.Status}[c.Clear], nodes)
 	return nil
 }
 
 // kubeletStop stops the fake kubelet of the nodes, and records when.
-func (x *run) kubeletStop(ctx context.Context, k *scenario.KubeletStop) error {
-	nodes, err := x.nodesOf(ctx, k.NodeRef)
+func (rn *run) kubeletStop(ctx context.Context, k *scenario.KubeletStop) error {
+	nodes, err := rn.nodesOf(ctx, k.NodeRef)
 	if err != nil {
 		return err
 	}
 	for _, name := range nodes {
-		x.kubelet.Deregister(name)
-		x.recorder.KubeletStopped(name, time.Now())
+		rn.kubelet.Deregister(name)
+		rn.recorder.KubeletStopped(name, time.Now())
 	}
-	x.note("kubelet stopped on %v", nodes)
+	rn.note("kubelet stopped on %v", nodes)
 	return nil
 }

@@ -289,8 +289,8 @@ type nodeEnd struct {
 
 // nodesAtEnd reads the run's nodes while they still exist: their taints, for the report of
 // a node never released.
-func nodesAtEnd(ctx context.Context, x sim.Live, name string) (map[string]nodeEnd, error) {
-	list, err := x.Client().CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: scenario.Label + "=" + name})
+func nodesAtEnd(ctx context.Context, live sim.Live, name string) (map[string]nodeEnd, error) {
+	list, err := live.Client().CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: scenario.Label + "=" + name})
 	if err != nil {
 		return nil, fmt.Errorf("listing the run's nodes: %w", err)
 	}

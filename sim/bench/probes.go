@@ -21,29 +21,29 @@ import (
 // memory measures the gate process at the settled largest burst: heap and RSS after a
 // forced GC, then again once the filler Pods are stored. (The gate's label-selected watch
 // is never sent them, so there is nothing of theirs to wait for on its side.)
-func (b *bench) memory(ctx context.Context, x sim.Live) error {
-	if len(x.Gate().Replicas()) == 0 {
+func (b *bench) memory(ctx context.Context, live sim.Live) error {
+	if len(live.Gate().Replicas()) == 0 {
 		return fmt.Errorf("memory phase: no gate replica")
 	}
-	r := x.Gate().Replicas()[0]
+	r := live.Gate().Replicas()[0]
 	m0, err := gateMemory(ctx, r)
 	if err != nil {
 		return err
 	}
-	b.rep.MemoryNodes = len(x.Nodes())
+	b.rep.MemoryNodes = len(live.Nodes())
 	b.rep.GateHeapBytes.Pods0, b.rep.GateRSSBytes.Pods0 = m0.heap, m0.rss
 	b.progress("memory: gate heap %d MiB, rss %d MiB at %d nodes; adding %d workload Pods",
 		m0.heap>>20, m0.rss>>20, b.rep.MemoryNodes, b.opts.Pods)
 	// The filler Pods get a namespace of their own, deleted (in the background, by the
 	// namespace controller) once measured: in the run's namespace, the run's cleanup had to
 	// delete 100,000 Pods in one request, which outlived the apiserver's request timeout.
-	nss := x.Client().CoreV1().Namespaces()
+	nss := live.Client().CoreV1().Namespaces()
 	ns, err := nss.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-filler-",
 		Labels: map[string]string{scenario.Label: "bench-filler"}}}, metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("memory phase: %w", err)
 	}
-	if err := fillPods(ctx, x.Client(), ns.Name, b.opts.Pods); err != nil {
+	if err := fillPods(ctx, live.Client(), ns.Name, b.opts.Pods); err != nil {
 		return err
 	}
 	b.rep.FillerPods = b.opts.Pods
@@ -64,11 +64,11 @@ func (b *bench) memory(ctx context.Context, x sim.Live) error {
 
 // profile takes a CPU profile of the gate over the first 20s of the reference burst, for
 // the question "what limits it" — answered by a profile, not a guess.
-func (b *bench) profile(ctx context.Context, x sim.Live, path string) {
-	if len(x.Gate().Replicas()) == 0 {
+func (b *bench) profile(ctx context.Context, live sim.Live, path string) {
+	if len(live.Gate().Replicas()) == 0 {
 		return
 	}
-	raw, err := httpGet(ctx, x.Gate().Replicas()[0].PprofURL()+"/profile?seconds=20")
+	raw, err := httpGet(ctx, live.Gate().Replicas()[0].PprofURL()+"/profile?seconds=20")
 	if err == nil {
 		err = os.WriteFile(path, raw, 0o644)
 	}
@@ -81,11 +81,11 @@ func (b *bench) profile(ctx context.Context, x sim.Live, path string) {
 
 // handlerLatency reads the gate's own histogram of its webhook handler — the time inside
 // the gate, where the apiserver's histogram also counts the call's way there and back.
-func (b *bench) handlerLatency(ctx context.Context, x sim.Live) error {
-	if len(x.Gate().Replicas()) == 0 {
+func (b *bench) handlerLatency(ctx context.Context, live sim.Live) error {
+	if len(live.Gate().Replicas()) == 0 {
 		return nil
 	}
-	raw, err := httpGet(ctx, x.Gate().Replicas()[0].MetricsURL())
+	raw, err := httpGet(ctx, live.Gate().Replicas()[0].MetricsURL())
 	if err != nil {
 		return fmt.Errorf("scraping the gate: %w", err)
 	}

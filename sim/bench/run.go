@@ -241,35 +241,35 @@ type runEnd struct {
 func (b *bench) hooks(h *sim.Hooks, l load, end *runEnd) {
 	webhookRef := l.mode == benchGate && l.nodes == b.opts.Reference
 	if webhookRef && b.opts.LogDir != "" {
-		h.Started = func(ctx context.Context, x sim.Live) {
-			go b.profile(ctx, x, filepath.Join(b.opts.LogDir, "bench-gate-cpu.pprof"))
+		h.Started = func(ctx context.Context, live sim.Live) {
+			go b.profile(ctx, live, filepath.Join(b.opts.LogDir, "bench-gate-cpu.pprof"))
 		}
 	}
-	h.Settled = func(ctx context.Context, x sim.Live) error {
+	h.Settled = func(ctx context.Context, live sim.Live) error {
 		end.settled, end.procCPU = time.Now(), processesCPU()
 		var err error
-		if end.nodes, err = nodesAtEnd(ctx, x, l.name()); err != nil {
+		if end.nodes, err = nodesAtEnd(ctx, live, l.name()); err != nil {
 			return err
 		}
-		if reps := x.Gate().Replicas(); len(reps) > 0 {
+		if reps := live.Gate().Replicas(); len(reps) > 0 {
 			end.cpu, _ = processCPU(reps[0].Pid())
 			n, exited := reps[0].Restarts()
 			end.restarts, end.cpu = n, end.cpu+exited.Seconds()
 		}
-		if l.mode != benchFloor && len(x.Gate().Replicas()) > 0 {
-			if end.stages, err = gateStages(ctx, x.Gate().Replicas()[0]); err != nil {
+		if l.mode != benchFloor && len(live.Gate().Replicas()) > 0 {
+			if end.stages, err = gateStages(ctx, live.Gate().Replicas()[0]); err != nil {
 				return err
 			}
 		}
 		if webhookRef {
-			if err := b.handlerLatency(ctx, x); err != nil {
+			if err := b.handlerLatency(ctx, live); err != nil {
 				return err
 			}
 		}
 		if l.mode != benchGate || l.nodes != b.largest {
 			return nil
 		}
-		return b.memory(ctx, x)
+		return b.memory(ctx, live)
 	}
 }
 
