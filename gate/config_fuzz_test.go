@@ -57,6 +57,7 @@ func FuzzLoadConfig(f *testing.F) {
 // golden input, both conversions' outputs, the gate section of every scenario, and small
 // configs for the fields those leave out.
 func configSeeds(tb testing.TB) [][]byte {
+	tb.Helper()
 	var out [][]byte
 	for _, file := range []string{"../deploy/examples/rules.yaml", "../testdata/policy/autoscaler-gpu.input.yaml",
 		"../testdata/nrc/rules.golden.yaml", "../testdata/tainter/config.golden.yaml"} {
@@ -81,6 +82,7 @@ func configSeeds(tb testing.TB) [][]byte {
 
 // scenarioGates are the gate sections of scenarios/*.yaml, each as its own config file.
 func scenarioGates(tb testing.TB) [][]byte {
+	tb.Helper()
 	files, err := filepath.Glob("../scenarios/*.yaml")
 	if err != nil || len(files) == 0 {
 		tb.Fatalf("no scenarios (%v)", err)

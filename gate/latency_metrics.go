@@ -48,6 +48,7 @@ func observeStage(stage string, since time.Time) {
 // and URL would be unbounded labels).
 type latencyAdapter struct{ h *prometheus.HistogramVec }
 
+// Observe records one request's latency under its verb.
 func (a latencyAdapter) Observe(_ context.Context, verb string, _ url.URL, d time.Duration) {
 	a.h.WithLabelValues(verb).Observe(d.Seconds())
 }

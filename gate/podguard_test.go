@@ -344,6 +344,7 @@ var guardFuzzPods = map[string]*corev1.Pod{
 // default startup rule, a continuous CNI rule on pool=cni and an out-of-service condition
 // rule.
 func podGuardFuzzEnv(tb testing.TB) (*PodGuard, *calls) {
+	tb.Helper()
 	cfg := validConfig(tb, func(c *config.Config) {
 		c.Rules = []rule.Rule{
 			{Name: config.DefaultRuleName, NodeSelector: config.DefaultNodeSelector, Taint: gateTaint, Components: []rule.Component{{Name: "init", Selector: config.DefaultInitLabel}}},
@@ -433,6 +434,7 @@ func guardTarget(req admission.Request) (node string, pod *corev1.Pod, bad strin
 // podGuardSeeds are the requests of TestPodGuard's shape: a Pod with spec.nodeName, or a
 // pods/binding, for every node and Pod of the fuzz environment, and the malformed ones.
 func podGuardSeeds(tb testing.TB) []admission.Request {
+	tb.Helper()
 	req := func(kind metav1.GroupVersionKind, sub, name string, raw []byte) admission.Request {
 		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 			Kind: kind, SubResource: sub, Name: name, Namespace: "default", Operation: admissionv1.Create,

@@ -29,6 +29,7 @@ var (
 // rulesConfig: init on every gated node (the default rule, keeping completedAt), the GPU
 // driver on the GPU pool, CNI continuous everywhere, and a dry-run rule.
 func rulesConfig(t *testing.T, mod func(*config.Config)) *config.Config {
+	t.Helper()
 	return validConfig(t, func(c *config.Config) {
 		c.Rules = []rule.Rule{
 			{Name: config.DefaultRuleName, NodeSelector: config.DefaultNodeSelector, Taint: gateTaint, Components: []rule.Component{{Name: "init", Selector: config.DefaultInitLabel}}},

@@ -39,6 +39,8 @@ func NewNodeWebhook(scheme *runtime.Scheme, cfg *config.Config) *admission.Webho
 	return admission.WithDefaulter[*corev1.Node](scheme, &nodeDefaulter{cfg: cfg})
 }
 
+// Default adds the taint of every rule that holds nodes from creation and applies to the
+// node; controller-runtime turns the change into the admission patch.
 func (d *nodeDefaulter) Default(ctx context.Context, node *corev1.Node) error {
 	req, err := admission.RequestFromContext(ctx)
 	if err != nil {

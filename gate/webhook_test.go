@@ -43,11 +43,13 @@ func admissionRequest(kind metav1.GroupVersionKind, op admissionv1.Operation, ra
 // counterValue reads one counter from controller-runtime's registry, where the gate registers
 // its metrics; 0 if the series does not exist yet.
 func counterValue(tb testing.TB, name, label, value string) float64 {
+	tb.Helper()
 	return findMetric(tb, name, label, value).GetCounter().GetValue()
 }
 
 // gaugeValue reads one gauge, as counterValue reads a counter.
 func gaugeValue(tb testing.TB, name, label, value string) float64 {
+	tb.Helper()
 	return findMetric(tb, name, label, value).GetGauge().GetValue()
 }
 

@@ -167,6 +167,7 @@ func TestParseFlags(t *testing.T) {
 				"--kube-api-qps", "12.5", "--kube-api-burst", "25", "--print-policy",
 				"--leader-elect-lease-duration", "30s", "--leader-elect-renew-deadline", "20s", "--leader-elect-retry-period", "5s"},
 			s: func(t *testing.T, s *settings) {
+				t.Helper()
 				want := settings{cfg: s.cfg, leaderElect: true, leaderNS: "gate-system", metricsAddr: "0", probeAddr: ":9090",
 					leaseDuration: 30 * time.Second, renewDeadline: 20 * time.Second, retryPeriod: 5 * time.Second,
 					webhookPort: 10250, certDir: "/certs", workers: 4, qps: 12.5, burst: 25, printPolicy: true}
@@ -179,6 +180,7 @@ func TestParseFlags(t *testing.T) {
 			name: "kubeconfig",
 			args: []string{"--kubeconfig", "/home/me/.kube/config"},
 			s: func(t *testing.T, s *settings) {
+				t.Helper()
 				if s.kubeconfig != "/home/me/.kube/config" {
 					t.Errorf("kubeconfig = %q, want %q", s.kubeconfig, "/home/me/.kube/config")
 				}
@@ -188,6 +190,7 @@ func TestParseFlags(t *testing.T) {
 			name: "kubeconfig in the --flag=value form, with --print-policy",
 			args: []string{"--kubeconfig=/etc/gate/kubeconfig", "--print-policy"},
 			s: func(t *testing.T, s *settings) {
+				t.Helper()
 				if s.kubeconfig != "/etc/gate/kubeconfig" || !s.printPolicy {
 					t.Errorf("kubeconfig, printPolicy = %q, %v, want %q, true", s.kubeconfig, s.printPolicy, "/etc/gate/kubeconfig")
 				}

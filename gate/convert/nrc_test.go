@@ -65,7 +65,7 @@ func TestNRCRules(t *testing.T) {
 }
 
 func TestNRCErrors(t *testing.T) {
-	edit := func(old, new string) string { return strings.Replace(nrcRuleYAML, old, new, 1) }
+	edit := func(from, to string) string { return strings.Replace(nrcRuleYAML, from, to, 1) }
 	tests := []struct {
 		name string
 		yaml string

@@ -18,7 +18,7 @@ func unanchored(re string) (string, error) {
 		return "", err
 	}
 	if _, err := regexp.Compile(re); err != nil {
-		return "", fmt.Errorf("%q: Go's regexp does not read it: %v", re, err)
+		return "", fmt.Errorf("%q: Go's regexp does not read it: %w", re, err)
 	}
 	return `(?s:.*)(?:` + re + `)(?s:.*)`, nil
 }

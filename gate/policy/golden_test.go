@@ -27,6 +27,7 @@ func TestGoldenPolicy(t *testing.T) {
 	}
 	for _, in := range inputs {
 		tests = append(tests, goldenCase{strings.TrimSuffix(filepath.Base(in), ".input.yaml"), func(t *testing.T) config.Config {
+			t.Helper()
 			data, err := os.ReadFile(in)
 			if err != nil {
 				t.Fatal(err)
