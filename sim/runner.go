@@ -408,17 +408,18 @@ func (rn *run) faultEnv() *faults.Env {
 
 // RunRepeated runs every scenario repeat times, repetition i on seed Opts.Seed+i, up to
 // parallel runs at once on the shared plane (each isolates itself: namespace, node names,
-// scenario label, its own gate and admission objects). A scenario's repetitions run one after another (its node names
-// would collide), but no repetition waits for the slowest scenario of the one before: each
-// scenario is a lane of its own, and a freed slot goes to whichever lane is ready. A soak
-// of a thousand runs then costs the sum of its runs over parallel, not a thousand
-// repetitions' slowest runs. Exclusive scenarios run alone, first, every repetition.
+// scenario label, its own gate and admission objects). A scenario's repetitions run one
+// after another (its node names would collide), but no repetition waits for the slowest
+// scenario of the one before: a freed slot goes to the next repetition of whichever
+// scenario is ready (in the glossary of docs/simulator.md, each scenario is a lane). A soak
+// then costs the sum of its runs over parallel, not the sum of every repetition's slowest
+// run. Exclusive scenarios run alone, first, every repetition.
 // Results come back repetition by repetition, each in input order.
 func (r *Runner) RunRepeated(ctx context.Context, scs []*scenario.Scenario, repeat, parallel int) ([]*report.Result, error) {
 	results := make([]*report.Result, len(scs)*repeat)
 	errs := make([]error, len(results))
 	exclusive := func(j int) bool { return scs[j].Exclusive() }
-	lanes(ctx, len(scs), repeat, parallel, exclusive, func(j, i int) {
+	repeatEach(ctx, len(scs), repeat, parallel, exclusive, func(j, i int) {
 		results[i*len(scs)+j], errs[i*len(scs)+j] = r.runSeed(ctx, scs[j], r.Opts.Seed+uint64(i))
 	})
 	if err := ctx.Err(); err != nil {
@@ -427,10 +428,10 @@ func (r *Runner) RunRepeated(ctx context.Context, scs []*scenario.Scenario, repe
 	return compact(results), errors.Join(errs...)
 }
 
-// lanes calls run(j, i) for repetition i of each of n scenarios: the exclusive ones alone
+// repeatEach calls run(j, i) for repetition i of each of n scenarios: the exclusive ones alone
 // and first, then the others at most parallel at once, each scenario's repetitions in
 // order and never two of one scenario at once. It starts nothing more once ctx is done.
-func lanes(ctx context.Context, n, repeat, parallel int, exclusive func(j int) bool, run func(j, i int)) {
+func repeatEach(ctx context.Context, n, repeat, parallel int, exclusive func(j int) bool, run func(j, i int)) {
 	for j := 0; j < n; j++ {
 		for i := 0; i < repeat && exclusive(j) && ctx.Err() == nil; i++ {
 			run(j, i)

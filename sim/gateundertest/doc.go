@@ -5,8 +5,10 @@
 //     TLS port registered from deploy/base/webhook.yaml;
 //   - process: the built cmd/gate binary, leader-elected, so that it can be killed;
 //   - policy: the MutatingAdmissionPolicy that config.Config renders, with the controller;
-//   - floor: a deliberately trivial reference controller in a process of its own, the
-//     benchmark's yardstick for what any release costs on this plane;
+//   - floor: not a gate but a yardstick, a deliberately trivial controller in a process of
+//     its own that removes the taint once an init Pod on the node is Ready, with no rules,
+//     holds or leader election: the least any release can cost on this plane, to which the
+//     benchmark compares the gate (docs/simulator.md#glossary);
 //   - off: no gate at all, the negative control.
 //
 // It never runs a copy of the gate: every mode but floor and off starts the gate package's

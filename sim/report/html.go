@@ -253,14 +253,14 @@ func order(nodes []nodeView, byLatency bool) {
 func overview(res *Result, end time.Duration) template.HTML {
 	const width, left, right, nodeH, podH, gap = 780.0, 52.0, 16.0, 150.0, 90.0, 22.0
 	ax := timeAxis{x0: left, width: width - left - right, end: end}
-	lanes := bandLanes(res.FaultWindows, ax)
-	top := 8 + float64(max(1, len(lanes)))*13
+	lines := bandLines(res.FaultWindows, ax)
+	top := 8 + float64(max(1, len(lines)))*13
 	podTop := top + nodeH + gap
 	bottom := podTop + podH
 	s := newSVG(width, bottom+30, "chart")
 
-	for i, lane := range lanes {
-		for _, w := range lane {
+	for i, line := range lines {
+		for _, w := range line {
 			x := ax.x(w.Start)
 			s.text(x+2, 15+float64(i)*13, "bandlabel", w.Name)
 		}
@@ -317,23 +317,23 @@ type curve struct {
 	class string
 }
 
-// bandLanes spreads the fault windows' names over as few lines as keep them apart.
-func bandLanes(ws []scenario.Window, ax timeAxis) [][]scenario.Window {
-	var lanes [][]scenario.Window
+// bandLines spreads the fault windows' names over as few lines as keep them apart.
+func bandLines(ws []scenario.Window, ax timeAxis) [][]scenario.Window {
+	var lines [][]scenario.Window
 	var ends []float64
 	for _, w := range ws {
 		x0 := ax.x(w.Start)
 		x1 := x0 + float64(len(w.Name))*6.2 + 8
 		i := 0
-		for i < len(lanes) && x0 < ends[i] {
+		for i < len(lines) && x0 < ends[i] {
 			i++
 		}
-		if i == len(lanes) {
-			lanes, ends = append(lanes, nil), append(ends, 0)
+		if i == len(lines) {
+			lines, ends = append(lines, nil), append(ends, 0)
 		}
-		lanes[i], ends[i] = append(lanes[i], w), x1
+		lines[i], ends[i] = append(lines[i], w), x1
 	}
-	return lanes
+	return lines
 }
 
 // rows draws one row per node: the bar grey while the node holds the taint, a thin green

@@ -8,16 +8,16 @@ import (
 	"time"
 )
 
-// TestLanes checks the soak's schedule with a run that only takes note: every repetition
-// of every scenario runs once; an exclusive scenario runs with nothing beside it and before
-// the others; no scenario runs beside itself; repetitions of one scenario run in order; and
-// at most parallel runs at once. Where the old schedule waited for a repetition's slowest
-// run, every other lane here finishes all its repetitions while the slow one is still on
-// its first: that run waits for them (or, when the lanes wait on each other, gives up).
-func TestLanes(t *testing.T) {
+// TestRepeatEach checks the soak's schedule with a run that only takes note: every
+// repetition of every scenario runs once; an exclusive scenario runs with nothing beside it
+// and before the others; no scenario runs beside itself; repetitions of one scenario run in
+// order; and at most parallel runs at once. No scenario may wait for another's slowest run:
+// every other scenario here finishes all its repetitions while the slow one is still on its
+// first, and that run waits for them (or, if they wait on it, gives up).
+func TestRepeatEach(t *testing.T) {
 	const n, repeat, parallel = 6, 4, 3
 	exclusive := func(j int) bool { return j == 2 }
-	slow := 0 // scenario 0's first run lasts until every other lane is through
+	slow := 0 // scenario 0's first run lasts until every other scenario is through
 	var (
 		mu        sync.Mutex
 		running   = map[int]bool{}
@@ -58,7 +58,7 @@ func TestLanes(t *testing.T) {
 			select {
 			case <-othersOut:
 			case <-time.After(5 * time.Second):
-				t.Errorf("the other lanes did not finish while the slow scenario's first run lasted: they wait on it")
+				t.Errorf("the other scenarios did not finish while the slow scenario's first run lasted: they wait on it")
 			}
 		}
 
@@ -71,7 +71,7 @@ func TestLanes(t *testing.T) {
 			close(othersOut)
 		}
 	}
-	lanes(context.Background(), n, repeat, parallel, exclusive, run)
+	repeatEach(context.Background(), n, repeat, parallel, exclusive, run)
 
 	if len(log) != n*repeat {
 		t.Fatalf("%d runs; want %d: %v", len(log), n*repeat, log)
@@ -86,12 +86,12 @@ func TestLanes(t *testing.T) {
 	}
 }
 
-// TestLanesStopWithTheContext: an interrupted soak starts no further run.
-func TestLanesStopWithTheContext(t *testing.T) {
+// TestRepeatEachStopsWithTheContext: an interrupted soak starts no further run.
+func TestRepeatEachStopsWithTheContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	runs := 0
-	lanes(ctx, 3, 10, 1, func(int) bool { return false }, func(j, i int) {
+	repeatEach(ctx, 3, 10, 1, func(int) bool { return false }, func(j, i int) {
 		mu.Lock()
 		defer mu.Unlock()
 		runs++
@@ -99,8 +99,8 @@ func TestLanesStopWithTheContext(t *testing.T) {
 			cancel()
 		}
 	})
-	// Each lane may have been waiting for the one slot when ctx ended; it runs at most that.
+	// Each scenario may have been waiting for the one slot when ctx ended; it runs at most that.
 	if runs > 2+3 {
-		t.Errorf("%d runs after the context ended at the second; want at most one more per lane", runs)
+		t.Errorf("%d runs after the context ended at the second; want at most one more per scenario", runs)
 	}
 }
