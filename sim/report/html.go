@@ -28,16 +28,20 @@ const maxProblems = 100
 
 type htmlScenario struct {
 	*Result
-	Anchor       string
-	Early        int
-	P50, P99     string
-	Overview     template.HTML
-	CDF          template.HTML
-	Problems     []problem
-	MoreProblems int
-	Rows         template.HTML
-	Folded       bool
-	Windows      []string
+	Anchor string
+	Early  int
+	// EarlyExpected: the run passed with early Pods, so its scenario allowed them (a run
+	// passes only if its scenario allowed every violation found): they are shown as
+	// expected, not as a failure.
+	EarlyExpected bool
+	P50, P99      string
+	Overview      template.HTML
+	CDF           template.HTML
+	Problems      []problem
+	MoreProblems  int
+	Rows          template.HTML
+	Folded        bool
+	Windows       []string
 }
 
 // problem is a node that went wrong, and how.
@@ -64,6 +68,7 @@ func (r *Report) renderHTML(buf *bytes.Buffer) error {
 func section(res *Result, i int) htmlScenario {
 	hs := htmlScenario{Result: res, Anchor: fmt.Sprintf("s%d-%s", i, res.Name),
 		Early: check.Count(res.Violations, check.KindEarlyPod), P50: noLatency, P99: noLatency}
+	hs.EarlyExpected = hs.Early > 0 && res.Passed
 	if res.HasLatency() {
 		hs.P50, hs.P99 = msLabel(res.ReleaseLatencyMS.P50), msLabel(res.ReleaseLatencyMS.P99)
 	}
@@ -470,7 +475,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 <p class="muted">backend {{.Report.Backend}} · gate {{.Report.Gate}} · seed {{.Report.Seed}} · {{len .Scenarios}} scenario runs</p>
 <table><tr><th>scenario</th><th>result</th><th>nodes</th><th>workload pods</th><th>early pods</th><th>released</th><th>stuck</th><th>release p50</th><th>release p99</th><th>wall</th></tr>
 {{range .Scenarios}}<tr><td><a href="#{{.Anchor}}">{{.Name}}</a></td><td class="{{if .Passed}}pass{{else}}fail{{end}}">{{if .Passed}}pass{{else}}FAIL{{end}}</td>
-<td>{{.Nodes}}</td><td>{{.WorkloadPods}}</td><td{{if .Early}} class="fail"{{end}}>{{.Early}}</td><td>{{.Released}}</td><td>{{.Stuck}}</td>
+<td>{{.Nodes}}</td><td>{{.WorkloadPods}}</td><td{{if .EarlyExpected}} class="muted"{{else if .Early}} class="fail"{{end}}>{{.Early}}{{if .EarlyExpected}} (expected){{end}}</td><td>{{.Released}}</td><td>{{.Stuck}}</td>
 <td>{{.P50}}</td><td>{{.P99}}</td><td>{{printf "%.1f" (seconds .DurationMS)}} s</td></tr>
 {{end}}</table>
 {{range .Scenarios}}
@@ -479,7 +484,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 <p>{{.Description}}</p>
 {{range .Failures}}<p class="fail">{{.}}</p>{{end}}
 {{if .Reproduce}}<p>reproduce: <code>{{.Reproduce}}</code></p>{{end}}
-<p class="muted">{{.Nodes}} nodes · {{.Released}} released · {{.Stuck}} stuck · {{.WorkloadPods}} workload Pods, {{.Early}} early ·
+<p class="muted">{{.Nodes}} nodes · {{.Released}} released · {{.Stuck}} stuck · {{.WorkloadPods}} workload Pods, {{.Early}} early{{if .EarlyExpected}} (expected){{end}} ·
 release latency p50 {{.P50}}, p99 {{.P99}}{{if .Windows}} · faults: {{range $i, $w := .Windows}}{{if $i}}; {{end}}{{$w}}{{end}}{{end}}</p>
 <div class="charts"><div>{{.Overview}}
 <div class="legend"><span><i class="sw joined"></i>joined</span><span><i class="sw tainted"></i>tainted</span><span><i class="sw ready"></i>init ready</span><span><i class="sw released"></i>released</span><span><i class="sw bound"></i>workload Pods bound</span><span><i class="sw early"></i>early Pods</span><span><i class="sw band"></i>fault window</span></div></div>

@@ -234,3 +234,40 @@ func TestBoundAt(t *testing.T) {
 		}
 	}
 }
+
+// TestHTMLExpectedEarlyPods: early Pods in a run that passed are the ones its scenario
+// expects (backfill-busy-node-untouched's busy nodes), shown grey as expected; in a run that
+// failed they stay red.
+func TestHTMLExpectedEarlyPods(t *testing.T) {
+	early := func(n int) []check.Violation {
+		var vs []check.Violation
+		for i := range n {
+			vs = append(vs, check.Violation{Kind: check.KindEarlyPod, Node: fmt.Sprint("n", i), Pod: fmt.Sprint("ns/w-", i)})
+		}
+		return vs
+	}
+	r := &Report{Backend: "embedded", Gate: "in-process", Seed: 1, Scenarios: []*Result{
+		{Name: "expects-them", Passed: true, Nodes: 20, WorkloadPods: 10, Violations: early(10)},
+		{Name: "fails-on-them", Nodes: 10, WorkloadPods: 10, Violations: early(2)},
+		{Name: "none", Passed: true, Nodes: 10, WorkloadPods: 10, Violations: []check.Violation{}},
+	}}
+	var buf bytes.Buffer
+	if err := r.renderHTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, want := range []string{
+		`<td class="muted">10 (expected)</td>`,
+		`<td class="fail">2</td>`,
+		`<td>0</td>`,
+		`10 workload Pods, 10 early (expected) ·`,
+		`10 workload Pods, 2 early ·`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if strings.Contains(page, `class="fail">10`) {
+		t.Error("the passing run's expected early Pods are shown as a failure")
+	}
+}
