@@ -202,9 +202,8 @@ func (r *Reconciler) rule(ctx context.Context, f *facts, rl *rule.Rule) (time.Du
 
 // confirm decides a re-taint again on the node and its Pods as the apiserver has them now.
 // The cache can lag the apiserver by seconds on a loaded plane, and a re-taint decided from
-// it can put a taint back on a node whose component was Ready again seconds before (a soak
-// run saw 10 nodes re-tainted that way, with a 3 s settle time, and released again 4 s
-// later). A release needs no such check: releasing late is the safe side.
+// it can put a taint back on a node whose component was Ready again seconds before. A
+// release needs no such check: releasing late is the safe side.
 //
 // It returns the fresh decision only when that is still a re-taint, and then f takes the
 // fresh node and Pods: the Node write is guarded by the Node's version just read (the Pods

@@ -199,8 +199,7 @@ func TestContinuousRuleRetaints(t *testing.T) {
 
 // TestRetaintConfirmedAgainstAPIServer: a re-taint decided from a cache that lags the
 // apiserver is decided again on the apiserver's copy, and is written only if that copy
-// still calls for it. A soak run's gate re-tainted 10 nodes whose CNI Pods had been Ready in
-// the apiserver for seconds, its cache not yet told. A node the apiserver no longer has, or
+// still calls for it. A node the apiserver no longer has, or
 // has under another UID, is left to the next event; a failed read is the reconcile's error.
 func TestRetaintConfirmedAgainstAPIServer(t *testing.T) {
 	node := func(uid types.UID) *corev1.Node {

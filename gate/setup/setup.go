@@ -27,12 +27,8 @@ import (
 // DefaultWorkers is how many nodes the release controller reconciles at once by default.
 //
 // A release is one Node write, and a reconcile that writes holds its worker for the whole
-// round trip: on a busy plane about 100 ms at the median and close to a second at p99
-// (make bench, 1000-node burst). With 16 workers a burst of releases therefore queued:
-// the workqueue wait reached a p99 of 807 ms, the largest part of the gate's own latency.
-// With 64 it was 7 ms in the same run. The client's rate limiter (100 QPS, burst 200) never
-// made a release wait in those bursts (p99 0.1 ms), and events go through a client of their
-// own, so the limits stay as shipped.
+// round trip, so with few workers a burst of releases queues behind them; the figures that
+// chose 64 are in docs/performance.md.
 const DefaultWorkers = 64
 
 // Options are the operational knobs that are not part of the contract.

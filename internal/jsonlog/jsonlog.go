@@ -1,11 +1,8 @@
 // Package jsonlog is the simulator's logger: every line, as JSON, with millisecond times.
 //
-// controller-runtime's zap logger, outside development mode, samples: of the lines with one
-// message, it writes the first 100 in a second and then one in a hundred. In a soak's log,
-// where every gate process's line is "gate process", every slow request "Slow API request"
-// and every in-process gate's release "Released node", that dropped most of the lines of
-// exactly the moments a failure is traced through; and its whole-second times could not
-// order a gate's sighting against a fake kubelet's write.
+// controller-runtime's zap logger, outside development mode, samples repeated messages and
+// stamps whole seconds: in a burst it drops most of the lines a failure is traced through,
+// and it cannot order a gate's sighting against a fake kubelet's write.
 package jsonlog
 
 import (
