@@ -16,13 +16,12 @@ import (
 // controller-manager with other flags, bursts large enough that the one scheduler's queue is
 // what the others would measure, and their negative controls) run one after another in a
 // child process of this test binary, on a plane of its own, while this process runs the rest
-// on the shared plane. On one plane they ran in series before everything else, about half
-// of the package's time and most of it waiting out their windows, and a cold CI run ended
-// with this package alone on a machine a third idle.
+// on the shared plane. Run in series before everything else, they would hold the package
+// for a long time spent mostly waiting out their windows, with the machine half idle.
 //
-// A process, not a second plane in this one: with two planes in one process, apiserver-
-// restart failed on the second ("http2: client connection force closed"), for a reason not
-// found. A process shares no client-go state with this one, as each run of `simulate` does.
+// A process, not a second plane in this one: a second plane in the same process breaks
+// apiserver-restart (its client connections are force-closed). A process shares no
+// client-go state with this one, as each run of `simulate` does.
 
 // exclusiveChildEnv marks the child process that runs TestExclusive's runs.
 const exclusiveChildEnv = "STARTUPGATE_SIM_EXCLUSIVE_CHILD"

@@ -98,10 +98,8 @@ func (rn *run) observed(v check.Verdict, recs []record.NodeRecord) check.Observe
 // reason, and an Event reaches the apiserver after the action it reports: client-go's
 // broadcaster writes it from a goroutine and, after a write that failed on the way (a
 // dropped connection or a handshake timeout on a loaded plane), tries again only 10 s
-// later, while a run such as init-daemonset-missing-toleration settles in 6. A soak run of
-// that scenario (seed 6, on a machine loaded by two planes and a fuzzer) was judged before
-// its Event arrived. The deadline is the run's timeout, so a missing Event still fails the
-// run, once the scenario's own bound has passed.
+// later, while a short run may settle before that. The deadline is the run's timeout, so a
+// missing Event still fails the run, once the scenario's own bound has passed.
 func awaitEvents(reasons []string, deadline time.Time, interval time.Duration, count func(reason string) (int, error)) (map[string]int, error) {
 	for {
 		counts, seen := make(map[string]int, len(reasons)), true
@@ -125,8 +123,8 @@ func awaitEvents(reasons []string, deadline time.Time, interval time.Duration, c
 // objects in its namespace. Each List reads every Event in its namespace (the apiserver
 // keeps no watch cache for Events), so "default" must not grow with the runs before this
 // one: each run's cleanup deletes the Events about its Nodes (deleteNodeEvents). A List
-// that outlives its timeout is an error here, never a count of 0 (a soak run once reported
-// "found 0 and 0", most likely after two timeouts). Node names repeat from run to run of a
+// that outlives its timeout is an error here, never a count of 0, which would blame the
+// gate for a List that failed. Node names repeat from run to run of a
 // scenario, and an Event may outlive its run's cleanup (one written late), so without the
 // time an earlier run's Events (a negative control's, say) could count here.
 func (rn *run) countEvents(reason string) (int, error) {

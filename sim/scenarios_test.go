@@ -170,13 +170,10 @@ var negativeControls = []negativeControl{
 	}, want: check.KindTaintOutsideSelector},
 	// The CNI rule as a startup rule: nothing re-taints and nothing guards; Pods land on
 	// nodes whose agent is unready. The hazard needs the nodes released before the agent
-	// goes unready at 5 s; on a saturated machine (a cold CI run compiling beside it) the
-	// releases came at 9 to 11 s, the startup rule then rightly held the nodes, and no
-	// Pod could land. The outage and the Pods come 10 s later here. (A step anchored to
-	// the last release, rather than to the start, would not need the margin.) The agent
-	// also stays unready to the end: in cold CI run 9 the nodes were released by 4 s, yet
-	// the checker found no Pod bound in the 7 s the agent was unready (why was not
-	// established). Without the ready step, every Pod bound after the outage counts.
+	// goes unready, and a loaded machine releases them late, so the outage and the Pods
+	// come 10 s later than in the scenario. The agent then stays unready to the end
+	// (the ready step is dropped), so that every Pod bound after the outage counts and a
+	// short window cannot pass without one.
 	{file: "continuous-cni-unready", mutate: func(sc *scenario.Scenario) {
 		sc.GateConfig.Rules[1].Mode = rule.Startup
 		var timeline []scenario.Step

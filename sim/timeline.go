@@ -86,8 +86,8 @@ func (rn *run) play(ctx, gateCtx context.Context) {
 // sequenced gives, for each step, the earlier step it must wait for (-1: none). Node
 // condition steps take effect in timeline order. Run each at its offset alone and two at
 // the same offset race, and under a slow apiserver an earlier one still writing can finish
-// after a later one: the soak saw a 14 s clear land before the 9 s condition it cleared,
-// so the node ended with the condition the timeline had removed. Other steps keep to
+// after a later one: a clear can land before the condition it clears, and the node ends
+// with the condition the timeline had removed. Other steps keep to
 // their offsets only: a join retries against a closed webhook and a fault lasts its
 // window, so chaining them would stall the steps behind them.
 func sequenced(steps []scenario.Step) []int {

@@ -63,8 +63,7 @@ func violationFailures(v Verdict, exp scenario.Expect) []string {
 
 // eventFailures: an expected reason never recorded, or a pair of reasons recorded unequally
 // often. Events that could not be counted are one failure of the simulator's, said as such:
-// a count of 0 there would blame the gate for a List that failed (a soak run once reported
-// "found 0 and 0" for the two reasons whose Lists had timed out).
+// a count of 0 there would blame the gate for a List that failed.
 func eventFailures(exp scenario.Expect, obs Observed) []string {
 	if len(exp.Events) == 0 && len(exp.EventsMatch) == 0 {
 		return nil

@@ -17,8 +17,8 @@ const SlowRequest = time.Second
 // LogSlowRequests logs every request of rc's clients that takes SlowRequest or more to
 // answer (to its response headers; watches excepted, they are meant to last), with where
 // the time went: waiting for a connection, sending the request, or waiting for the
-// apiserver's answer. A soak run failed because a fake kubelet's write took 3 s to return,
-// and nothing said whether the client, the connection or the apiserver held it.
+// apiserver's answer. Without it, a write that stalls a run says nothing of whether the
+// client, the connection or the apiserver held it.
 //
 // It wraps the transport and so shares the connections of every client with the same TLS
 // settings, as before (client-go caches the transport under the wrapper).

@@ -33,7 +33,7 @@ type Scenario struct {
 	// GateStartsAfterBound holds the late gate, once GateStartsAt has passed, until every
 	// workload replica asked for so far is bound, as a step's afterBound does: a scenario
 	// about a gate installed among busy nodes must not find them idle because the plane was
-	// slow to place Pods (under load, none had been bound by 6 s). Needs GateStartsAt.
+	// slow to place Pods. Needs GateStartsAt.
 	GateStartsAfterBound bool `yaml:"gateStartsAfterBound"`
 	// Init lists the required init DaemonSets; empty means one default init DaemonSet
 	// labelled startup.k8s.io/component=init that tolerates the taint and is ready after 1s.

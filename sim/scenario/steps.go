@@ -14,8 +14,9 @@ type Step struct {
 	// AfterBound holds the step, once At has passed, until every workload replica asked for
 	// so far is bound. A fault meant to strike placed workloads (an agent that flaps under
 	// running Pods) must not race the scheduler: a Pod that failed while every node was
-	// tainted waits out a backoff of up to 10 s, and under load it was bound inside the
-	// fault. The fault's window in the report is still the plan, from At.
+	// tainted waits out the scheduler's backoff (up to 10 s), and under load can be bound
+	// only once the fault has begun. The fault's window in the report is still the plan,
+	// from At.
 	AfterBound bool        `yaml:"afterBound"`
 	Join       *Join       `yaml:"join"`
 	Reregister *Reregister `yaml:"reregister"`

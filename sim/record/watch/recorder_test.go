@@ -12,10 +12,10 @@ import (
 )
 
 // TestInitReadyWithContinuousComponent: a node's init Pods are ready for its startup
-// release once every startup component is ready and every continuous one has been. In
-// continuous-cni-unready under make test's load, the startup init Pod turned ready only
-// after the (already released) CNI Pod had gone unready; requiring both at once put
-// InitReady after the release and called a correct release premature.
+// release once every startup component is ready and every continuous one has been. Under
+// load the startup init Pod can turn ready only after the (already released) CNI Pod has
+// gone unready; requiring both at once would put InitReady after the release and call a
+// correct release premature.
 func TestInitReadyWithContinuousComponent(t *testing.T) {
 	r := NewRecorder(validConfig(t), nil, "ns", []scenario.InitDaemonSet{
 		{Name: "init", Labels: map[string]string{"c": "init"}},

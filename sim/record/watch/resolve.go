@@ -15,9 +15,9 @@ import (
 // ResolveReleases makes each released node's Released exact enough to judge its bindings.
 // The node stream can miss versions (after a broken watch, a re-list hands over only the
 // newest), so the first version seen released may be later than the release itself, and
-// a workload Pod bound in between would look early: after an apiserver restart, a node released at
-// 13 s was first seen released at 18 s, a status report later, and three Pods bound at
-// 14 s were judged early. For each binding between Held and Released, it reads the node
+// a workload Pod bound in between would look early (after an apiserver restart, the first
+// version seen released can be the next status report). For each binding between Held and
+// Released, it reads the node
 // as it was at the binding's resourceVersion (a list at that exact revision, from etcd's
 // history), and moves Released back to the first version read released. A binding is
 // still judged only by what the API held at its resourceVersion.
