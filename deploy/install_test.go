@@ -14,9 +14,11 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,13 +31,56 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// deploy/README.md's self-signed install, step by step, as far as a plane without a
-// kubelet allows. The last step of the walk-through — a new node registers tainted and is
-// released once its init Pod is ready, by the gate running under the deployed
-// ServiceAccount's RBAC — is TestGateUnderDeployedRBAC/basic-join; the gate's Pods
-// cannot run here.
+// installDoc is where the default install is written down for operators, and installSteps
+// are its commands, in order. TestKustomizeInstall walks each of them, and
+// TestInstallStepsAreTheDocs keeps the two lists one: a step added to the docs and not to
+// the walk-through, or the reverse, fails.
+const (
+	installDoc     = "../docs/operations.md"
+	installHeading = "### Install with kustomize"
+)
 
-func TestREADMEInstall(t *testing.T) {
+var installSteps = []string{
+	"kubectl apply -k deploy/overlays/self-signed",
+	"deploy/overlays/self-signed/generate-certs.sh",
+	"kubectl -n startupgate-system rollout status deploy/startupgate",
+	"kubectl apply -f deploy/startup-daemonset.yaml",
+}
+
+// TestInstallStepsAreTheDocs reads the first sh block under the install heading of
+// docs/operations.md, drops its comments, and compares its commands with installSteps.
+func TestInstallStepsAreTheDocs(t *testing.T) {
+	raw, err := os.ReadFile(installDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "\n"+installHeading+"\n")
+	if !ok {
+		t.Fatalf("%s has no heading %q", installDoc, installHeading)
+	}
+	_, block, ok := strings.Cut(section, "```sh\n")
+	if !ok {
+		t.Fatalf("%s: no sh block under %q", installDoc, installHeading)
+	}
+	block, _, _ = strings.Cut(block, "```")
+	var got []string
+	for _, line := range strings.Split(block, "\n") {
+		line, _, _ = strings.Cut(line, " #")
+		if line = strings.TrimSpace(line); line != "" {
+			got = append(got, line)
+		}
+	}
+	if d := cmp.Diff(installSteps, got); d != "" {
+		t.Errorf("the install in %s differs from the steps TestKustomizeInstall walks (-walked +documented):\n%s", installDoc, d)
+	}
+}
+
+// TestKustomizeInstall walks the default install of docs/operations.md (installSteps), as
+// far as a plane without a kubelet allows. The last step of the walk-through — a new node
+// registers tainted and is released once its init Pod is ready, by the gate running under
+// the deployed ServiceAccount's RBAC — is TestGateUnderDeployedRBAC/basic-join; the gate's
+// Pods cannot run here.
+func TestKustomizeInstall(t *testing.T) {
 	c := adminClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -90,7 +135,7 @@ func TestREADMEInstall(t *testing.T) {
 	checkServingCert(t, sec, svc.Name+"."+svc.Namespace+".svc")
 	checkCABundle(ctx, t, c, sec.Data["ca.crt"])
 
-	// README: "Re-applying the kustomization keeps the caBundle".
+	// docs/operations.md: "Re-applying a kustomization keeps the caBundle".
 	if _, failed := applyAll(ctx, c, []*unstructured.Unstructured{mwc}); len(failed) > 0 {
 		t.Fatalf("re-applying the webhook configuration: %v", failed)
 	}

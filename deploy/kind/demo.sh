@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # startupgate on kind: create a cluster, build the gate's image without Docker (make image)
-# and load it, install it the way
-# deploy/README.md says (self-signed overlay + generate-certs.sh + the example init
-# DaemonSet), then play autoscaled node joins and print a timeline per node.
+# and load it, install it as docs/operations.md#install-with-kustomize says (self-signed
+# overlay + generate-certs.sh + the example init DaemonSet), then play autoscaled node joins
+# and print a timeline per node.
 #
 # kind cannot add nodes to a running cluster, so a "join" is replayed: the Node object of a
 # gated worker is deleted (as after a scale-down), the Pods bound to it are removed (as pod
@@ -102,7 +102,8 @@ fi
 log "loading ${IMAGE_TAR} (${IMG}) into ${CLUSTER}"
 "${KIND}" load image-archive "${IMAGE_TAR}" --name "${CLUSTER}"
 
-# 3. Install, as deploy/README.md says (the image swapped for the one just loaded).
+# 3. Install, as docs/operations.md#install-with-kustomize says (the image swapped for the
+# one just loaded).
 log "applying deploy/overlays/self-signed"
 "${KUBECTL}" kustomize "${ROOT}/deploy/overlays/self-signed" |
   sed -e "s#image: ghcr.io/startupgate/startupgate:latest#image: ${IMG}#" |
