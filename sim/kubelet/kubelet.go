@@ -75,6 +75,10 @@ type Kubelet struct {
 	// again: a taint change of its that failed (the apiserver restarted under it) is not
 	// retried until the Node is next updated.
 	StatusReport time.Duration
+	// Adopt, if set, selects Nodes this kubelet did not register but plays the kubelet of
+	// all the same (an autoscaler's, such as Karpenter's KWOK nodes: KWOKNodeLabel). Nil:
+	// only the nodes it registers.
+	Adopt labels.Selector
 
 	mu      sync.Mutex
 	nodes   map[string]struct{}              // names of registered nodes
@@ -104,6 +108,9 @@ func (k *Kubelet) Start(ctx context.Context) error {
 	f.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), pi.HasSynced) {
 		return fmt.Errorf("kubelet pod informer did not sync")
+	}
+	if err := k.startAdopting(ctx); err != nil {
+		return err
 	}
 	go k.heartbeat(ctx)
 	if k.StatusReport > 0 {
@@ -195,12 +202,15 @@ func (k *Kubelet) reportReady(node *corev1.Node) error {
 				return err
 			}
 		}
-		capacity := corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("8"),
-			corev1.ResourceMemory: resource.MustParse("32Gi"),
-			corev1.ResourcePods:   resource.MustParse("110"),
+		// A node created with a capacity (an adopted one: its instance type's) keeps it.
+		if len(n.Status.Capacity) == 0 {
+			capacity := corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("8"),
+				corev1.ResourceMemory: resource.MustParse("32Gi"),
+				corev1.ResourcePods:   resource.MustParse("110"),
+			}
+			n.Status.Capacity, n.Status.Allocatable = capacity, capacity
 		}
-		n.Status.Capacity, n.Status.Allocatable = capacity, capacity
 		n.Status.Phase = corev1.NodeRunning
 		n.Status.Conditions = []corev1.NodeCondition{
 			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now},
