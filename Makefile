@@ -55,8 +55,6 @@ TEST_GATE     := bin/test/gate
 # gate uses the same so that it reuses the plane's compiled client-go, api and apimachinery;
 # the gate that ships (make build, make image) is compiled with Go's defaults.
 PLANE_GCFLAGS := all=-dwarf=false -l
-# go test's -p: with 3, the nested modules and sim/bench build and run beside the scenario
-# suite, which spends much of its time waiting out timelines.
 TEST_PACKAGES := ./...
 
 # make test-unit: everything but the tests that need the embedded control plane. sim and
@@ -107,7 +105,9 @@ test-gate: modules ## Build bin/test/gate, the gate that the tests run as a proc
 	GOFLAGS='$(TEST_GOFLAGS)' CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -gcflags='$(PLANE_GCFLAGS)' -buildvcs=false -o $(TEST_GATE) ./cmd/gate
 
 # lint and verify run first: they fail in a minute where the tests take many, and the tests
-# keep both cores busy anyway, so running them alongside would save no time.
+# keep both cores busy anyway, so running them alongside would save no time. -p 3 lets the
+# nested modules and sim/bench build and run beside the scenario suite, which spends much of
+# its time waiting out timelines.
 .PHONY: test
 test: controlplane test-gate lint verify ## Everything: lint, verify, then every test with the race detector, the scenario suite on the embedded plane and the nested modules included.
 	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) $(GO_TEST) -p 3 -parallel 4 -timeout $(TEST_TIMEOUT) $(TEST_PACKAGES)
