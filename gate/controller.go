@@ -36,6 +36,8 @@ const (
 	ReasonRetainted = "StartupGateRetainted"
 	// ReasonLeftSelector: the node's labels left a rule's selector; the rule's taint came off.
 	ReasonLeftSelector = "StartupGateLeftSelector"
+	// ReasonSuspended: a suspended rule holds the node and will not release it until resumed.
+	ReasonSuspended = "StartupGateSuspended"
 	// ReasonWouldHold and ReasonWouldRelease are a dry-run rule's reports of what it would do.
 	ReasonWouldHold    = "StartupGateWouldHold"
 	ReasonWouldRelease = "StartupGateWouldRelease"
@@ -87,6 +89,8 @@ type ruleState struct {
 	// wouldTaint: a dry-run condition rule has reported its taint; budgetDenied: a
 	// condition rule's budget has held the node back (both reported once).
 	wouldTaint, budgetDenied bool
+	// suspended: a suspended rule has reported that it holds the node.
+	suspended bool
 }
 
 // facts are what the rules read about a node, gathered once per reconcile.
@@ -166,6 +170,9 @@ func (r *Reconciler) decide(ctx context.Context, f *facts, rl *rule.Rule, unmetS
 func (r *Reconciler) rule(ctx context.Context, f *facts, rl *rule.Rule) (time.Duration, error) {
 	node := f.node
 	switch {
+	case rl.Suspend:
+		r.suspended(ctx, node, rl)
+		return 0, nil
 	case rl.Mode == rule.Condition:
 		return r.conditionRule(ctx, f, rl)
 	case rl.DryRun:
@@ -359,6 +366,25 @@ func (r *Reconciler) dryRun(ctx context.Context, f *facts, rl *rule.Rule) (time.
 	return 0, nil
 }
 
+// suspended is all a suspended rule does: it writes nothing, and says once per node, with a
+// Warning event, that its taint stays on until the rule resumes or an operator releases it.
+func (r *Reconciler) suspended(ctx context.Context, node *corev1.Node, rl *rule.Rule) {
+	if !rl.HasTaint(node) {
+		return
+	}
+	r.mu.Lock()
+	rs := r.ruleStateLocked(node, rl)
+	first := !rs.suspended
+	rs.suspended = true
+	r.mu.Unlock()
+	if !first {
+		return
+	}
+	r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonSuspended, eventActionRelease,
+		"Rule %s is suspended: taint %s stays until the rule resumes or `gate release` removes it", rl.Name, rl.Taint.Key)
+	log.FromContext(ctx).Info("Rule suspended, leaving node as it is", "node", klog.KObj(node), "rule", rl.Name)
+}
+
 // keepTimedOut alerts once per node and rule when the keep policy holds a timed-out node.
 func (r *Reconciler) keepTimedOut(ctx context.Context, node *corev1.Node, rl *rule.Rule, st *ruleState, d rule.Decision) {
 	r.mu.Lock()
@@ -378,12 +404,7 @@ func (r *Reconciler) keepTimedOut(ctx context.Context, node *corev1.Node, rl *ru
 // holding a node again says so with its Retainted event instead.
 func (r *Reconciler) track(ctx context.Context, node *corev1.Node, rl *rule.Rule, holds bool) *ruleState {
 	r.mu.Lock()
-	st := r.stateLocked(node)
-	rs, ok := st.rules[rl.Name]
-	if !ok {
-		rs = &ruleState{}
-		st.rules[rl.Name] = rs
-	}
+	rs := r.ruleStateLocked(node, rl)
 	first := holds && !rs.held
 	rs.held = rs.held || holds
 	r.mu.Unlock()
@@ -402,6 +423,17 @@ func (r *Reconciler) track(ctx context.Context, node *corev1.Node, rl *rule.Rule
 	}
 	r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonHeld, eventActionGate, "Rule %s: holding node with taint %s until its requirements hold", rl.Name, rl.Taint.Key)
 	log.FromContext(ctx).Info("Holding node", "node", klog.KObj(node), "rule", rl.Name)
+	return rs
+}
+
+// ruleStateLocked is the rule's entry on the node, new if there is none yet.
+func (r *Reconciler) ruleStateLocked(node *corev1.Node, rl *rule.Rule) *ruleState {
+	st := r.stateLocked(node)
+	rs, ok := st.rules[rl.Name]
+	if !ok {
+		rs = &ruleState{}
+		st.rules[rl.Name] = rs
+	}
 	return rs
 }
 
@@ -501,13 +533,7 @@ func (r *Reconciler) noteLeft(old, cur *corev1.Node) {
 	defer r.mu.Unlock()
 	for _, rl := range r.Config.Enforced() {
 		if rl.Matches(old) && !rl.Matches(cur) {
-			st := r.stateLocked(cur)
-			rs, ok := st.rules[rl.Name]
-			if !ok {
-				rs = &ruleState{}
-				st.rules[rl.Name] = rs
-			}
-			rs.left = true
+			r.ruleStateLocked(cur, rl).left = true
 		}
 	}
 }

@@ -3,6 +3,8 @@ package gate
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/startupgate/startupgate/gate/config"
 )
 
 // Metrics are package-level collectors on controller-runtime's registry, the one exception
@@ -62,6 +64,10 @@ var (
 		Name: "startupgate_component_missing_toleration",
 		Help: "1 when a required component's DaemonSet does not tolerate the startup taint: its nodes can never be released.",
 	}, []string{"component"})
+	suspendedRules = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "startupgate_rule_suspended",
+		Help: "1 when a rule is suspended (it writes nothing until resumed), 0 when it runs, by rule.",
+	}, []string{"rule"})
 	podGuardRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "startupgate_pod_guard_requests_total",
 		Help: "Pod guard admission decisions, by result (allowed, denied).",
@@ -70,5 +76,17 @@ var (
 
 func init() { //nolint:gochecknoinits // registering collectors is the one sanctioned use
 	metrics.Registry.MustRegister(gatedNodes, holdSeconds, releaseLatencySeconds, releasesTotal,
-		timeoutsTotal, retaintsTotal, dryRunTotal, conditionTaintsTotal, conditionTaintedNodes, budgetExhausted, webhookRequests, backfillsTotal, missingToleration, podGuardRequests)
+		timeoutsTotal, retaintsTotal, dryRunTotal, conditionTaintsTotal, conditionTaintedNodes, budgetExhausted, webhookRequests, backfillsTotal, missingToleration, suspendedRules, podGuardRequests)
+}
+
+// RecordRules sets the per-rule gauges that the configuration alone decides: which rules
+// are suspended.
+func RecordRules(cfg *config.Config) {
+	for _, rl := range cfg.EffectiveRules() {
+		v := 0.0
+		if rl.Suspend {
+			v = 1
+		}
+		suspendedRules.WithLabelValues(rl.Name).Set(v)
+	}
 }

@@ -61,14 +61,14 @@ func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []co
 
 // decideContinuous closes a continuous rule's window: the rule has released the node, its
 // requirements have stopped holding, and its taint is not back yet (the settle time, then
-// the write). A binding then is denied as if the taint were there. The node's init Pods
+// the write). A suspended rule puts nothing back, so it has no such window. A binding then is denied as if the taint were there. The node's init Pods
 // are read from the API, not the cache: a cache that lags the Pod's unready write would
 // reopen the very window the guard closes.
 func (g *PodGuard) decideContinuous(ctx context.Context, node *corev1.Node, tolerations []corev1.Toleration) (admission.Response, string) {
 	var pods []*corev1.Pod
 	read := false
 	for _, r := range g.Config.Enforced() {
-		if r.Mode != rule.Continuous || !r.Matches(node) || !r.Completed(node) || r.HasTaint(node) || r.Tolerates(tolerations) {
+		if r.Mode != rule.Continuous || r.Suspend || !r.Matches(node) || !r.Completed(node) || r.HasTaint(node) || r.Tolerates(tolerations) {
 			continue
 		}
 		if !read {

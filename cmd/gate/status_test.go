@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,5 +164,40 @@ func TestConditionStatusRows(t *testing.T) {
 	want := map[string]string{"tainted": StateTainted, "waiting": StateMatching, "kept": StateKept, "by-hand": StateTainted}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("states (-want +got):\n%s", diff)
+	}
+}
+
+// TestSuspendedStatusRows: a suspended rule's nodes show as suspended, with what the rule
+// would do running; a node it released before keeps its released row.
+func TestSuspendedStatusRows(t *testing.T) {
+	cfg, err := config.LoadConfig([]byte(`rules:
+  - name: default
+    taint: {key: startup.k8s.io/initializing, value: wait, effect: NoSchedule}
+    components: [{name: init, selector: startup.k8s.io/component=init}]
+    suspend: true
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	gateTaint := corev1.Taint{Key: config.DefaultTaintKey, Value: "wait", Effect: corev1.TaintEffectNoSchedule}
+	nodes := []corev1.Node{
+		*node("held", nil, nil, gateTaint),
+		*node("joined-while-suspended", nil, nil),
+		*node("released", nil, map[string]string{config.DefaultCompletedAnnotation: "1"}),
+	}
+	got := map[string]string{}
+	waiting := map[string]string{}
+	for _, r := range statusRows(&cfg, nodes, nil, nil, time.Now()) {
+		got[r.Node], waiting[r.Node] = r.State, r.WaitingOn
+	}
+	want := map[string]string{"held": StateSuspended, "joined-while-suspended": StateSuspended, "released": StateReleased}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("states (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(waiting["held"], "running, it would be "+StateHeld) {
+		t.Errorf("held node's reason = %q, want what the running rule would do", waiting["held"])
 	}
 }

@@ -30,6 +30,7 @@ const (
 	StateKept         = "kept"          // they stopped matching; keepAfterClear keeps the taint
 	StateClearing     = "clearing"      // they stopped matching; the taint comes off
 	StateWouldTaint   = "would-taint"   // dry run: the conditions match
+	StateSuspended    = "suspended"     // the rule is suspended: it writes nothing until resumed
 )
 
 // StatusRow is one node and one rule that applies to it: why the node is held, read with
@@ -66,12 +67,12 @@ func statusRows(cfg *config.Config, nodes []corev1.Node, pods []corev1.Pod, dss 
 			}
 			if rl.Mode == rule.Condition {
 				if row, ok := conditionStatusOf(rl, n); ok {
-					rows = append(rows, row)
+					rows = append(rows, suspendedRow(rl, row))
 				}
 				continue
 			}
 			in := rule.Input{Node: n, Pods: byNode[n.Name], Expected: rl.ExpectedOn(n, dss), Now: now}
-			rows = append(rows, statusOf(rl, cfg.Readiness(), in))
+			rows = append(rows, suspendedRow(rl, statusOf(rl, cfg.Readiness(), in)))
 		}
 	}
 	return rows
@@ -106,6 +107,21 @@ func statusOf(rl *rule.Rule, rd rule.Readiness, in rule.Input) StatusRow {
 	if rl.MaxHold.Duration > 0 && (row.State == StateHeld || row.State == StateWouldHold) {
 		row.Deadline = &metav1.Time{Time: n.CreationTimestamp.Add(rl.MaxHold.Duration)}
 	}
+	return row
+}
+
+// suspendedRow shows a suspended rule's row as suspended, with what the rule would do if it
+// ran: the operator who froze it sees what resuming will change. A node the rule has
+// released keeps its row, since the rule had nothing more to do there.
+func suspendedRow(rl *rule.Rule, row StatusRow) StatusRow {
+	if !rl.Suspend || row.State == StateReleased {
+		return row
+	}
+	was := row.State
+	if row.WaitingOn != "" {
+		was += ": " + row.WaitingOn
+	}
+	row.State, row.WaitingOn = StateSuspended, "writes nothing until resumed; running, it would be "+was
 	return row
 }
 

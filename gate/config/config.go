@@ -377,10 +377,22 @@ func (c *Config) Gating() []*rule.Rule {
 	return out
 }
 
-// Gated reports whether a rule that holds nodes from creation applies to this node: it
+// Admitting are the rules that add their taint at a node's creation: every rule that
+// holds nodes from creation but the suspended ones, which write nothing.
+func (c *Config) Admitting() []*rule.Rule {
+	var out []*rule.Rule
+	for _, r := range c.Gating() {
+		if !r.Suspend {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Gated reports whether a rule that adds its taint at creation applies to this node: it
 // must be held.
 func (c *Config) Gated(node *corev1.Node) bool {
-	for _, r := range c.Gating() {
+	for _, r := range c.Admitting() {
 		if r.Matches(node) {
 			return true
 		}

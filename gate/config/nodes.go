@@ -10,10 +10,10 @@ import (
 )
 
 // Admit is the mutation of a Node at CREATE, shared by the webhook and backfill: the taint
-// of every rule that writes, applies to the node and has not released it. It returns the
-// rules that apply, and which of them it tainted.
+// of every admitting rule (Admitting) that applies to the node and has not released it. It
+// returns the rules that apply, and which of them it tainted.
 func (c *Config) Admit(n *corev1.Node) (applies, tainted []*rule.Rule) {
-	for _, r := range c.Gating() {
+	for _, r := range c.Admitting() {
 		if !r.Matches(n) || r.Completed(n) {
 			continue
 		}

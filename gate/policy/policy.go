@@ -24,13 +24,13 @@ type Objects struct {
 	Binding *admissionregistrationv1.MutatingAdmissionPolicyBinding
 }
 
-// For renders one policy and binding per rule that holds nodes from creation (dry-run
-// rules write nothing, not even at creation; condition rules never taint at creation), in
-// rule order. The default rule's objects keep the name Name;
+// For renders one policy and binding per rule that holds nodes from creation (dry-run and
+// suspended rules write nothing, not even at creation; condition rules never taint at
+// creation), in rule order. The default rule's objects keep the name Name;
 // another rule's are Name-<rule>.
 func For(c *config.Config) ([]Objects, error) {
 	var out []Objects
-	for _, r := range c.Gating() {
+	for _, r := range c.Admitting() {
 		name := Name
 		if r.Name != config.DefaultRuleName {
 			name += "-" + r.Name
@@ -170,7 +170,7 @@ func labelSelector(s string) (*metav1.LabelSelector, error) {
 func ObjectSelector(c *config.Config) (*metav1.LabelSelector, error) {
 	var common labels.Requirements
 	first := true
-	for _, r := range c.Gating() {
+	for _, r := range c.Admitting() {
 		sel, err := labels.Parse(r.NodeSelector)
 		if err != nil {
 			return nil, err

@@ -75,6 +75,10 @@ type Rule struct {
 	TimeoutPolicy TimeoutPolicy   `json:"timeoutPolicy,omitempty"`
 	// DryRun decides and reports, and writes nothing: no taint at creation, no release.
 	DryRun bool `json:"dryRun,omitempty"`
+	// Suspend freezes the rule, as an operator does during an incident: it adds no taint at
+	// creation, releases nothing, re-taints nothing, until it is unset. The nodes it holds
+	// stay held (suspending never releases; `gate release` does).
+	Suspend bool `json:"suspend,omitempty"`
 	// SettleTime (continuous rules) is how long requirements must fail before the taint
 	// goes back on; default DefaultSettleTime.
 	SettleTime metav1.Duration `json:"settleTime,omitempty"`

@@ -78,6 +78,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, cfg *config.Config, 
 		return fmt.Errorf("indexing pods by node: %w", err)
 	}
 
+	gate.RecordRules(cfg)
 	recorder := mgr.GetEventRecorder("startupgate")
 	writer := &gate.NodeWriter{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
 	r := &gate.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Writer: writer, Recorder: recorder, Clock: opts.Clock, Config: cfg}

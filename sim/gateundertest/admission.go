@@ -110,7 +110,7 @@ func loadManifest(path string, obj any) error {
 // and the apiserver activates policies one by one: one rule's taint says nothing of
 // another's.
 func waitAdmission(ctx context.Context, cs kubernetes.Interface, cfg *config.Config, name string) error {
-	for _, r := range cfg.Gating() {
+	for _, r := range cfg.Admitting() {
 		if err := waitRule(ctx, cs, r, name); err != nil {
 			return err
 		}
