@@ -307,12 +307,10 @@ func Retry(ctx context.Context, f func() error) error {
 	}, f)
 }
 
-// retriable: an error a kubelet would retry. Network timeouts count: a soak run of
-// apiserver-restart lost an init Pod's status write to "net/http: TLS handshake timeout"
-// from the restarted, loaded apiserver, and its node was never released. So does a request
-// cut off by its HTTP/2 connection being closed under it (a cold CI run of the same
-// scenario lost one to "http2: client connection force closed via ClientConn.Close"); the
-// http2 package does not export that error, so it is known by its text, as
+// retriable: an error a kubelet would retry. Network timeouts count (a restarted, loaded
+// apiserver answers a TLS handshake late, and a lost status write would leave a node held
+// for good), and so does a request cut off by its HTTP/2 connection being closed under it;
+// the http2 package does not export that error, so it is known by its text, as
 // utilnet.IsHTTP2ConnectionLost knows its sibling.
 func retriable(err error) bool {
 	var netErr net.Error

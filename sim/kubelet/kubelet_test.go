@@ -118,10 +118,8 @@ func TestStatusReport(t *testing.T) {
 }
 
 // TestReportReadyNodeDeleted: a node deleted while its Ready report is being retried (a
-// conflict, a fresh read of the old node, then the write finds it gone) is not an error.
-// A cold CI run failed same-name-reregistration-stale-init so: its reregister deleted n0
-// between the kubelet's re-read and its write, and the write's NotFound was reported as a
-// simulator error.
+// conflict, a fresh read of the old node, then the write finds it gone) is not an error:
+// a same-name re-registration deletes the node between the re-read and the write.
 func TestReportReadyNodeDeleted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
