@@ -133,6 +133,14 @@ func TestAlertRules(t *testing.T) {
 		}
 	}
 
+	// The runbook: docs/operations.md has a row for each alert.
+	ops := string(readFile(t, "../../docs/operations.md"))
+	for name := range rules {
+		if !strings.Contains(ops, "| `"+name+"` |") {
+			t.Errorf("docs/operations.md has no row for alert %s (what it means, what to do)", name)
+		}
+	}
+
 	fires, quiet := alertCases(t)
 	for _, name := range slices.Sorted(maps.Keys(rules)) {
 		if !fires[name] {
