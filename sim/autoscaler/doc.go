@@ -1,0 +1,12 @@
+// Package autoscaler runs a real autoscaler as a part of the plane: Karpenter's KWOK
+// provider (sigs.k8s.io/karpenter/kwok), as a child process against the plane's apiserver.
+//
+// Karpenter is built by hack/karpenter.sh, from the Go module proxy, in a module of its own:
+// it requires its own Kubernetes libraries, which must never set startupgate's. Its KWOK
+// provider creates each Node itself with a real CREATE (so the gate's admission runs as for
+// any node), and nothing plays the kubelet of those Nodes: the fake kubelet adopts them
+// (kubelet.Kubelet.Adopt with kubelet.KWOKNodeLabel).
+//
+// It must not know what a scenario, a gate or a record is: it builds Karpenter, starts it
+// with its CRDs and instance types, writes the objects it reads, and stops it.
+package autoscaler
