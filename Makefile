@@ -113,10 +113,10 @@ test: controlplane test-gate lint verify ## Everything: lint, verify, then every
 	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) $(GO_TEST) -p 3 -parallel 4 -timeout $(TEST_TIMEOUT) $(TEST_PACKAGES)
 
 .PHONY: test-unit
-test-unit: modules ## Every test that needs no control plane, with the race detector; the nested modules' too.
-	$(GO_TEST) -skip '$(PLANE_TESTS)' $(UNIT_PACKAGES)
+test-unit: test-gate ## Every test that needs no control plane, with the race detector; the nested modules' too.
+	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) $(GO_TEST) -skip '$(PLANE_TESTS)' $(UNIT_PACKAGES)
 	cd deploy/helm && $(GO_TEST) ./...
-	cd hack/image && $(GO_TEST) ./...
+	cd hack/image && STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) $(GO_TEST) ./...
 
 .PHONY: test-deploy
 test-deploy: controlplane ## The install paths only: the overlays and the chart rendered, proved equal and applied to the embedded plane; the image built and run.
