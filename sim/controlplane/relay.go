@@ -28,6 +28,7 @@ type Relay struct {
 // RelayMode is what a Relay does with connections.
 type RelayMode string
 
+// The modes a Relay can be set to, from healthy to the two ways a webhook backend fails.
 const (
 	RelayPass   RelayMode = "pass"   // relay untouched
 	RelayRefuse RelayMode = "refuse" // close at once: a connection refused / reset
@@ -121,7 +122,7 @@ func (p *Relay) handle(c net.Conn) {
 func (p *Relay) dial() (net.Conn, error) {
 	bs := *p.backends.Load()
 	start := p.next.Add(1)
-	var last error = errors.New("no backends")
+	last := errors.New("no backends")
 	for i := range bs {
 		b := bs[(int(start)+i)%len(bs)]
 		c, err := net.DialTimeout("tcp", b, time.Second)

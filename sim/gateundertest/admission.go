@@ -139,7 +139,10 @@ func waitRule(ctx context.Context, cs kubernetes.Interface, r *rule.Rule, name s
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("gate admission for rule %q not active after 30s (last error: %v)", r.Name, last)
+	if last == nil {
+		return fmt.Errorf("gate admission for rule %q not active after 30s (the probe was admitted without its taint)", r.Name)
+	}
+	return fmt.Errorf("gate admission for rule %q not active after 30s (last error: %w)", r.Name, last)
 }
 
 // probeLabels are labels that a node selector matches: the first value of each = and in,

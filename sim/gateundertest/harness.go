@@ -151,6 +151,7 @@ type writeCounter struct {
 	n    *atomic.Int64
 }
 
+// RoundTrip passes req on and counts it if it is a successful write to a Node.
 func (w *writeCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := w.next.RoundTrip(req)
 	write := req.Method == http.MethodPatch || req.Method == http.MethodPut
@@ -205,8 +206,11 @@ func (h *Harness) Start(ctx context.Context, replicas int) error {
 		return err
 	}
 	u, err := url.Parse(h.rc.Host)
-	if err != nil || u.Host == "" {
-		return fmt.Errorf("apiserver address %q: %v", h.rc.Host, err)
+	if err != nil {
+		return fmt.Errorf("parsing apiserver address %q: %w", h.rc.Host, err)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("apiserver address %q has no host", h.rc.Host)
 	}
 	if h.apiRelay, err = controlplane.NewRelay(u.Host); err != nil {
 		return err
@@ -357,7 +361,7 @@ func (h *Harness) supervise(ctx context.Context, r *Replica, cmd *exec.Cmd, done
 	select {
 	case <-ctx.Done():
 		return
-	case <-done:
+	case <-done: //nolint:errcheck // the exit status is in cmd.ProcessState, which a failed restart reports
 	}
 	r.mu.Lock()
 	if r.killed || r.cmd != cmd {
@@ -443,7 +447,7 @@ func (h *Harness) kill(r *Replica) error {
 	switch {
 	case cmd != nil:
 		_ = cmd.Process.Kill()
-		<-done
+		<-done //nolint:errcheck // killed on purpose: its "signal: killed" is no failure of the run
 	case cancel != nil:
 		cancel()
 		select {
@@ -669,7 +673,7 @@ func GateBinary() (string, error) {
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			gateBinErr = fmt.Errorf("building cmd/gate: %v: %s", err, out)
+			gateBinErr = fmt.Errorf("building cmd/gate: %w: %s", err, out)
 		}
 	})
 	return gateBin, gateBinErr

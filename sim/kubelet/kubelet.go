@@ -184,7 +184,7 @@ func (k *Kubelet) Deregister(name string) {
 
 func (k *Kubelet) reportReady(node *corev1.Node) error {
 	if k.ctx.Err() != nil {
-		return nil
+		return nil //nolint:nilerr // a kubelet that is stopping has nothing left to report, and that is no failure
 	}
 	now := metav1.Now()
 	// The first attempt writes over the Node as created; a conflict re-reads it.
@@ -325,13 +325,6 @@ func retriable(err error) bool {
 // while it was in flight.
 func http2ForceClosed(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "http2: client connection force closed")
-}
-
-func ignoreExists(err error) error {
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
 }
 
 // heartbeat renews every node's Lease, as kubelets do, so the node-lifecycle controller
