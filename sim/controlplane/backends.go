@@ -20,8 +20,10 @@ type Kubeconfig struct {
 	Context string
 }
 
+// Name is "kubeconfig".
 func (k *Kubeconfig) Name() string { return "kubeconfig" }
 
+// Start connects to the cluster the kubeconfig names; it creates nothing.
 func (k *Kubeconfig) Start(context.Context) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if k.Path != "" {
@@ -35,6 +37,7 @@ func (k *Kubeconfig) Start(context.Context) (*rest.Config, error) {
 	return cfg, nil
 }
 
+// Stop does nothing: the cluster is not ours to tear down.
 func (k *Kubeconfig) Stop() error { return nil }
 
 // Kind creates a kind cluster through sigs.k8s.io/kind's Go API and then behaves like
@@ -51,6 +54,7 @@ type Kind struct {
 	provider *cluster.Provider
 }
 
+// Name is "kind".
 func (k *Kind) Name() string { return "kind" }
 
 // KindAvailable reports why kind cannot run here, or nil if a container engine is present.
@@ -65,6 +69,8 @@ func KindAvailable() error {
 	return fmt.Errorf("kind needs a running Docker or Podman engine, and none answers here")
 }
 
+// Start creates the kind cluster, or reuses one of the same name, and returns its admin
+// config.
 func (k *Kind) Start(ctx context.Context) (*rest.Config, error) {
 	if err := KindAvailable(); err != nil {
 		return nil, err
@@ -101,6 +107,7 @@ func (k *Kind) Start(ctx context.Context) (*rest.Config, error) {
 	return cfg, nil
 }
 
+// Stop deletes the cluster, unless Keep is set or Start never ran.
 func (k *Kind) Stop() error {
 	if k.provider == nil || k.Keep {
 		return nil

@@ -45,6 +45,8 @@ type requestTimes struct {
 	reused, handshake         bool
 }
 
+// RoundTrip passes req on, and logs where the time went when it took s.after or longer;
+// watches, which are long by design, pass unlogged.
 func (s *slowLogger) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Query().Get("watch") == "true" {
 		return s.next.RoundTrip(req)

@@ -116,7 +116,8 @@ func (rec *NodeRecord) HasWorkload() bool {
 	return false
 }
 
-// Workload: neither an init Pod nor a Pod tolerating the startup taint.
+// Workload reports whether the Pod is a workload's: neither an init Pod nor a Pod
+// tolerating the startup taint.
 func (b Binding) Workload() bool { return !b.Tolerates && !b.Init }
 
 // Sort orders records by creation (etcd revision), then name.

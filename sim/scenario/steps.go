@@ -69,7 +69,7 @@ func (s *Step) Action() any {
 	return nil
 }
 
-// Taints are the join's registered taints in Kubernetes form.
+// CoreTaints are the join's registered taints in Kubernetes form.
 func (j *Join) CoreTaints() []corev1.Taint {
 	out := make([]corev1.Taint, 0, len(j.Taints))
 	for _, t := range j.Taints {

@@ -186,7 +186,7 @@ type Expect struct {
 	Window time.Duration `yaml:"window"`
 }
 
-// ConditionTaint: the taint is on a node exactly while every condition in While matches
+// ConditionTaint is a taint that is on a node exactly while every condition in While matches
 // (anchored status regexes), within Within; at most MaxTainted nodes carry it at once (0:
 // not judged). Keep: the taint may stay after the conditions stop matching.
 type ConditionTaint struct {

@@ -19,7 +19,7 @@ import (
 	"github.com/startupgate/startupgate/sim/scenario"
 )
 
-// The recorder watches Nodes and Pods and keeps, per node incarnation, what happened when.
+// Recorder watches Nodes and Pods and keeps, per node incarnation, what happened when.
 //
 // Ordering. Every event carries the resourceVersion of the write that produced it. On one
 // etcd — every backend this simulator drives keeps Nodes and Pods in the same store — a
