@@ -163,7 +163,19 @@ func (sc *Scenario) validateChoices() error {
 	return nil
 }
 
+// validateFault checks a fault step's fields, and what the scenario must have for the
+// fault, one family of faults at a time.
 func (sc *Scenario) validateFault(s *Step) error {
+	for _, check := range []func(*Step) error{sc.validateGateFault, validateAPIFault, sc.validateClusterFault, sc.validateInitFault} {
+		if err := check(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateGateFault: crashes, failovers and outages of the gate itself.
+func (sc *Scenario) validateGateFault(s *Step) error {
 	switch {
 	case (s.GateCrash != nil || s.LeaderFailover != nil) && sc.GateProcess == nil:
 		return fmt.Errorf("gateCrash and leaderFailover need gateProcess (the gate must run as a process to be killed)")
@@ -171,18 +183,40 @@ func (sc *Scenario) validateFault(s *Step) error {
 		return fmt.Errorf("leaderFailover needs gateProcess.replicas >= 2")
 	case s.WebhookOutage != nil && s.WebhookOutage.Mode != "" && s.WebhookOutage.Mode != "refuse" && s.WebhookOutage.Mode != "hang":
 		return fmt.Errorf("webhookOutage.mode %q: want refuse or hang", s.WebhookOutage.Mode)
+	}
+	return nil
+}
+
+// validateAPIFault: other writers, dropped watches and Pods that bypass the scheduler, all
+// seen through the apiserver.
+func validateAPIFault(s *Step) error {
+	switch {
 	case s.TaintWriters != nil && (s.TaintWriters.Writers <= 0 || s.TaintWriters.Interval <= 0):
 		return fmt.Errorf("taintWriters needs positive writers and interval")
 	case s.WatchDrops != nil && s.WatchDrops.Every <= 0:
 		return fmt.Errorf("watchDrops.every must be positive")
 	case s.BypassPods != nil && s.BypassPods.Count <= 0:
 		return fmt.Errorf("bypassPods.count must be positive")
+	}
+	return nil
+}
+
+// validateClusterFault: a kubelet that stops, and a workload scaled under the gate.
+func (sc *Scenario) validateClusterFault(s *Step) error {
+	switch {
 	case s.KubeletStop != nil && sc.Plane == nil:
 		return fmt.Errorf("kubeletStop needs plane.nodeMonitorGracePeriod: the default waits minutes before a node goes NotReady")
 	case s.Scale != nil && !sc.hasWorkload(s.Scale.Workload):
 		return fmt.Errorf("scale: no workload %q", s.Scale.Workload)
 	case s.Scale != nil && sc.workloadKind(s.Scale.Workload) != KindDeployment:
 		return fmt.Errorf("scale: workload %q is a StatefulSet; scale changes Deployments", s.Scale.Workload)
+	}
+	return nil
+}
+
+// validateInitFault: init Pods that change state, and init DaemonSets deleted.
+func (sc *Scenario) validateInitFault(s *Step) error {
+	switch {
 	case s.InitPod != nil && !sc.hasInit(s.InitPod.Name):
 		return fmt.Errorf("initPod: no init DaemonSet %q", s.InitPod.Name)
 	case s.InitPod != nil && !slices.Contains([]string{InitPodUnready, InitPodReady, InitPodDelete, InitPodFlap}, s.InitPod.State):
