@@ -120,7 +120,7 @@ func counts(flagName, list string) ([]int, error) {
 
 // writeBench writes DIR/bench.json (unless the report was read from one), bench.md and
 // bench.html, and prints the Markdown.
-func writeBench(rep *bench.BenchReport, dir string, stdout io.Writer, withJSON bool) (int, error) {
+func writeBench(rep *bench.Report, dir string, stdout io.Writer, withJSON bool) (int, error) {
 	if withJSON {
 		if err := rep.WriteJSON(filepath.Join(dir, "bench.json")); err != nil {
 			return 1, err
@@ -138,12 +138,12 @@ func writeBench(rep *bench.BenchReport, dir string, stdout io.Writer, withJSON b
 }
 
 // readBench reads a bench.json that simulate bench wrote.
-func readBench(path string) (*bench.BenchReport, error) {
+func readBench(path string) (*bench.Report, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	rep := &bench.BenchReport{}
+	rep := &bench.Report{}
 	if err := json.Unmarshal(data, rep); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}

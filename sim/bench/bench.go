@@ -85,7 +85,7 @@ type bench struct {
 	rc      *rest.Config
 	cs      kubernetes.Interface
 	audit   string
-	rep     *BenchReport
+	rep     *Report
 	largest int
 	// samples keep each run's per-node moments until the audit log is read at the end.
 	samples map[string][]sample
@@ -94,7 +94,7 @@ type bench struct {
 }
 
 // Run starts an embedded plane and runs the benchmark on it.
-func Run(ctx context.Context, opts Options) (*BenchReport, error) {
+func Run(ctx context.Context, opts Options) (*Report, error) {
 	opts = defaults(opts)
 	dir, err := os.MkdirTemp("", "startupgate-bench-")
 	if err != nil {
@@ -120,7 +120,7 @@ func Run(ctx context.Context, opts Options) (*BenchReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &bench{opts: opts, rc: rc, cs: cs, audit: audit, rep: &BenchReport{
+	b := &bench{opts: opts, rc: rc, cs: cs, audit: audit, rep: &Report{
 		Machine: machine(), Reference: opts.Reference,
 		Pairs: map[string][]Pair{}, PairRatio: map[string]RatioSummary{},
 		ReleaseLatencyMS: map[string]check.Percentiles{}, BreakdownMS: map[string]Breakdown{},

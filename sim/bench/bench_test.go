@@ -7,6 +7,9 @@ import (
 	"time"
 )
 
+// smallNodes is the burst size TestBenchSmall runs at.
+const smallNodes = 10
+
 // TestBenchSmall runs the whole benchmark — its own plane with an audit log, every phase,
 // the memory phase — at a small size. Its figures are not judged here (timing is never
 // asserted on these machines); what is asserted is what the benchmark measures that is not
@@ -22,12 +25,23 @@ import (
 //   - the audit log counted, by user agent, requests from the fake kubelet, the recorder,
 //     the scheduler, the controller-manager and the gate or floor.
 func TestBenchSmall(t *testing.T) {
-	const nodes = 10
-	rep, err := Run(context.Background(), Options{Sizes: []int{nodes}, Pods: 300, Seed: 1,
-		Pairs: 2, Rates: []int{5}, PacedFor: 2 * time.Second, ZeroJitter: nodes})
+	rep, err := Run(context.Background(), Options{Sizes: []int{smallNodes}, Pods: 300, Seed: 1,
+		Pairs: 2, Rates: []int{5}, PacedFor: 2 * time.Second, ZeroJitter: smallNodes})
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkRuns(t, rep)
+	checkComparisons(t, rep)
+	checkBreakdowns(t, rep)
+	checkCosts(t, rep)
+	checkRequestsAndCPU(t, rep)
+	checkMarkdown(t, rep)
+}
+
+// checkRuns: every run released every node with one write each and no early Pod, and the
+// burst's runs came in the order the benchmark promises.
+func checkRuns(t *testing.T, rep *Report) {
+	t.Helper()
 	if rep.WritesPerRelease != 1 || rep.FloorWritesPerRelease != 1 {
 		t.Errorf("writes per release: gate %v, floor %v; want exactly 1 each (runs: %+v)", rep.WritesPerRelease, rep.FloorWritesPerRelease, rep.Runs)
 	}
@@ -38,7 +52,7 @@ func TestBenchSmall(t *testing.T) {
 	var order []string
 	for _, run := range rep.Runs {
 		modes[run.Mode] = true
-		if rep.sizeRun(run, nodes) {
+		if rep.sizeRun(run, smallNodes) {
 			order = append(order, run.Mode)
 		}
 		if run.Mode == benchReactive {
@@ -60,6 +74,12 @@ func TestBenchSmall(t *testing.T) {
 	if got := strings.Join(order, ","); got != "gate-policy,floor,gate-policy,floor,reactive,gate" {
 		t.Errorf("the burst's runs were %s; want the pairs alternating, then reactive, then the webhook gate", got)
 	}
+}
+
+// checkComparisons: the workers comparison, the pairs, the zero-jitter pair and the paced
+// rate each produced a ratio or both latencies.
+func checkComparisons(t *testing.T, rep *Report) {
+	t.Helper()
 	if len(rep.Workers) != 2 || rep.Workers[0].Workers != 16 || rep.Workers[0].Ratio <= 0 || rep.Workers[1].Ratio <= 0 {
 		t.Errorf("workers comparison: %+v; want a 16-worker gate run beside the zero-jitter and the reference bursts", rep.Workers)
 	}
@@ -73,6 +93,11 @@ func TestBenchSmall(t *testing.T) {
 		rep.Paced[0].Gate.Max <= 0 || rep.Paced[0].Floor.Max <= 0 {
 		t.Errorf("paced: %+v; want one complete rate of 5/s, 10 nodes, with both latencies", rep.Paced)
 	}
+}
+
+// checkBreakdowns: each breakdown has every stage, every per-release stage once per release.
+func checkBreakdowns(t *testing.T, rep *Report) {
+	t.Helper()
 	if len(rep.BreakdownMS) != 5 {
 		t.Errorf("breakdowns: %d, want 5 (the webhook burst, the first pair's gate and floor, the zero-jitter gate and floor)", len(rep.BreakdownMS))
 	}
@@ -87,13 +112,19 @@ func TestBenchSmall(t *testing.T) {
 		}
 		for _, s := range bd.Stages {
 			switch {
-			case s.PerRelease && s.Count != nodes:
-				t.Errorf("%s: stage %q has %d observations, want one per release (%d)", label, s.Name, s.Count, nodes)
-			case !s.PerRelease && !strings.Contains(s.Name, "events") && s.Count < nodes:
-				t.Errorf("%s: gate stage %q has %d observations, want at least %d", label, s.Name, s.Count, nodes)
+			case s.PerRelease && s.Count != smallNodes:
+				t.Errorf("%s: stage %q has %d observations, want one per release (%d)", label, s.Name, s.Count, smallNodes)
+			case !s.PerRelease && !strings.Contains(s.Name, "events") && s.Count < smallNodes:
+				t.Errorf("%s: gate stage %q has %d observations, want at least %d", label, s.Name, s.Count, smallNodes)
 			}
 		}
 	}
+}
+
+// checkCosts: CPU per release, the machine, the admission timings and the memory phase were
+// all read.
+func checkCosts(t *testing.T, rep *Report) {
+	t.Helper()
 	if c := rep.CPUPer1000; c.Gate <= 0 || c.Floor <= 0 || c.Ratio <= 0 {
 		t.Errorf("CPU per 1000 releases: %+v", c)
 	}
@@ -101,13 +132,19 @@ func TestBenchSmall(t *testing.T) {
 		t.Errorf("machine: %+v", m)
 	}
 	adm := rep.AdmissionMS
-	if adm.Webhook.Count < nodes || adm.Policy.Count < nodes || adm.GateHandler.Count < nodes {
+	if adm.Webhook.Count < smallNodes || adm.Policy.Count < smallNodes || adm.GateHandler.Count < smallNodes {
 		t.Errorf("admission calls timed: webhook %d (gate's own count %d), policy %d; want at least %d each",
-			adm.Webhook.Count, adm.GateHandler.Count, adm.Policy.Count, nodes)
+			adm.Webhook.Count, adm.GateHandler.Count, adm.Policy.Count, smallNodes)
 	}
-	if rep.GateHeapBytes.Pods0 == 0 || rep.GateHeapBytes.Pods100k == 0 || rep.FillerPods != 300 || rep.MemoryNodes != nodes {
+	if rep.GateHeapBytes.Pods0 == 0 || rep.GateHeapBytes.Pods100k == 0 || rep.FillerPods != 300 || rep.MemoryNodes != smallNodes {
 		t.Errorf("memory phase: %+v heap, %d filler pods at %d nodes", rep.GateHeapBytes, rep.FillerPods, rep.MemoryNodes)
 	}
+}
+
+// checkRequestsAndCPU: the audit log counted every component's requests, and every
+// process's CPU time was read, for the runs that report them.
+func checkRequestsAndCPU(t *testing.T, rep *Report) {
+	t.Helper()
 	// The requests per node by component: every run of the burst's first pair and its
 	// webhook gate, each with the parts every run has, and the writer of the releases.
 	if len(rep.RequestsPerNode) != 3 {
@@ -138,6 +175,11 @@ func TestBenchSmall(t *testing.T) {
 			t.Errorf("%s: window %v s", run.Name, run.WindowS)
 		}
 	}
+}
+
+// checkMarkdown: bench.md shows the figures above.
+func checkMarkdown(t *testing.T, rep *Report) {
+	t.Helper()
 	md := rep.String()
 	for _, want := range []string{"| exactly 1 Node write per release (gate, every gate run) | 1.00", "| 5 × 2 | 10 |", "Release latency by stage",
 		"| the simulator's own (fake kubelet, recorder, steps) |", "| all, over the run's wall time (s) |"} {

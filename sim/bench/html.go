@@ -11,7 +11,7 @@ import (
 )
 
 // out/bench.html: the benchmark as pictures, one self-contained page like the scenario
-// report. Each picture is a panel drawn from what BenchReport holds; a picture whose data
+// report. Each picture is a panel drawn from what Report holds; a picture whose data
 // the benchmark does not record is not drawn, and the page says so (notYet).
 
 // benchPanel is one picture of the page, or several side by side.
@@ -29,7 +29,7 @@ type benchChart struct {
 // panels draw the page's pictures, in order. A panel with nothing to draw returns ok
 // false. The pictures of paced rates, the breakdown by stage and the pairs slot in here
 // (and leave notYet); their figures are in bench.md and bench.json already.
-var panels = []func(r *BenchReport) (benchPanel, bool){latencyPanel, wallPanel}
+var panels = []func(r *Report) (benchPanel, bool){latencyPanel, wallPanel}
 
 // notYet are the pictures the page does not draw yet, though the benchmark records their data.
 var notYet = []string{
@@ -40,7 +40,7 @@ var notYet = []string{
 }
 
 // WriteHTML writes out/bench.html.
-func (r *BenchReport) WriteHTML(path string) error {
+func (r *Report) WriteHTML(path string) error {
 	var buf bytes.Buffer
 	if err := r.renderHTML(&buf); err != nil {
 		return err
@@ -48,7 +48,7 @@ func (r *BenchReport) WriteHTML(path string) error {
 	return report.WriteFile(path, buf.Bytes())
 }
 
-func (r *BenchReport) renderHTML(buf *bytes.Buffer) error {
+func (r *Report) renderHTML(buf *bytes.Buffer) error {
 	var ps []benchPanel
 	for _, p := range panels {
 		if panel, ok := p(r); ok {
@@ -63,8 +63,8 @@ func (r *BenchReport) renderHTML(buf *bytes.Buffer) error {
 
 // runsOf are the runs at one size, by mode: the runs named after it (a run that did not
 // finish may have recorded fewer nodes than its size).
-func (r *BenchReport) runsOf(size int) map[string]BenchRun {
-	out := map[string]BenchRun{}
+func (r *Report) runsOf(size int) map[string]RunResult {
+	out := map[string]RunResult{}
 	for _, run := range r.Runs {
 		if run.Name == benchName(run.Mode, size) {
 			out[run.Mode] = run
@@ -77,7 +77,7 @@ func (r *BenchReport) runsOf(size int) map[string]BenchRun {
 func benchName(mode string, size int) string { return fmt.Sprintf("bench-%s-%d", mode, size) }
 
 // sizes are the burst sizes of the report's runs, smallest first.
-func (r *BenchReport) sizes() []int {
+func (r *Report) sizes() []int {
 	seen := map[int]bool{}
 	for k := range r.ReleaseLatencyMS {
 		n, _ := strconv.Atoi(k)
@@ -99,7 +99,7 @@ func (r *BenchReport) sizes() []int {
 // latencyPanel: per burst size, the release-latency distributions of the gate beside the
 // floor's (and the policy-admitted gate's, where it ran). The benchmark keeps each run's
 // p50, p90, p99 and max, so each curve is those four points.
-func latencyPanel(r *BenchReport) (benchPanel, bool) {
+func latencyPanel(r *Report) (benchPanel, bool) {
 	p := benchPanel{Title: "release latency: the gate beside the floor",
 		Note: "Each curve joins a run's p50, p90, p99 and max (drawn at the top): the fraction of nodes released " +
 			"within that latency. Between those points the line is an interpolation, not a measurement."}
@@ -137,7 +137,7 @@ func latencyPanel(r *BenchReport) (benchPanel, bool) {
 
 // wallPanel: per burst size, the time from the first join to the last release, gate and
 // floor.
-func wallPanel(r *BenchReport) (benchPanel, bool) {
+func wallPanel(r *Report) (benchPanel, bool) {
 	var groups []report.BarGroup
 	for _, n := range r.sizes() {
 		runs := r.runsOf(n)
@@ -163,11 +163,11 @@ func wallPanel(r *BenchReport) (benchPanel, bool) {
 
 // runRow is one run in the page's table.
 type runRow struct {
-	BenchRun
+	RunResult
 	Latency string
 }
 
-func (r *BenchReport) runRows() []runRow {
+func (r *Report) runRows() []runRow {
 	out := make([]runRow, 0, len(r.Runs))
 	for _, run := range r.Runs {
 		l := run.LatencyMS
@@ -175,7 +175,7 @@ func (r *BenchReport) runRows() []runRow {
 		if l.Max > 0 {
 			lat = fmt.Sprintf("%.0f / %.0f / %.0f / %.0f", l.P50, l.P90, l.P99, l.Max)
 		}
-		out = append(out, runRow{BenchRun: run, Latency: lat})
+		out = append(out, runRow{RunResult: run, Latency: lat})
 	}
 	return out
 }

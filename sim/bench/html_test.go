@@ -15,8 +15,8 @@ import (
 
 // synthetic is a benchmark report with the README's figures (one make bench run), and a
 // gate run at 5000 nodes that did not release every node.
-func synthetic() *BenchReport {
-	r := &BenchReport{Machine: Machine{CPUs: 2, Model: "AMD EPYC", OSArch: "linux/amd64", Go: "go1.26.8", Commit: "2497970"}, Reference: 1000, PlaneStartS: 3.6,
+func synthetic() *Report {
+	r := &Report{Machine: Machine{CPUs: 2, Model: "AMD EPYC", OSArch: "linux/amd64", Go: "go1.26.8", Commit: "2497970"}, Reference: 1000, PlaneStartS: 3.6,
 		ReleaseLatencyMS: map[string]check.Percentiles{}, Pairs: map[string][]Pair{},
 		PairRatio: map[string]RatioSummary{"100": {0.98, 0.98, 0.98, 1}, "1000": {0.66, 0.66, 0.66, 1}, "5000": {0.62, 0.62, 0.62, 1}}, SimWallS: map[string]float64{}}
 	for _, f := range []struct {
@@ -33,10 +33,10 @@ func synthetic() *BenchReport {
 		r.ReleaseLatencyMS[k], r.SimWallS[k] = f.gate, f.gateS
 		r.Pairs[k] = []Pair{{Gate: benchName(benchPolicy, f.n), Floor: benchName(benchFloor, f.n), GateP99: f.gate.P99, FloorP99: f.floor.P99}}
 		r.Runs = append(r.Runs,
-			BenchRun{Name: benchName(benchFloor, f.n), Mode: benchFloor, Nodes: f.n, Released: f.n, Passed: true, WallS: f.floorS, LatencyMS: f.floor, Writes: f.n},
-			BenchRun{Name: benchName(benchGate, f.n), Mode: benchGate, Nodes: f.n, Released: f.gateRel, Passed: f.gateRel == f.n, WallS: f.gateS, LatencyMS: f.gate, Writes: f.gateRel})
+			RunResult{Name: benchName(benchFloor, f.n), Mode: benchFloor, Nodes: f.n, Released: f.n, Passed: true, WallS: f.floorS, LatencyMS: f.floor, Writes: f.n},
+			RunResult{Name: benchName(benchGate, f.n), Mode: benchGate, Nodes: f.n, Released: f.gateRel, Passed: f.gateRel == f.n, WallS: f.gateS, LatencyMS: f.gate, Writes: f.gateRel})
 		if f.policy > 0 {
-			r.Runs = append(r.Runs, BenchRun{Name: benchName(benchPolicy, f.n), Mode: benchPolicy, Nodes: f.n, Released: f.n, Passed: true, WallS: 47,
+			r.Runs = append(r.Runs, RunResult{Name: benchName(benchPolicy, f.n), Mode: benchPolicy, Nodes: f.n, Released: f.n, Passed: true, WallS: 47,
 				LatencyMS: check.Percentiles{P50: 95, P90: 330, P99: 2900, Max: 3900}})
 		}
 	}

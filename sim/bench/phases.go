@@ -40,7 +40,7 @@ func (b *bench) size(ctx context.Context, n int) error {
 	key := strconv.Itoa(n)
 	var cpu [2]float64 // gate, floor: CPU seconds over the pairs
 	var rel [2]int
-	var first *BenchRun // the first pair's gate run
+	var first *RunResult // the first pair's gate run
 	pairs := b.opts.Pairs
 	if n == b.largest && b.opts.LargestPairs > 0 {
 		pairs = b.opts.LargestPairs
@@ -69,7 +69,7 @@ func (b *bench) size(ctx context.Context, n int) error {
 				b.breakdownOf(fmt.Sprintf("%d-node burst, policy floor, pair 1", n), f.Name)
 			}
 		}
-		for j, r := range []*BenchRun{g, f} {
+		for j, r := range []*RunResult{g, f} {
 			if r.CPUS > 0 {
 				cpu[j] += r.CPUS
 				rel[j] += r.Released
@@ -133,7 +133,7 @@ func (b *bench) zeroJitter(ctx context.Context) error {
 
 // compareWorkers runs the gate on l once per CompareWorkers setting, beside shipped (the
 // same load with the shipped default).
-func (b *bench) compareWorkers(ctx context.Context, l load, shipped *BenchRun) error {
+func (b *bench) compareWorkers(ctx context.Context, l load, shipped *RunResult) error {
 	for _, w := range b.opts.CompareWorkers {
 		l.workers = w
 		r, err := b.run(ctx, l, nil)
@@ -168,9 +168,9 @@ func (b *bench) paced(ctx context.Context, rate int) error {
 	return nil
 }
 
-func complete(r *BenchRun) bool { return r.Nodes > 0 && r.Released == r.Nodes }
+func complete(r *RunResult) bool { return r.Nodes > 0 && r.Released == r.Nodes }
 
-func pairOf(g, f *BenchRun) Pair {
+func pairOf(g, f *RunResult) Pair {
 	p := Pair{Gate: g.Name, Floor: f.Name, GateP99: g.LatencyMS.P99, FloorP99: f.LatencyMS.P99}
 	if complete(g) && complete(f) && f.LatencyMS.P99 > 0 {
 		p.Ratio = round2(g.LatencyMS.P99 / f.LatencyMS.P99)

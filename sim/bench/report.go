@@ -15,7 +15,7 @@ import (
 const notMeasured = "not measured"
 
 // WriteJSON writes out/bench.json.
-func (r *BenchReport) WriteJSON(path string) error {
+func (r *Report) WriteJSON(path string) error {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -25,7 +25,7 @@ func (r *BenchReport) WriteJSON(path string) error {
 
 // WriteMarkdown writes out/bench.md: the bursts (pairs, then the webhook gate), the paced
 // rates, the zero-jitter burst, the breakdowns, the cost, the targets and the stuck nodes.
-func (r *BenchReport) WriteMarkdown(w io.Writer) {
+func (r *Report) WriteMarkdown(w io.Writer) {
 	sizes := r.sizes()
 	fmt.Fprintf(w, "Machine: %s. Plane warm start: %.1f s.", r.Machine, r.PlaneStartS)
 	if len(r.Skipped) > 0 {
@@ -111,7 +111,7 @@ func (r *BenchReport) WriteMarkdown(w io.Writer) {
 
 // runP99 is a run's p99, or "not measured" with how far it got when it did not release
 // every node.
-func (r *BenchReport) runP99(name string, p99 float64) string {
+func (r *Report) runP99(name string, p99 float64) string {
 	for _, run := range r.Runs {
 		if run.Name == name && run.Released != run.Nodes {
 			return fmt.Sprintf("%s (%d of %d released)", notMeasured, run.Released, run.Nodes)
@@ -120,7 +120,7 @@ func (r *BenchReport) runP99(name string, p99 float64) string {
 	return fmt.Sprintf("%.0f", p99)
 }
 
-func (r *BenchReport) writePaced(w io.Writer) {
+func (r *Report) writePaced(w io.Writer) {
 	if len(r.Paced) == 0 {
 		fmt.Fprintf(w, "\nPaced joins: %s.\n", notMeasured)
 		return
@@ -132,7 +132,7 @@ func (r *BenchReport) writePaced(w io.Writer) {
 	}
 }
 
-func (r *BenchReport) writeBreakdowns(w io.Writer) {
+func (r *Report) writeBreakdowns(w io.Writer) {
 	for _, label := range sortedKeys(r.BreakdownMS) {
 		bd := r.BreakdownMS[label]
 		fmt.Fprintf(w, "\nRelease latency by stage, %s (`%s`):\n\n| stage | p50 (ms) | p99 (ms) | count | |\n|---|---:|---:|---:|---|\n", label, bd.Run)
@@ -153,7 +153,7 @@ func (r *BenchReport) writeBreakdowns(w io.Writer) {
 	}
 }
 
-func (r *BenchReport) writeWorkers(w io.Writer) {
+func (r *Report) writeWorkers(w io.Writer) {
 	if len(r.Workers) == 0 {
 		return
 	}
@@ -167,7 +167,7 @@ func (r *BenchReport) writeWorkers(w io.Writer) {
 // writeStuck names every run that did not pass with its failures (a run can release every
 // node and still fail, on a late simulator error), every restarted process, and every node
 // a run never released.
-func (r *BenchReport) writeStuck(w io.Writer) {
+func (r *Report) writeStuck(w io.Writer) {
 	for _, run := range r.Runs {
 		if run.Restarts > 0 {
 			fmt.Fprintf(w, "\n%s: the %s process exited on its own %d time(s) and was started again, as a Deployment would; its CPU includes the exited processes, and its stage breakdown is left out.\n",
@@ -210,14 +210,14 @@ func (t target) Verdict() string {
 }
 
 // sizeRun: run is one of the burst runs of size n (not paced, not zero jitter).
-func (r *BenchReport) sizeRun(run BenchRun, n int) bool {
+func (r *Report) sizeRun(run RunResult, n int) bool {
 	base := benchName(run.Mode, n)
 	return run.Name == base || strings.HasPrefix(run.Name, base+"-p")
 }
 
 // complete reports whether the webhook gate's (mode gate) or every run of mode at size k
 // released every node: a figure from a run that did not is no figure.
-func (r *BenchReport) complete(mode, k string) bool {
+func (r *Report) complete(mode, k string) bool {
 	n, _ := strconv.Atoi(k)
 	found := false
 	for _, run := range r.Runs {
@@ -231,7 +231,7 @@ func (r *BenchReport) complete(mode, k string) bool {
 	return found
 }
 
-func (r *BenchReport) pct(k string) string {
+func (r *Report) pct(k string) string {
 	p, ok := r.ReleaseLatencyMS[k]
 	if !ok || !r.complete(benchGate, k) {
 		return notMeasured
@@ -239,7 +239,7 @@ func (r *BenchReport) pct(k string) string {
 	return fmt.Sprintf("%.0f / %.0f / %.0f / %.0f", p.P50, p.P90, p.P99, p.Max)
 }
 
-func (r *BenchReport) reactive() string {
+func (r *Report) reactive() string {
 	for _, run := range r.Runs {
 		if run.Mode == benchReactive {
 			return fmt.Sprintf("%d workload Pods landed early", r.ReactiveEarlyPods)
@@ -248,7 +248,7 @@ func (r *BenchReport) reactive() string {
 	return notMeasured
 }
 
-func (r *BenchReport) targets() []target {
+func (r *Report) targets() []target {
 	ref := strconv.Itoa(r.Reference)
 	whole := r.complete(benchGate, ref)
 	gate := r.ReleaseLatencyMS[ref]
@@ -294,7 +294,7 @@ func (r *BenchReport) targets() []target {
 
 // pacedTarget: at the highest rate at which the floor's p99 stays under 100 ms, the gate's
 // p99 is at most 100 ms.
-func (r *BenchReport) pacedTarget() target {
+func (r *Report) pacedTarget() target {
 	t := target{Name: "paced joins: gate p99 ≤ 100 ms at the highest rate where the floor's p99 < 100 ms", Measured: notMeasured}
 	var best *Paced
 	for i := range r.Paced {
@@ -314,7 +314,7 @@ func (r *BenchReport) pacedTarget() target {
 	return t
 }
 
-func (r *BenchReport) heapTarget() target {
+func (r *Report) heapTarget() target {
 	t := target{Name: fmt.Sprintf("gate heap with %d Pods ≤ 1.2× heap with 0 (%d nodes)", r.FillerPods, r.MemoryNodes), Measured: notMeasured}
 	h := r.GateHeapBytes
 	if h.Pods0 == 0 || h.Pods100k == 0 {
@@ -325,14 +325,14 @@ func (r *BenchReport) heapTarget() target {
 	return t
 }
 
-func (r *BenchReport) writesFigure() string {
+func (r *Report) writesFigure() string {
 	if r.WritesPerRelease == 0 {
 		return notMeasured
 	}
 	return fmt.Sprintf("%.2f (%d conflicts); floor %.2f (%d conflicts)", r.WritesPerRelease, r.WriteConflicts, r.FloorWritesPerRelease, r.FloorWriteConflicts)
 }
 
-func (r *BenchReport) cpuFigure() string {
+func (r *Report) cpuFigure() string {
 	c := r.CPUPer1000
 	if c.Gate == 0 || c.Floor == 0 {
 		return notMeasured
@@ -340,7 +340,7 @@ func (r *BenchReport) cpuFigure() string {
 	return fmt.Sprintf("%.2f s vs %.2f s (%.2f×)", c.Gate, c.Floor, c.Ratio)
 }
 
-func (r *BenchReport) releasedFigure(k string) string {
+func (r *Report) releasedFigure(k string) string {
 	n, _ := strconv.Atoi(k)
 	var parts []string
 	for _, run := range r.Runs {
@@ -413,7 +413,7 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // String is the Markdown, for printing.
-func (r *BenchReport) String() string {
+func (r *Report) String() string {
 	var sb strings.Builder
 	r.WriteMarkdown(&sb)
 	return sb.String()
@@ -421,8 +421,8 @@ func (r *BenchReport) String() string {
 
 // writeRequests writes the API requests per node by component, a column per run of the
 // largest burst that has them, and the simulator's own share.
-func (r *BenchReport) writeRequests(w io.Writer) {
-	var runs []BenchRun
+func (r *Report) writeRequests(w io.Writer) {
+	var runs []RunResult
 	for _, run := range r.Runs {
 		if _, ok := r.RequestsPerNode[run.Name]; ok {
 			runs = append(runs, run)
@@ -460,7 +460,7 @@ var processOrder = []string{"kube-apiserver", "etcd", "kube-scheduler", "kube-co
 
 // writeProcessCPU writes where the machine's CPU went in each of the runs: every process,
 // start to settled, and their sum beside the run's wall time.
-func writeProcessCPU(w io.Writer, runs []BenchRun) {
+func writeProcessCPU(w io.Writer, runs []RunResult) {
 	fmt.Fprintf(w, "\nCPU seconds by process, run start to settled (the machine has the cores named above):\n\n| process |")
 	rule := "|---|"
 	for _, run := range runs {
@@ -469,12 +469,12 @@ func writeProcessCPU(w io.Writer, runs []BenchRun) {
 	}
 	fmt.Fprintf(w, "\n%s\n", rule)
 	for _, p := range processOrder {
-		any := false
+		read := false
 		for _, run := range runs {
 			_, ok := run.ProcessCPUS[p]
-			any = any || ok
+			read = read || ok
 		}
-		if !any {
+		if !read {
 			continue
 		}
 		fmt.Fprintf(w, "| %s |", p)

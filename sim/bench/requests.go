@@ -83,7 +83,7 @@ func perNode(counts map[string]int, nodes int) map[string]float64 {
 var componentOrder = []string{compKubelet, compRecorder, compSim, compScheduler, compKCM, compAPIServer, compGate, compFloor, compOther}
 
 // componentsIn are the components any of the runs counted, in componentOrder.
-func componentsIn(runs []BenchRun) []string {
+func componentsIn(runs []RunResult) []string {
 	seen := map[string]bool{}
 	for _, r := range runs {
 		for c := range r.Requests {
@@ -107,7 +107,7 @@ func componentsIn(runs []BenchRun) []string {
 
 // requestsPerNode are the requests per node by component of the largest burst's first
 // pair (gate and floor, on the policy) and of its webhook gate.
-func requestsPerNode(runs []BenchRun, largest int) map[string]map[string]float64 {
+func requestsPerNode(runs []RunResult, largest int) map[string]map[string]float64 {
 	out := map[string]map[string]float64{}
 	for _, mode := range []string{benchPolicy, benchFloor, benchGate} {
 		name := benchName(mode, largest)

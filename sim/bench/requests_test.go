@@ -74,7 +74,7 @@ func TestReadAuditKeepsEveryRequest(t *testing.T) {
 	if c := a.counts["bench-gate-10"]; c.ok != 1 {
 		t.Errorf("gate's node writes %+v, want 1", c)
 	}
-	runs := []BenchRun{{Name: "bench-gate-10", Nodes: 2, Requests: requestsIn(a.requests, a.requests[0].at, a.requests[1].at)}}
+	runs := []RunResult{{Name: "bench-gate-10", Nodes: 2, Requests: requestsIn(a.requests, a.requests[0].at, a.requests[1].at)}}
 	if got := requestsPerNode(runs, 10); got["bench-gate-10"][compRecorder] != 0.5 || got["bench-gate-10"][compGate] != 0.5 {
 		t.Errorf("requestsPerNode = %v", got)
 	}

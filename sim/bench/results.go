@@ -7,9 +7,9 @@ import (
 	"github.com/startupgate/startupgate/sim/check"
 )
 
-// BenchReport is out/bench.json. A figure that was not measured is absent (null, or a zero
+// Report is out/bench.json. A figure that was not measured is absent (null, or a zero
 // count beside it), and reads "not measured" in bench.md; it meets no target.
-type BenchReport struct {
+type Report struct {
 	Machine Machine `json:"machine"`
 	// Reference is the burst size the targets are judged at (and admission and the reactive
 	// peer are measured at).
@@ -70,8 +70,8 @@ type BenchReport struct {
 	// Workers compares the gate's --workers settings with the shipped default, per burst.
 	Workers []WorkersRun `json:"workers"`
 	// Skipped names the phases this run left out.
-	Skipped []string   `json:"skipped,omitempty"`
-	Runs    []BenchRun `json:"runs"`
+	Skipped []string    `json:"skipped,omitempty"`
+	Runs    []RunResult `json:"runs"`
 }
 
 // Machine is where the benchmark ran, and what it ran.
@@ -141,8 +141,8 @@ type Quantiles struct {
 	BucketMS float64 `json:"p99_bucket_le_ms"`
 }
 
-// BenchRun is one scenario run of the benchmark.
-type BenchRun struct {
+// RunResult is one scenario run of the benchmark.
+type RunResult struct {
 	Name      string            `json:"name"`
 	Mode      string            `json:"mode"`
 	Nodes     int               `json:"nodes"`

@@ -99,7 +99,7 @@ func benchTimeout(n int) time.Duration {
 
 // run runs one load; adm, if set, receives the admission latency histogram delta over the
 // run (webhook or policy, by mode).
-func (b *bench) run(ctx context.Context, l load, adm *histogramDelta) (*BenchRun, error) {
+func (b *bench) run(ctx context.Context, l load, adm *histogramDelta) (*RunResult, error) {
 	sc, err := benchScenario(l)
 	if err != nil {
 		return nil, err
@@ -146,7 +146,7 @@ func (b *bench) run(ctx context.Context, l load, adm *histogramDelta) (*BenchRun
 			return nil, fmt.Errorf("%s: %w", sc.Name, err)
 		}
 	}
-	br := &BenchRun{Name: sc.Name, Mode: l.mode, Nodes: res.Nodes, Released: res.Released, Passed: res.Passed,
+	br := &RunResult{Name: sc.Name, Mode: l.mode, Nodes: res.Nodes, Released: res.Released, Passed: res.Passed,
 		LatencyMS: res.ReleaseLatencyMS, WallS: round2(wallToReleased(res).Seconds()), Failures: res.Failures,
 		CPUS: round2(end.cpu), Restarts: end.restarts, from: res.Start, to: end.settled}
 	if br.to.IsZero() { // it never settled: count to its end
