@@ -122,6 +122,7 @@ func TestOverlaysApply(t *testing.T) {
 
 // checkApply applies an overlay's objects, as rendered by one source, to the plane.
 func checkApply(t *testing.T, c client.Client, cfg *config.Config, objs []*unstructured.Unstructured, overlay string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	t.Cleanup(func() { deleteAll(t, c, objs) })

@@ -35,20 +35,7 @@ func TestOverlaysRender(t *testing.T) {
 			objs := render(t, filepath.Join("overlays", overlay))
 			webhookMode := overlay != "policy"
 
-			mustGet[corev1.Namespace](t, objs, "Namespace", gateNamespace)
-			sa := mustGet[corev1.ServiceAccount](t, objs, "ServiceAccount", gateSA)
-			if sa.Namespace != gateNamespace {
-				t.Errorf("ServiceAccount namespace = %q, want %q", sa.Namespace, gateNamespace)
-			}
-			mustGet[rbacv1.ClusterRole](t, objs, "ClusterRole", "startupgate")
-			crb := mustGet[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", "startupgate")
-			checkBinding(t, crb.RoleRef, crb.Subjects, "ClusterRole", "startupgate")
-			role := mustGet[rbacv1.Role](t, objs, "Role", "startupgate-leader-election")
-			if role.Namespace != gateNamespace {
-				t.Errorf("leader-election Role namespace = %q, want %q", role.Namespace, gateNamespace)
-			}
-			rb := mustGet[rbacv1.RoleBinding](t, objs, "RoleBinding", "startupgate-leader-election")
-			checkBinding(t, rb.RoleRef, rb.Subjects, "Role", "startupgate-leader-election")
+			checkIdentity(t, objs)
 
 			d := mustGet[appsv1.Deployment](t, objs, "Deployment", "startupgate")
 			checkDeployment(t, d, &cfg, webhookMode)
@@ -82,67 +69,101 @@ func TestOverlaysRender(t *testing.T) {
 				t.Fatalf("no MutatingWebhookConfiguration startupgate")
 			}
 			wh := typed[admissionregistrationv1.MutatingWebhookConfiguration](t, mwc)
-			if len(wh.Webhooks) != 1 {
-				t.Fatalf("MutatingWebhookConfiguration has %d webhooks, want 1", len(wh.Webhooks))
-			}
-			w := wh.Webhooks[0]
-			checkWebhookCommon(t, w.Name, w.ClientConfig, w.SideEffects, w.TimeoutSeconds, gate.NodeWebhookPath, svc)
-			if w.FailurePolicy == nil || *w.FailurePolicy != admissionregistrationv1.Fail {
-				t.Errorf("node webhook failurePolicy = %v, want Fail", w.FailurePolicy)
-			}
-			if diff := cmp.Diff(wantSelector, w.ObjectSelector, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("node webhook objectSelector differs from policy.ObjectSelector(config.DefaultConfig()) (-want +got):\n%s", diff)
-			}
-			if len(w.ClientConfig.CABundle) != 0 {
-				t.Errorf("the manifests must never set caBundle (re-applying would clear the injected one)")
-			}
-			wantRules := []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"nodes"}, Scope: ptrTo(admissionregistrationv1.AllScopes)},
-			}}
-			if diff := cmp.Diff(wantRules, w.Rules); diff != "" {
-				t.Errorf("node webhook rules (-want +got):\n%s", diff)
-			}
-
-			switch overlay {
-			case "self-signed":
-				if len(ofKind(objs, "Secret")) != 0 {
-					t.Errorf("self-signed overlay must not ship a Secret: generate-certs.sh creates it")
-				}
-			case "cert-manager":
-				cert := find(objs, "Certificate", "startupgate-webhook")
-				issuer := find(objs, "Issuer", "startupgate-selfsigned")
-				if cert == nil || issuer == nil {
-					t.Fatalf("cert-manager overlay: Certificate (%v) or Issuer (%v) missing", cert != nil, issuer != nil)
-				}
-				secret, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
-				if want := certSecretName(t, d); secret != want {
-					t.Errorf("Certificate secretName = %q, but the Deployment mounts %q", secret, want)
-				}
-				dns, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
-				if fqdn := svc.Name + "." + svc.Namespace + ".svc"; !slices.Contains(dns, fqdn) {
-					t.Errorf("Certificate dnsNames %v lack the Service name the apiserver dials, %s", dns, fqdn)
-				}
-				if got, want := wh.Annotations["cert-manager.io/inject-ca-from"], gateNamespace+"/"+cert.GetName(); got != want {
-					t.Errorf("webhook inject-ca-from = %q, want %q", got, want)
-				}
-			case "pod-guard":
-				vwc := find(objs, "ValidatingWebhookConfiguration", "startupgate-pod-guard")
-				if vwc == nil {
-					t.Fatalf("pod-guard overlay renders no ValidatingWebhookConfiguration startupgate-pod-guard")
-				}
-				v := typed[admissionregistrationv1.ValidatingWebhookConfiguration](t, vwc)
-				for _, pw := range v.Webhooks {
-					checkWebhookCommon(t, pw.Name, pw.ClientConfig, pw.SideEffects, pw.TimeoutSeconds, gate.PodGuardPath, svc)
-					if pw.FailurePolicy == nil || *pw.FailurePolicy != admissionregistrationv1.Ignore {
-						t.Errorf("pod guard failurePolicy = %v, want Ignore (a guard that fails closed blocks every Pod)", pw.FailurePolicy)
-					}
-				}
-				if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--pod-guard=true") {
-					t.Errorf("pod-guard overlay: Deployment args %v lack --pod-guard=true", args)
-				}
-			}
+			checkNodeWebhook(t, wh, svc, wantSelector)
+			checkOverlayExtras(t, overlay, objs, d, svc, wh)
 		})
+	}
+}
+
+// checkIdentity: the gate's Namespace, ServiceAccount and the roles bound to it, all in the
+// gate's Namespace.
+func checkIdentity(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	mustGet[corev1.Namespace](t, objs, "Namespace", gateNamespace)
+	sa := mustGet[corev1.ServiceAccount](t, objs, "ServiceAccount", gateSA)
+	if sa.Namespace != gateNamespace {
+		t.Errorf("ServiceAccount namespace = %q, want %q", sa.Namespace, gateNamespace)
+	}
+	mustGet[rbacv1.ClusterRole](t, objs, "ClusterRole", "startupgate")
+	crb := mustGet[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", "startupgate")
+	checkBinding(t, crb.RoleRef, crb.Subjects, "ClusterRole", "startupgate")
+	role := mustGet[rbacv1.Role](t, objs, "Role", "startupgate-leader-election")
+	if role.Namespace != gateNamespace {
+		t.Errorf("leader-election Role namespace = %q, want %q", role.Namespace, gateNamespace)
+	}
+	rb := mustGet[rbacv1.RoleBinding](t, objs, "RoleBinding", "startupgate-leader-election")
+	checkBinding(t, rb.RoleRef, rb.Subjects, "Role", "startupgate-leader-election")
+}
+
+// checkNodeWebhook: the one Node webhook fails closed, selects what policy.ObjectSelector
+// selects, intercepts only CREATE and leaves caBundle to whoever injects it.
+func checkNodeWebhook(t *testing.T, wh *admissionregistrationv1.MutatingWebhookConfiguration, svc *corev1.Service, wantSelector *metav1.LabelSelector) {
+	t.Helper()
+	if len(wh.Webhooks) != 1 {
+		t.Fatalf("MutatingWebhookConfiguration has %d webhooks, want 1", len(wh.Webhooks))
+	}
+	w := wh.Webhooks[0]
+	checkWebhookCommon(t, w.Name, w.ClientConfig, w.SideEffects, w.TimeoutSeconds, gate.NodeWebhookPath, svc)
+	if w.FailurePolicy == nil || *w.FailurePolicy != admissionregistrationv1.Fail {
+		t.Errorf("node webhook failurePolicy = %v, want Fail", w.FailurePolicy)
+	}
+	if diff := cmp.Diff(wantSelector, w.ObjectSelector, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("node webhook objectSelector differs from policy.ObjectSelector(config.DefaultConfig()) (-want +got):\n%s", diff)
+	}
+	if len(w.ClientConfig.CABundle) != 0 {
+		t.Errorf("the manifests must never set caBundle (re-applying would clear the injected one)")
+	}
+	wantRules := []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"nodes"}, Scope: ptrTo(admissionregistrationv1.AllScopes)},
+	}}
+	if diff := cmp.Diff(wantRules, w.Rules); diff != "" {
+		t.Errorf("node webhook rules (-want +got):\n%s", diff)
+	}
+}
+
+// checkOverlayExtras checks what one webhook overlay adds to the base: where its serving
+// certificate comes from, or the pod guard.
+func checkOverlayExtras(t *testing.T, overlay string, objs []*unstructured.Unstructured, d *appsv1.Deployment, svc *corev1.Service,
+	wh *admissionregistrationv1.MutatingWebhookConfiguration) {
+	t.Helper()
+	switch overlay {
+	case "self-signed":
+		if len(ofKind(objs, "Secret")) != 0 {
+			t.Errorf("self-signed overlay must not ship a Secret: generate-certs.sh creates it")
+		}
+	case "cert-manager":
+		cert := find(objs, "Certificate", "startupgate-webhook")
+		issuer := find(objs, "Issuer", "startupgate-selfsigned")
+		if cert == nil || issuer == nil {
+			t.Fatalf("cert-manager overlay: Certificate (%v) or Issuer (%v) missing", cert != nil, issuer != nil)
+		}
+		secret, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+		if want := certSecretName(t, d); secret != want {
+			t.Errorf("Certificate secretName = %q, but the Deployment mounts %q", secret, want)
+		}
+		dns, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+		if fqdn := svc.Name + "." + svc.Namespace + ".svc"; !slices.Contains(dns, fqdn) {
+			t.Errorf("Certificate dnsNames %v lack the Service name the apiserver dials, %s", dns, fqdn)
+		}
+		if got, want := wh.Annotations["cert-manager.io/inject-ca-from"], gateNamespace+"/"+cert.GetName(); got != want {
+			t.Errorf("webhook inject-ca-from = %q, want %q", got, want)
+		}
+	case "pod-guard":
+		vwc := find(objs, "ValidatingWebhookConfiguration", "startupgate-pod-guard")
+		if vwc == nil {
+			t.Fatalf("pod-guard overlay renders no ValidatingWebhookConfiguration startupgate-pod-guard")
+		}
+		v := typed[admissionregistrationv1.ValidatingWebhookConfiguration](t, vwc)
+		for _, pw := range v.Webhooks {
+			checkWebhookCommon(t, pw.Name, pw.ClientConfig, pw.SideEffects, pw.TimeoutSeconds, gate.PodGuardPath, svc)
+			if pw.FailurePolicy == nil || *pw.FailurePolicy != admissionregistrationv1.Ignore {
+				t.Errorf("pod guard failurePolicy = %v, want Ignore (a guard that fails closed blocks every Pod)", pw.FailurePolicy)
+			}
+		}
+		if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--pod-guard=true") {
+			t.Errorf("pod-guard overlay: Deployment args %v lack --pod-guard=true", args)
+		}
 	}
 }
 
@@ -251,6 +272,14 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment, cfg *config.Config, web
 	if !preferred || cfg.Gated(systemNode) {
 		t.Errorf("no preferred node affinity to nodes the gate skips (got node labels %v)", systemNode.Labels)
 	}
+	checkSecurity(t, ps)
+	checkContainerWiring(t, ps.Containers[0], webhookMode)
+}
+
+// checkSecurity: the Pod runs one container as non-root, read-only, with no privilege to
+// gain, no capabilities, the runtime's seccomp profile and resource requests.
+func checkSecurity(t *testing.T, ps corev1.PodSpec) {
+	t.Helper()
 	if ps.SecurityContext == nil || ps.SecurityContext.RunAsNonRoot == nil || !*ps.SecurityContext.RunAsNonRoot {
 		t.Errorf("pod securityContext.runAsNonRoot must be true")
 	}
@@ -281,6 +310,12 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment, cfg *config.Config, web
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
 		t.Errorf("resource requests = %v, want cpu and memory", c.Resources.Requests)
 	}
+}
+
+// checkContainerWiring: the container elects a leader, its probes are on its health port,
+// and it serves and mounts the webhook exactly when the overlay is a webhook one.
+func checkContainerWiring(t *testing.T, c corev1.Container, webhookMode bool) {
+	t.Helper()
 	if !slices.Contains(c.Args, "--leader-elect=true") {
 		t.Errorf("args %v lack --leader-elect=true", c.Args)
 	}

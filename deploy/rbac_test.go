@@ -121,8 +121,11 @@ func TestGateUnderDeployedRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = wait(context.Background(), rbacPropagation, func() error {
-		if err := sa.List(context.Background(), &corev1.SecretList{}); !apierrors.IsForbidden(err) {
-			return fmt.Errorf("listing Secrets as %s: got %v, want Forbidden", saIdentity.UserName, err)
+		switch err := sa.List(context.Background(), &corev1.SecretList{}); {
+		case err == nil:
+			return fmt.Errorf("listing Secrets as %s: allowed, want Forbidden", saIdentity.UserName)
+		case !apierrors.IsForbidden(err):
+			return fmt.Errorf("listing Secrets as %s: got %w, want Forbidden", saIdentity.UserName, err)
 		}
 		return nil
 	})
@@ -262,6 +265,7 @@ func TestRBACIsMinimal(t *testing.T) {
 }
 
 func checkRBACIsMinimal(t *testing.T, src source) {
+	t.Helper()
 	c := adminClient(t)
 	objs := applyRBAC(t, c, src)
 	clusterRole := mustGet[rbacv1.ClusterRole](t, objs, "ClusterRole", "startupgate")
@@ -298,8 +302,10 @@ func checkRBACIsMinimal(t *testing.T, src source) {
 				switch {
 				case wantForbidden && forbiddenOn(err, removed):
 					return nil
+				case wantForbidden && err == nil:
+					return errors.New("want Forbidden, got success")
 				case wantForbidden:
-					return fmt.Errorf("want Forbidden, got %v", err)
+					return fmt.Errorf("want Forbidden, got %w", err)
 				default:
 					return err
 				}
@@ -814,21 +820,27 @@ func (f *fixture) gateCache(ctx context.Context) error {
 	}
 	seen := func() error {
 		n := &corev1.Node{}
-		if err := ca.Get(ctx, types.NamespacedName{Name: f.gatedNode}, n); err != nil || n.Labels["rbac-test.startup.k8s.io/seq"] != seq {
-			return fmt.Errorf("cache did not see the Node change (%v)", err)
+		if err := ca.Get(ctx, types.NamespacedName{Name: f.gatedNode}, n); err != nil {
+			return fmt.Errorf("cache did not see the Node change (%w)", err)
+		}
+		if n.Labels["rbac-test.startup.k8s.io/seq"] != seq {
+			return errors.New("cache did not see the Node change")
 		}
 		ds := &appsv1.DaemonSet{}
-		if err := ca.Get(ctx, types.NamespacedName{Namespace: f.ns, Name: f.daemonSet}, ds); err != nil || ds.Labels["rbac-test.startup.k8s.io/seq"] != seq {
-			return fmt.Errorf("cache did not see the DaemonSet change (%v)", err)
+		if err := ca.Get(ctx, types.NamespacedName{Namespace: f.ns, Name: f.daemonSet}, ds); err != nil {
+			return fmt.Errorf("cache did not see the DaemonSet change (%w)", err)
+		}
+		if ds.Labels["rbac-test.startup.k8s.io/seq"] != seq {
+			return errors.New("cache did not see the DaemonSet change")
 		}
 		if err := ca.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); err != nil {
-			return fmt.Errorf("cache did not see the new init Pod (%v)", err)
+			return fmt.Errorf("cache did not see the new init Pod (%w)", err)
 		}
 		return nil
 	}
 	err = wait(ctx, 5*time.Second, func() error {
 		if refused() != nil {
-			return nil
+			return nil //nolint:nilerr // a refused watch ends the wait; the refusal is returned below
 		}
 		return seen()
 	})

@@ -60,6 +60,7 @@ type source struct {
 
 var sources = []source{
 	{"kustomize", func(t *testing.T, overlay string) []*unstructured.Unstructured {
+		t.Helper()
 		return render(t, filepath.Join("overlays", overlay))
 	}},
 	{"helm", renderedChart},

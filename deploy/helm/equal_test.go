@@ -78,12 +78,12 @@ func TestCompareCatchesDrift(t *testing.T) {
 			in := installs[slices.IndexFunc(installs, func(i install) bool { return i.overlay == d.overlay })]
 			kust := buildOverlay(t, d.overlay)
 			o := findDrifted(t, kust, d.kind, d.name)
-			switch {
-			case d.kind == "MutatingWebhookConfiguration":
+			switch d.kind {
+			case "MutatingWebhookConfiguration":
 				hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
 				hooks[0].(map[string]any)["failurePolicy"] = d.value
 				_ = unstructured.SetNestedSlice(o.Object, hooks, "webhooks")
-			case d.kind == "Role":
+			case "Role":
 				rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
 				rules[0].(map[string]any)["verbs"] = d.value
 				_ = unstructured.SetNestedSlice(o.Object, rules, "rules")
