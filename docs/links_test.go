@@ -13,6 +13,7 @@ import (
 
 // markdownFiles are the READMEs and every page under docs/, as paths from this directory.
 func markdownFiles(t *testing.T) []string {
+	t.Helper()
 	files := []string{filepath.Join(repoRoot, "README.md"), filepath.Join(repoRoot, "deploy", "README.md")}
 	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
@@ -104,6 +105,7 @@ func TestPicturesLinked(t *testing.T) {
 // headingAnchors are the anchors GitHub gives a Markdown file's headings: lower case,
 // punctuation dropped, spaces as dashes, a repeated anchor numbered -1, -2, ...
 func headingAnchors(t *testing.T, file string) map[string]bool {
+	t.Helper()
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)

@@ -88,6 +88,7 @@ func TestWebhookPolicyEquivalenceRules(t *testing.T) {
 // the apiserver runs one policy per rule in its own order, and the order of taints means
 // nothing to the scheduler.
 func checkEquivalence(t *testing.T, name string, cfg config.Config, inputs []equivInput) {
+	t.Helper()
 	rc := sharedPlane(t)
 	cs := kubernetes.NewForConfigOrDie(rc)
 	cfg = ScopeConfig(cfg, name)
@@ -120,6 +121,7 @@ func checkEquivalence(t *testing.T, name string, cfg config.Config, inputs []equ
 // admitAll creates each input through a gate in mode, deletes it again, and returns the
 // Nodes as the apiserver stored them.
 func admitAll(t *testing.T, rc *rest.Config, cs kubernetes.Interface, mode gateundertest.Mode, cfg config.Config, name string, inputs []equivInput) map[string]*corev1.Node {
+	t.Helper()
 	ctx := context.Background()
 	g := gateundertest.New(rc, cs, mode, cfg, &scenario.Scenario{Name: name}, "default", gateundertest.Options{})
 	t.Cleanup(func() { _ = g.Stop(context.Background()) })
@@ -171,7 +173,7 @@ func TestReleaseKeepsForeignTaint(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	real, err := client.NewWithWatch(rc, client.Options{Scheme: gate.Scheme()})
+	apiClient, err := client.NewWithWatch(rc, client.Options{Scheme: gate.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,14 +181,14 @@ func TestReleaseKeepsForeignTaint(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "release-race"},
 		Spec:       corev1.NodeSpec{Taints: []corev1.Taint{cfg.Taint}},
 	}
-	if err := real.Create(ctx, node); err != nil {
+	if err := apiClient.Create(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = real.Delete(context.Background(), node) })
+	t.Cleanup(func() { _ = apiClient.Delete(context.Background(), node) })
 
 	foreign := corev1.Taint{Key: "example.com/foreign", Effect: corev1.TaintEffectNoSchedule}
 	var patches atomic.Int32
-	racing := interceptor.NewClient(real, interceptor.Funcs{
+	racing := interceptor.NewClient(apiClient, interceptor.Funcs{
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			if patches.Add(1) == 1 {
 				// Another controller writes first. Its own write may conflict with the
@@ -219,7 +221,7 @@ func TestReleaseKeepsForeignTaint(t *testing.T) {
 		t.Errorf("released (-want +got):\n%s", diff)
 	}
 	got := &corev1.Node{}
-	if err := real.Get(ctx, client.ObjectKeyFromObject(node), got); err != nil {
+	if err := apiClient.Get(ctx, client.ObjectKeyFromObject(node), got); err != nil {
 		t.Fatal(err)
 	}
 	var keys []string

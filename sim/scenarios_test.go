@@ -240,6 +240,7 @@ func TestKubeconfigBackend(t *testing.T) {
 
 // changesPlane reports whether scenarios/FILE.yaml changes the plane it runs on.
 func changesPlane(t *testing.T, file string) bool {
+	t.Helper()
 	sc, err := scenario.Load("../scenarios/" + file + ".yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -108,6 +108,7 @@ var escape = regexp.MustCompile(`^\x1b\[(\d*)([AJ])`)
 // screen replays what a terminal would show: text, newlines, carriage returns, cursor up
 // (ESC[nA) and erase to the end of the screen (ESC[J).
 func screen(t *testing.T, s string) []string {
+	t.Helper()
 	var lines []string
 	row := 0
 	for len(s) > 0 {
