@@ -36,6 +36,8 @@ const (
 	ReasonRetainted = "StartupGateRetainted"
 	// ReasonLeftSelector: the node's labels left a rule's selector; the rule's taint came off.
 	ReasonLeftSelector = "StartupGateLeftSelector"
+	// ReasonRegated: a released node rebooted; a rule with onReboot: gate put its taint back.
+	ReasonRegated = "StartupGateRegated"
 	// ReasonSuspended: a suspended rule holds the node and will not release it until resumed.
 	ReasonSuspended = "StartupGateSuspended"
 	// ReasonWouldHold and ReasonWouldRelease are a dry-run rule's reports of what it would do.
@@ -179,7 +181,10 @@ func (r *Reconciler) rule(ctx context.Context, f *facts, rl *rule.Rule) (time.Du
 		return r.dryRun(ctx, f, rl)
 	case !rl.Matches(node):
 		return 0, r.leftSelector(ctx, f, rl)
-	case rl.Mode == rule.Startup && rl.Completed(node):
+	case rl.GatesReboots() && rl.Completed(node) && !rl.Regated(node):
+		r.unhold(node.Name, rl)
+		return 0, r.reboot(ctx, f, rl)
+	case rl.Mode == rule.Startup && rl.Completed(node) && !rl.GatesReboots():
 		r.unhold(node.Name, rl)
 		return 0, nil
 	case !rl.HasTaint(node) && !rl.Completed(node):
@@ -303,6 +308,38 @@ func (r *Reconciler) release(ctx context.Context, f *facts, rl *rule.Rule, d rul
 	r.Recorder.Eventf(written, nil, corev1.EventTypeNormal, ReasonReleased, eventActionRelease, "Rule %s: removed startup taint %s: %s", rl.Name, rl.Taint.Key, d.Reason)
 	log.FromContext(ctx).Info("Released node", "node", klog.KObj(node), "rule", rl.Name, "reason", d.Reason,
 		"hold", now.Sub(node.CreationTimestamp.Time).Round(time.Millisecond))
+	return nil
+}
+
+// reboot watches a node that a rule gating reboots has released: when the node reports a
+// new boot ID the taint goes back in one guarded write, and from then on the rule holds it
+// like a new node, on readiness that postdates the re-gate. A node released before the
+// rule recorded boots gets its boot recorded, once.
+func (r *Reconciler) reboot(ctx context.Context, f *facts, rl *rule.Rule) error {
+	now := r.Clock.Now()
+	d := rule.Decide(rl, r.Config.Readiness(), rule.Input{Node: f.node, Now: now})
+	var m Mutation
+	switch {
+	case d.Regate:
+		m = regateMutation(rl, now)
+	case d.RecordBoot:
+		m = recordBootMutation(rl)
+	default:
+		return nil
+	}
+	boot := rl.BootOf(f.node)
+	written, wrote, err := r.Writer.Write(ctx, f.node, m)
+	if err != nil {
+		return fmt.Errorf("recording the reboot of node %q for rule %q: %w", f.node.Name, rl.Name, err)
+	}
+	f.node = written
+	if !wrote || !d.Regate {
+		return nil
+	}
+	regatesTotal.WithLabelValues(rl.Name).Inc()
+	r.Recorder.Eventf(written, nil, corev1.EventTypeWarning, ReasonRegated, eventActionGate,
+		"Rule %s: node rebooted (boot %s, released on boot %s): taint %s is back until its components are Ready again", rl.Name, boot.Current, boot.Released, rl.Taint.Key)
+	log.FromContext(ctx).Info("Node rebooted, taint back", "node", klog.KObj(written), "rule", rl.Name, "bootID", boot.Current, "releasedOnBootID", boot.Released)
 	return nil
 }
 
@@ -543,7 +580,7 @@ func nodeChanged(cfg *config.Config, old, cur *corev1.Node) bool {
 	if !equality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints) ||
 		!equality.Semantic.DeepEqual(old.Labels, cur.Labels) ||
 		!equality.Semantic.DeepEqual(old.Annotations, cur.Annotations) ||
-		old.UID != cur.UID {
+		old.UID != cur.UID || old.Status.NodeInfo.BootID != cur.Status.NodeInfo.BootID {
 		return true
 	}
 	for _, rl := range cfg.EffectiveRules() {

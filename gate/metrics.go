@@ -64,6 +64,10 @@ var (
 		Name: "startupgate_component_missing_toleration",
 		Help: "1 when a required component's DaemonSet does not tolerate the startup taint: its nodes can never be released.",
 	}, []string{"component"})
+	regatesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "startupgate_regates_total",
+		Help: "Taints a rule with onReboot: gate put back on a released node that rebooted, by rule.",
+	}, []string{"rule"})
 	suspendedRules = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "startupgate_rule_suspended",
 		Help: "1 when a rule is suspended (it writes nothing until resumed), 0 when it runs, by rule.",
@@ -76,7 +80,7 @@ var (
 
 func init() { //nolint:gochecknoinits // registering collectors is the one sanctioned use
 	metrics.Registry.MustRegister(gatedNodes, holdSeconds, releaseLatencySeconds, releasesTotal,
-		timeoutsTotal, retaintsTotal, dryRunTotal, conditionTaintsTotal, conditionTaintedNodes, budgetExhausted, webhookRequests, backfillsTotal, missingToleration, suspendedRules, podGuardRequests)
+		timeoutsTotal, retaintsTotal, dryRunTotal, conditionTaintsTotal, conditionTaintedNodes, budgetExhausted, webhookRequests, backfillsTotal, missingToleration, regatesTotal, suspendedRules, podGuardRequests)
 }
 
 // RecordRules sets the per-rule gauges that the configuration alone decides: which rules

@@ -51,6 +51,11 @@ func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []co
 	if err := g.Nodes.Get(ctx, types.NamespacedName{Name: nodeName}, node); err != nil {
 		return admission.Allowed("node not found"), "allowed"
 	}
+	if r, rebooted := g.Config.RebootedRule(node, tolerations); rebooted {
+		b := r.BootOf(node)
+		return admission.Denied(fmt.Sprintf("node %q rebooted (boot %s, released on boot %s) and rule %s's taint %s is coming back; the pod does not tolerate it",
+			nodeName, b.Current, b.Released, r.Name, r.Taint.ToString())), "denied"
+	}
 	taint, held := g.Config.HoldingTaint(node, tolerations)
 	if !held {
 		return g.decideContinuous(ctx, node, tolerations)

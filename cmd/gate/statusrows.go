@@ -31,6 +31,7 @@ const (
 	StateClearing     = "clearing"      // they stopped matching; the taint comes off
 	StateWouldTaint   = "would-taint"   // dry run: the conditions match
 	StateSuspended    = "suspended"     // the rule is suspended: it writes nothing until resumed
+	StateRegated      = "regated"       // the node rebooted after its release; held for the new boot
 )
 
 // StatusRow is one node and one rule that applies to it: why the node is held, read with
@@ -90,6 +91,8 @@ func statusOf(rl *rule.Rule, rd rule.Readiness, in rule.Input) StatusRow {
 		row.State = StateWouldHold
 	case !rl.Matches(n):
 		row.State, row.WaitingOn = StateHeld, fmt.Sprintf("the node is outside the rule's selector %q; the taint was set by hand or the node left the selector (gate release NODE)", rl.NodeSelector)
+	case rl.Regated(n):
+		row.State, row.HeldFor = StateRegated, metav1.Duration{Duration: in.Now.Sub(rl.BootOf(n).RegatedAt).Round(time.Second)}
 	case rl.Completed(n) && rl.HasTaint(n):
 		row.State = StateRetainted
 	case rl.Completed(n):

@@ -242,6 +242,9 @@ func (c *Config) Validate() error {
 			c.defaultCondition(r, &errs)
 		}
 		r.CompileLimits(at(i), &errs)
+		if r.OnReboot == rule.RebootGate && c.AnnotationOnly {
+			errs.Add("annotationOnly", "rule %q has onReboot: gate, which needs Pod readiness: the ready annotation survives a reboot, so it cannot prove the warm-up ran again", r.Name)
+		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

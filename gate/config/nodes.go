@@ -29,10 +29,11 @@ func (c *Config) Admit(n *corev1.Node) (applies, tainted []*rule.Rule) {
 // node, that the tolerations do not tolerate. It is judged against the taint the node
 // really carries: kubelet or Karpenter may have registered it with another value, and the
 // scheduler compares with that one. A startup rule that has released the node no longer
-// holds it, whatever its taint; a continuous rule holds it while its taint is on.
+// holds it, whatever its taint, unless it re-gated the node after a reboot; a continuous
+// rule holds it while its taint is on.
 func (c *Config) HoldingTaint(node *corev1.Node, tolerations []corev1.Toleration) (corev1.Taint, bool) {
 	for _, r := range c.Gating() {
-		if r.Mode == rule.Startup && r.Completed(node) {
+		if r.Mode == rule.Startup && r.Completed(node) && !r.Regated(node) {
 			continue
 		}
 		for _, t := range node.Spec.Taints {
@@ -64,4 +65,17 @@ func (c *Config) TaintList() string {
 		out = append(out, r.Taint.ToString())
 	}
 	return strings.Join(out, ", ")
+}
+
+// RebootedRule is the first rule that gates reboots, has released the node, sees it on a
+// new boot and has not put its taint back yet, whose taint the tolerations do not
+// tolerate: the window between a quick reboot, which may never turn the node NotReady, and
+// the re-gate write.
+func (c *Config) RebootedRule(node *corev1.Node, tolerations []corev1.Toleration) (*rule.Rule, bool) {
+	for _, r := range c.Gating() {
+		if r.GatesReboots() && r.Completed(node) && !r.HasTaint(node) && r.BootOf(node).Rebooted() && !r.Tolerates(tolerations) {
+			return r, true
+		}
+	}
+	return nil, false
 }

@@ -77,6 +77,7 @@ func (r *Rule) validateConditionMode(field func(string) string, errs *Errors) {
 		{"minHold", r.MinHold.Duration != 0},
 		{"maxHold", r.MaxHold.Duration != 0},
 		{"settleTime", r.SettleTime.Duration != 0},
+		{"onReboot", r.OnReboot != RebootIgnore},
 	} {
 		if f.set {
 			errs.Add(field(f.name), "a condition rule does not use it: its taint is on exactly while match holds")

@@ -29,6 +29,10 @@ type Input struct {
 	// UnmetSince (continuous rules, after the first release) is when the caller first saw
 	// the requirements fail, or zero.
 	UnmetSince time.Time
+	// ReadyNotBefore, when set, is the earliest Ready transition a Pod's readiness counts
+	// from: a Pod Ready since earlier, or ready by its annotation alone, is not ready. The
+	// decision sets it for a node re-gated after a reboot.
+	ReadyNotBefore time.Time
 }
 
 // Decision is the outcome of Decide for one node and one rule.
@@ -38,6 +42,12 @@ type Decision struct {
 	// Taint (continuous rules): put the taint back now; the requirements have failed for
 	// the settle time.
 	Taint bool
+	// Regate (rules with onReboot: gate): the released node has rebooted; put the taint
+	// back now, with the time of the re-gate.
+	Regate bool
+	// RecordBoot (rules with onReboot: gate): write the node's current boot ID as the one
+	// it was released on, and nothing else.
+	RecordBoot bool
 	// TimedOut: MaxHold passed before the node was ready. With TimeoutRelease, Release is
 	// also true; with TimeoutKeep the taint stays.
 	TimedOut bool
@@ -61,13 +71,16 @@ func (d Decision) Wait() bool { return !d.Release }
 //
 // Before the rule first releases the node: release once the requirements hold and the
 // minimum hold has passed; at the maximum hold, apply the timeout policy. After it: a
-// startup rule does nothing, ever; a continuous rule takes its taint off while the
+// startup rule does nothing, unless it gates reboots (afterReboot); a continuous rule takes its taint off while the
 // requirements hold and puts it back once they have failed for the settle time.
 //
 // The Pod creation rule matters: when an autoscaler reuses a node name, a Ready init Pod of
 // the previous node can still be bound to that name until pod GC runs, and it must never
 // release the new node.
 func Decide(r *Rule, rd Readiness, in Input) Decision {
+	if r.GatesReboots() && r.Completed(in.Node) {
+		return r.afterReboot(rd, in)
+	}
 	met, readyAt, why, since := r.requirements(rd, in)
 	if r.Completed(in.Node) {
 		return r.afterRelease(in, met, why, latest(since, in.UnmetSince))
@@ -168,7 +181,7 @@ func componentsReady(in Input, comps []compiledComponent, rd Readiness) (bool, t
 				continue
 			}
 			has = true
-			if podReady(p, rd) {
+			if podReady(p, rd) && readyAfter(p, in.ReadyNotBefore) {
 				readyPod = p
 				break
 			}
@@ -232,6 +245,12 @@ func podReady(p *corev1.Pod, rd Readiness) bool {
 		}
 	}
 	return true
+}
+
+// readyAfter reports whether the Pod's Ready condition turned true at or after notBefore
+// (always, when notBefore is zero).
+func readyAfter(p *corev1.Pod, notBefore time.Time) bool {
+	return notBefore.IsZero() || (hasPodReady(p) && !readySince(p).Before(notBefore))
 }
 
 func hasPodReady(p *corev1.Pod) bool {

@@ -40,6 +40,17 @@ const (
 	TimeoutKeep TimeoutPolicy = "keep"
 )
 
+// RebootPolicy says what a startup rule does when a node it released reboots.
+type RebootPolicy string
+
+const (
+	// RebootIgnore leaves a rebooted node alone: the rule released it once, for good.
+	RebootIgnore RebootPolicy = "ignore"
+	// RebootGate puts the rule's taint back when the node reports a new boot ID, and
+	// releases it again on readiness that postdates the reboot.
+	RebootGate RebootPolicy = "gate"
+)
+
 // DefaultSettleTime is how long a continuous rule's requirements must fail before its taint
 // goes back on: a Pod restarting in place, or a condition that flaps, must not turn into a
 // storm of Node writes.
@@ -75,6 +86,10 @@ type Rule struct {
 	TimeoutPolicy TimeoutPolicy   `json:"timeoutPolicy,omitempty"`
 	// DryRun decides and reports, and writes nothing: no taint at creation, no release.
 	DryRun bool `json:"dryRun,omitempty"`
+	// OnReboot (startup rules) is what happens when a released node reports a new boot ID
+	// (status.nodeInfo.bootID): ignore (the default), or gate, which puts the taint back and
+	// releases the node again only once its components are Ready again after the reboot.
+	OnReboot RebootPolicy `json:"onReboot,omitempty"`
 	// Suspend freezes the rule, as an operator does during an incident: it adds no taint at
 	// creation, releases nothing, re-taints nothing, until it is unset. The nodes it holds
 	// stay held (suspending never releases; `gate release` does).
@@ -149,6 +164,9 @@ func (r *Rule) CompileSelectors(at string, errs *Errors) {
 	if r.SettleTime.Duration == 0 && r.Mode != Condition {
 		r.SettleTime.Duration = DefaultSettleTime
 	}
+	if r.OnReboot == "" {
+		r.OnReboot = RebootIgnore
+	}
 	out := &compiled{}
 	r.validateName(field, errs)
 	r.validateTaint(field, errs)
@@ -177,6 +195,26 @@ func (r *Rule) CompileLimits(at string, errs *Errors) {
 		errs.Add(field("components"), "a rule needs at least one component or condition")
 	}
 	r.validateHolds(field, errs)
+	r.validateOnReboot(field, errs)
+}
+
+// validateOnReboot: only a startup rule gates a rebooted node (a continuous rule re-taints
+// on its own), and only on a component, since a Pod Ready again after the reboot is the
+// one evidence that the warm-up ran again; a node condition may never change across a
+// quick reboot.
+func (r *Rule) validateOnReboot(field func(string) string, errs *Errors) {
+	switch r.OnReboot {
+	case RebootIgnore:
+	case RebootGate:
+		if r.Mode != Startup {
+			errs.Add(field("onReboot"), "%q: only a startup rule gates a rebooted node; a %s rule re-taints on its own", r.OnReboot, r.Mode)
+		}
+		if len(r.Components) == 0 {
+			errs.Add(field("onReboot"), "%q: needs a component, whose Pod Ready again after the reboot proves the warm-up ran again", r.OnReboot)
+		}
+	default:
+		errs.Add(field("onReboot"), "%q: must be %q or %q", r.OnReboot, RebootIgnore, RebootGate)
+	}
 }
 
 // Selected reports whether every component selector compiled: only then can the caller
@@ -372,6 +410,7 @@ func (r *Rule) AddTaint(n *corev1.Node) bool {
 func (r *Rule) Release(n *corev1.Node, now time.Time) {
 	r.RemoveTaint(n)
 	r.mark(n, now)
+	r.RecordBoot(n)
 }
 
 // mark sets the rule's annotation on the node to now, unless it is set.

@@ -169,7 +169,8 @@ func trimNode(o any) (any, error) {
 		TypeMeta:   n.TypeMeta,
 		ObjectMeta: trimMeta(n.ObjectMeta),
 		Spec:       n.Spec,
-		Status:     corev1.NodeStatus{Conditions: n.Status.Conditions},
+		// The boot ID tells a reboot, which a rule with onReboot: gate holds the node for.
+		Status: corev1.NodeStatus{Conditions: n.Status.Conditions, NodeInfo: corev1.NodeSystemInfo{BootID: n.Status.NodeInfo.BootID}},
 	}, nil
 }
 

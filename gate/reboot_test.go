@@ -1,0 +1,118 @@
+package gate
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/gate/rule"
+	"github.com/startupgate/startupgate/internal/testobj"
+)
+
+// rebootConfig is the default rule, gating reboots.
+func rebootConfig(t *testing.T) *config.Config {
+	t.Helper()
+	return rulesConfig(t, func(c *config.Config) {
+		c.Rules = c.Rules[:1]
+		c.Rules[0].OnReboot = rule.RebootGate
+	})
+}
+
+// setBoot makes the node report boot id, as a kubelet does after a reboot.
+func setBoot(t *testing.T, c client.Client, name, id string) {
+	t.Helper()
+	n := getNode(t, c, name)
+	n.Status.NodeInfo.BootID = id
+	if err := c.Status().Update(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setReadySince replaces the Pod's readiness: Ready since at.
+func setReadySince(t *testing.T, c client.Client, name string, at time.Time) {
+	t.Helper()
+	p := &corev1.Pod{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "kube-system", Name: name}, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Status.Conditions = nil
+	testobj.ReadyAt(at)(p)
+	if err := c.Status().Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRebootRegates: a node released on one boot that reports another gets the taint back
+// in one write, and is released again only on a Pod Ready after the re-gate, never on the
+// Ready Pod left from before the reboot; a kubelet restart (same boot) changes nothing.
+func TestRebootRegates(t *testing.T) {
+	cfg := rebootConfig(t)
+	node := testobj.Node("n", t0, testobj.Taints(gateTaint))
+	node.Status.NodeInfo.BootID = "b1"
+	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, node, componentPod("init-n", "n", "init", testobj.ReadyAt(t0.Add(time.Minute))))
+	rl := cfg.EffectiveRules()[0]
+
+	e.reconcile(t, "n")
+	n := getNode(t, e.c, "n")
+	if rl.HasTaint(n) || n.Annotations[rl.BootAnnotation()] != "b1" {
+		t.Fatalf("after the first release: taints %v, annotations %v; want released on boot b1", n.Spec.Taints, n.Annotations)
+	}
+	writes := e.calls.writes()
+
+	e.reconcile(t, "n") // a kubelet restart: same boot
+	if w := e.calls.writes() - writes; w != 0 {
+		t.Errorf("%d writes on the same boot, want 0", w)
+	}
+	setBoot(t, e.c, "n", "b2")
+	guard := &PodGuard{Nodes: e.c, Pods: e.c, Config: cfg}
+	if resp, _ := guard.decide(context.Background(), "n", nil); resp.Allowed {
+		t.Errorf("Pod guard allowed a binding to a rebooted node before the taint was back")
+	}
+	writes = e.calls.writes()
+	e.clock.Step(time.Hour)
+	e.reconcile(t, "n")
+	n = getNode(t, e.c, "n")
+	if !rl.Regated(n) || e.calls.writes()-writes != 1 {
+		t.Fatalf("after the reboot: taints %v, annotations %v, %d writes; want the taint back in one write", n.Spec.Taints, n.Annotations, e.calls.writes()-writes)
+	}
+	if resp, _ := guard.decide(context.Background(), "n", nil); resp.Allowed {
+		t.Errorf("Pod guard allowed a binding to a re-gated node")
+	}
+	e.reconcile(t, "n") // the init Pod is still Ready from before the reboot
+	if n := getNode(t, e.c, "n"); !rl.Regated(n) {
+		t.Fatalf("released on the init Pod's readiness from before the reboot")
+	}
+	e.clock.Step(time.Minute)
+	setReadySince(t, e.c, "init-n", e.clock.Now())
+	e.reconcile(t, "n")
+	n = getNode(t, e.c, "n")
+	if rl.HasTaint(n) || n.Annotations[rl.BootAnnotation()] != "b2" || n.Annotations[rl.RegatedAnnotation()] != "" {
+		t.Errorf("after readiness on the new boot: taints %v, annotations %v; want released on boot b2", n.Spec.Taints, n.Annotations)
+	}
+	if n.Annotations[config.DefaultCompletedAnnotation] != strconv.FormatInt(t0.Add(10*time.Minute).Unix(), 10) {
+		t.Errorf("completedAt = %q, want the first release's time kept", n.Annotations[config.DefaultCompletedAnnotation])
+	}
+	want := []string{"Normal " + ReasonHeld, "Normal " + ReasonReleased, "Warning " + ReasonRegated, "Normal " + ReasonReleased}
+	if diff := cmp.Diff(want, e.drain()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// TestRebootIgnoredByDefault: without onReboot: gate, a reboot writes nothing.
+func TestRebootIgnoredByDefault(t *testing.T) {
+	cfg := rulesConfig(t, func(c *config.Config) { c.Rules = c.Rules[:1] })
+	node := testobj.Node("n", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1"))
+	node.Status.NodeInfo.BootID = "b2"
+	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, node)
+	e.reconcile(t, "n")
+	if w := e.calls.writes(); w != 0 {
+		t.Errorf("%d writes for a reboot the rule ignores, want 0", w)
+	}
+}
