@@ -41,3 +41,25 @@ func TestChartVersion(t *testing.T) {
 		t.Errorf("%s: version %q, appVersion %q; want both %q, the VERSION file's", chartPath, chart.Version, chart.AppVersion, version)
 	}
 }
+
+// TestManifestImageVersion holds the kustomize base's image tag equal to VERSION; the chart
+// takes its tag from appVersion, which TestChartVersion checks.
+func TestManifestImageVersion(t *testing.T) {
+	raw, err := os.ReadFile("../VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := strings.TrimSpace(string(raw))
+	for file, want := range map[string]string{
+		"../deploy/base/deployment.yaml":    "image: ghcr.io/startupgate/startupgate:" + version + "\n",
+		"../deploy/base/kustomization.yaml": "    newTag: " + version + "\n",
+	} {
+		got, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(got), want) {
+			t.Errorf("%s has no %q: its image tag must be VERSION's", file, strings.TrimSpace(want))
+		}
+	}
+}

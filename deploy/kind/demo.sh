@@ -106,7 +106,7 @@ log "loading ${IMAGE_TAR} (${IMG}) into ${CLUSTER}"
 # one just loaded).
 log "applying deploy/overlays/self-signed"
 "${KUBECTL}" kustomize "${ROOT}/deploy/overlays/self-signed" |
-  sed -e "s#image: ghcr.io/startupgate/startupgate:latest#image: ${IMG}#" |
+  sed -e "s#image: ghcr.io/startupgate/startupgate:[^ ]*#image: ${IMG}#" |
   "${KUBECTL}" apply -f -
 log "generating the webhook certificate"
 KUBECTL="${KUBECTL}" "${ROOT}/deploy/overlays/self-signed/generate-certs.sh"
