@@ -137,11 +137,16 @@ func genScenario(t *testing.T) string {
 func genFlags(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "gate")
-	build := exec.Command("go", "build", "-o", bin, gateCommand)
-	build.Dir = repoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", gateCommand, err, out)
+	// make test and make test-unit have built the gate already (and name it here); a plain
+	// go test builds its own.
+	bin := os.Getenv("STARTUPGATE_GATE_BINARY")
+	if bin == "" {
+		bin = filepath.Join(dir, "gate")
+		build := exec.Command("go", "build", "-o", bin, gateCommand)
+		build.Dir = repoRoot
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("building %s: %v\n%s", gateCommand, err, out)
+		}
 	}
 	var out bytes.Buffer
 	help := exec.Command(bin, "--help")
