@@ -109,17 +109,17 @@ test-gate: modules ## Build bin/test/gate, the gate that the tests run as a proc
 # nested modules and sim/bench build and run beside the scenario suite, which spends much of
 # its time waiting out timelines.
 .PHONY: test
-test: controlplane test-gate lint verify ## Everything: lint, verify, then every test with the race detector, the scenario suite on the embedded plane and the nested modules included.
+test: controlplane test-gate promtool lint verify ## Everything: lint, verify, then every test with the race detector, the scenario suite on the embedded plane and the nested modules included.
 	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) $(GO_TEST) -p 3 -parallel 4 -timeout $(TEST_TIMEOUT) $(TEST_PACKAGES)
 
 .PHONY: test-unit
-test-unit: test-gate ## Every test that needs no control plane, with the race detector; the nested modules' too.
+test-unit: test-gate promtool ## Every test that needs no control plane, with the race detector; the nested modules' too.
 	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) $(GO_TEST) -skip '$(PLANE_TESTS)' $(UNIT_PACKAGES)
 	cd deploy/helm && $(GO_TEST) ./...
 	cd hack/image && STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) $(GO_TEST) ./...
 
 .PHONY: test-deploy
-test-deploy: controlplane ## The install paths only: the overlays and the chart rendered, proved equal and applied to the embedded plane; the image built and run.
+test-deploy: controlplane promtool ## The install paths only: the overlays and the chart rendered, proved equal and applied to the embedded plane; the image built and run.
 	$(GO_TEST) ./deploy/...
 
 $(GOLANGCI_LINT):
@@ -156,6 +156,11 @@ verify-docs: test-gate ## The docs' tests: the generated references are up to da
 
 # Every tracked or new file whose first line runs a shell.
 SHELL_SCRIPTS = $(shell git ls-files --cached --others --exclude-standard | while read -r f; do [[ -f $$f ]] && head -n1 "$$f" | grep -qE '^\#!.*[/ ](ba)?sh\b' && echo "$$f"; done)
+
+.PHONY: promtool
+promtool: ## Install Debian's prometheus package (for promtool) when missing: the chart's alert tests run it.
+	@command -v promtool >/dev/null || hack/quietly $(SETUP_LOG) "installing promtool (Debian's prometheus) with apt-get" \
+		bash -c '$$( [[ $$(id -u) == 0 ]] || echo sudo ) apt-get update && $$( [[ $$(id -u) == 0 ]] || echo sudo ) apt-get install -y --no-install-recommends prometheus'
 
 .PHONY: shellcheck
 shellcheck: ## Lint every shell script (installs Debian's shellcheck when missing).
