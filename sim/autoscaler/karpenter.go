@@ -188,11 +188,11 @@ func (k *Karpenter) waitReady(ctx context.Context) error {
 			return false, err
 		}
 		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, nil
+		if err == nil {
+			_ = resp.Body.Close()
+			return resp.StatusCode == http.StatusOK, nil
 		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		return false, nil // not listening yet
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for Karpenter to be ready: %w; the last lines of %s:\n%s", err, k.log, k.LogTail(20))

@@ -54,17 +54,7 @@ func TestKarpenterScaleUp(t *testing.T) {
 		// against the node.
 		initAfter = 15 * time.Second
 	)
-	logDir, err := os.MkdirTemp("", "startupgate-karpenter-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("plane and Karpenter logs kept in %s", logDir)
-			return
-		}
-		_ = os.RemoveAll(logDir)
-	})
+	logDir := keptOnFailure(t)
 	// A first build takes minutes: only the test's own deadline bounds it.
 	dir, err := autoscaler.Build(t.Context())
 	if err != nil {
@@ -153,16 +143,7 @@ func TestKarpenterScaleUp(t *testing.T) {
 	}
 	var running []corev1.Pod
 	err = wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "!startup.k8s.io/component"})
-		if err != nil {
-			return false, nil
-		}
-		running = running[:0]
-		for _, p := range list.Items {
-			if p.Status.Phase == corev1.PodRunning {
-				running = append(running, p)
-			}
-		}
+		running = runningWorkload(ctx, cs, ns, running)
 		return len(running) == pods, nil
 	})
 	if err != nil {
@@ -181,43 +162,85 @@ func TestKarpenterScaleUp(t *testing.T) {
 	if len(first) != wantClaims {
 		t.Fatalf("Karpenter's Nodes: %d, want %d", len(first), wantClaims)
 	}
-	for name, n := range first {
-		if n.Annotations[kubelet.KWOKNodeLabel] != "fake" {
-			t.Errorf("node %s: first version lacks the KWOK annotation: %v", name, n.Annotations)
-		}
-		if !hasTaint(n, cfg.Taint) {
-			t.Errorf("node %s: first version lacks the gate's taint: %v", name, n.Spec.Taints)
-		}
-		// KWOK gives a Node the instance type's allocatable (and the NodeClaim's requests
-		// as its capacity).
-		if got := n.Status.Allocatable[corev1.ResourceCPU]; got.Cmp(resource.MustParse("10900m")) != 0 {
-			t.Errorf("node %s: created with %s allocatable CPU, want the instance type's 11 less 100m", name, got.String())
-		}
-		t.Logf("node %s: taints by version:\n%s", name, nodes.history(name))
-		cur, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ready(cur) {
-			t.Errorf("node %s is not Ready: %v", name, cur.Status.Conditions)
-		}
-		if diff := cmp.Diff(n.Status.Allocatable, cur.Status.Allocatable); diff != "" {
-			t.Errorf("node %s: the fake kubelet changed the allocatable it was created with (-created +now):\n%s", name, diff)
-		}
-		if diff := cmp.Diff(n.Status.Capacity, cur.Status.Capacity); diff != "" {
-			t.Errorf("node %s: the fake kubelet changed the capacity it was created with (-created +now):\n%s", name, diff)
-		}
-		if hasTaint(cur, cfg.Taint) || cur.Annotations[cfg.CompletedAnnotation] == "" {
-			t.Errorf("node %s not released by the gate: taints %v, annotations %v", name, cur.Spec.Taints, cur.Annotations)
-		}
-		for _, p := range running {
-			if p.Spec.NodeName != name {
-				t.Errorf("Pod %s runs on %s, not on Karpenter's node %s", p.Name, p.Spec.NodeName, name)
-			}
-		}
+	for _, n := range first {
+		checkNode(ctx, t, cs, &cfg, n, running)
+		t.Logf("node %s: taints by version:\n%s", n.Name, nodes.history(n.Name))
 	}
 	for _, err := range kubeletErrs.all() {
 		t.Errorf("fake kubelet: %v", err)
+	}
+}
+
+// keptOnFailure is a directory for the plane's and Karpenter's logs, removed after the test
+// unless it failed.
+func keptOnFailure(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "startupgate-karpenter-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("plane and Karpenter logs kept in %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	return dir
+}
+
+// runningWorkload is the workload Pods (not the init DaemonSet's) that run, reusing buf; a
+// failed List (a busy plane) counts none, and the caller polls again.
+func runningWorkload(ctx context.Context, cs kubernetes.Interface, ns string, buf []corev1.Pod) []corev1.Pod {
+	buf = buf[:0]
+	list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "!startup.k8s.io/component"})
+	if err == nil {
+		for _, p := range list.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				buf = append(buf, p)
+			}
+		}
+	}
+	return buf
+}
+
+// checkNode checks one of Karpenter's Nodes: its first version (n) came from KWOK's CREATE
+// with the gate's taint; now it is Ready, with the resources it was created with, released
+// by the gate, and the running Pods are on it.
+func checkNode(ctx context.Context, t *testing.T, cs kubernetes.Interface, cfg *config.Config, n *corev1.Node, running []corev1.Pod) {
+	t.Helper()
+	name := n.Name
+	if n.Annotations[kubelet.KWOKNodeLabel] != "fake" {
+		t.Errorf("node %s: first version lacks the KWOK annotation: %v", name, n.Annotations)
+	}
+	if !hasTaint(n, cfg.Taint) {
+		t.Errorf("node %s: first version lacks the gate's taint: %v", name, n.Spec.Taints)
+	}
+	// KWOK gives a Node the instance type's allocatable (and the NodeClaim's requests as
+	// its capacity).
+	if got := n.Status.Allocatable[corev1.ResourceCPU]; got.Cmp(resource.MustParse("10900m")) != 0 {
+		t.Errorf("node %s: created with %s allocatable CPU, want the instance type's 11 less 100m", name, got.String())
+	}
+	cur, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ready(cur) {
+		t.Errorf("node %s is not Ready: %v", name, cur.Status.Conditions)
+	}
+	if diff := cmp.Diff(n.Status.Allocatable, cur.Status.Allocatable); diff != "" {
+		t.Errorf("node %s: the fake kubelet changed the allocatable it was created with (-created +now):\n%s", name, diff)
+	}
+	if diff := cmp.Diff(n.Status.Capacity, cur.Status.Capacity); diff != "" {
+		t.Errorf("node %s: the fake kubelet changed the capacity it was created with (-created +now):\n%s", name, diff)
+	}
+	if hasTaint(cur, cfg.Taint) || cur.Annotations[cfg.CompletedAnnotation] == "" {
+		t.Errorf("node %s not released by the gate: taints %v, annotations %v", name, cur.Spec.Taints, cur.Annotations)
+	}
+	for _, p := range running {
+		if p.Spec.NodeName != name {
+			t.Errorf("Pod %s runs on %s, not on Karpenter's node %s", p.Name, p.Spec.NodeName, name)
+		}
 	}
 }
 
