@@ -107,11 +107,7 @@ func (r *Reconciler) budgetUse(ctx context.Context, node *corev1.Node, rl *rule.
 
 // budgetDenied reports, once per node until it is tainted, that the budget holds it back.
 func (r *Reconciler) budgetDenied(ctx context.Context, node *corev1.Node, rl *rule.Rule, st *ruleState, use rule.BudgetUse) {
-	r.mu.Lock()
-	first := !st.budgetDenied
-	st.budgetDenied = true
-	r.mu.Unlock()
-	if !first {
+	if !r.firstTime(&st.budgetDenied) {
 		return
 	}
 	r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonBudgetExhausted, eventActionGate,

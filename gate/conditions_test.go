@@ -24,7 +24,7 @@ var oosTaint = corev1.Taint{Key: "node.kubernetes.io/out-of-service", Value: "no
 // preempted node that is not Ready.
 func conditionConfig(t *testing.T, mod func(*rule.Rule)) *config.Config {
 	t.Helper()
-	return validConfig(t, func(c *config.Config) {
+	return testobj.ValidConfig(t, func(c *config.Config) {
 		oos := rule.Rule{Name: "oos", Mode: rule.Condition, Taint: oosTaint, Match: []rule.Match{
 			{Type: "example.com/Preempted", Status: "True"}, {Type: corev1.NodeReady, Status: "False|Unknown"},
 		}}

@@ -391,11 +391,7 @@ func (r *Reconciler) dryRun(ctx context.Context, f *facts, rl *rule.Rule) (time.
 	if err != nil || !d.Release {
 		return d.RequeueAfter, err
 	}
-	r.mu.Lock()
-	first := !st.wouldRelease
-	st.wouldRelease = true
-	r.mu.Unlock()
-	if first {
+	if r.firstTime(&st.wouldRelease) {
 		dryRunTotal.WithLabelValues(rl.Name, "would_release").Inc()
 		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonWouldRelease, eventActionRelease, "Rule %s (dry run): would remove taint %s: %s", rl.Name, rl.Taint.Key, d.Reason)
 		log.FromContext(ctx).Info("Dry run: would release node", "node", klog.KObj(node), "rule", rl.Name, "reason", d.Reason)
@@ -411,10 +407,8 @@ func (r *Reconciler) suspended(ctx context.Context, node *corev1.Node, rl *rule.
 	}
 	r.mu.Lock()
 	rs := r.ruleStateLocked(node, rl)
-	first := !rs.suspended
-	rs.suspended = true
 	r.mu.Unlock()
-	if !first {
+	if !r.firstTime(&rs.suspended) {
 		return
 	}
 	r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonSuspended, eventActionRelease,
@@ -422,13 +416,19 @@ func (r *Reconciler) suspended(ctx context.Context, node *corev1.Node, rl *rule.
 	log.FromContext(ctx).Info("Rule suspended, leaving node as it is", "node", klog.KObj(node), "rule", rl.Name)
 }
 
+// firstTime sets *flag, a report's mark in a node's rule state, and reports whether it was
+// unset: what makes an event or a metric once per node and rule.
+func (r *Reconciler) firstTime(flag *bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	first := !*flag
+	*flag = true
+	return first
+}
+
 // keepTimedOut alerts once per node and rule when the keep policy holds a timed-out node.
 func (r *Reconciler) keepTimedOut(ctx context.Context, node *corev1.Node, rl *rule.Rule, st *ruleState, d rule.Decision) {
-	r.mu.Lock()
-	first := !st.timedOut
-	st.timedOut = true
-	r.mu.Unlock()
-	if !first {
+	if !r.firstTime(&st.timedOut) {
 		return
 	}
 	timeoutsTotal.WithLabelValues(rl.Name, string(rule.TimeoutKeep)).Inc()

@@ -68,7 +68,7 @@ func TestNodeChanged(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := validConfig(t, tc.cfg)
+			cfg := testobj.ValidConfig(t, tc.cfg)
 			old := base()
 			cur := old.DeepCopy()
 			tc.change(cur)
@@ -281,7 +281,7 @@ func TestReconcile(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := validConfig(t, tc.cfg)
+			cfg := testobj.ValidConfig(t, tc.cfg)
 			e := newReconcilerEnv(t, cfg, tc.backfill, interceptor.Funcs{}, tc.objs...)
 			got := e.reconcile(t, name)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -312,7 +312,7 @@ func TestReconcile(t *testing.T) {
 }
 
 func TestReconcileNodeGone(t *testing.T) {
-	e := newReconcilerEnv(t, validConfig(t, nil), true, interceptor.Funcs{})
+	e := newReconcilerEnv(t, testobj.ValidConfig(t, nil), true, interceptor.Funcs{})
 	if got := e.reconcile(t, "missing"); got != (reconcile.Result{}) {
 		t.Errorf("Reconcile() = %+v, want empty result", got)
 	}
@@ -322,7 +322,7 @@ func TestReconcileNodeGone(t *testing.T) {
 }
 
 func TestReconcileKeepTimeoutWarnsOnce(t *testing.T) {
-	cfg := validConfig(t, func(c *config.Config) {
+	cfg := testobj.ValidConfig(t, func(c *config.Config) {
 		c.MaxHold = metav1.Duration{Duration: 5 * time.Minute}
 		c.TimeoutPolicy = rule.TimeoutKeep
 	})
@@ -369,7 +369,7 @@ func TestReconcileKeepTimeoutWarnsOnce(t *testing.T) {
 }
 
 func TestReconcileReleaseKeepsForeignTaintOnConflict(t *testing.T) {
-	cfg := validConfig(t, nil)
+	cfg := testobj.ValidConfig(t, nil)
 	first := true
 	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{
 		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
@@ -401,7 +401,7 @@ func TestReconcileReleaseKeepsForeignTaintOnConflict(t *testing.T) {
 // TestReconcileBackfillUndone: a workload pod that lands between the idle check and the taint
 // means the node is in service; backfill undoes itself and marks the node released.
 func TestReconcileBackfillUndone(t *testing.T) {
-	cfg := validConfig(t, nil)
+	cfg := testobj.ValidConfig(t, nil)
 	lists := 0
 	e := newReconcilerEnv(t, cfg, true, interceptor.Funcs{
 		List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
@@ -440,7 +440,7 @@ func TestReconcileBackfillUndone(t *testing.T) {
 // TestReconcileHeldOncePerNode: the Held event is emitted once per node object, again for a
 // replacement node with the same name.
 func TestReconcileHeldOncePerNode(t *testing.T) {
-	cfg := validConfig(t, nil)
+	cfg := testobj.ValidConfig(t, nil)
 	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, testobj.Node("n1", t0, testobj.Taints(gateTaint)))
 	e.reconcile(t, "n1")
 	e.reconcile(t, "n1")

@@ -23,16 +23,3 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // gateTaint is the default startup taint.
 var gateTaint = corev1.Taint{Key: config.DefaultTaintKey, Value: config.DefaultTaintValue, Effect: corev1.TaintEffectNoSchedule}
-
-// validConfig returns config.DefaultConfig, modified by mod, validated.
-func validConfig(tb testing.TB, mod func(*config.Config)) *config.Config {
-	tb.Helper()
-	cfg := config.DefaultConfig()
-	if mod != nil {
-		mod(&cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		tb.Fatalf("Validate() = %v, want nil", err)
-	}
-	return &cfg
-}

@@ -135,7 +135,7 @@ func getNode(t *testing.T, c client.Client, name string) *corev1.Node {
 
 func TestWriteRelease(t *testing.T) {
 	ctx := context.Background()
-	cfg := validConfig(t, nil)
+	cfg := testobj.ValidConfig(t, nil)
 	now := t0.Add(90 * time.Second)
 	c, cs := newFakeClient(interceptor.Funcs{},
 		testobj.Node("n1", t0, testobj.Taints(notReadyTaint, gateTaint, gpuTaint), testobj.NodeAnnotation("keep.me/x", "y")))
@@ -172,7 +172,7 @@ func TestWriteRelease(t *testing.T) {
 // TestWritePatchCarriesResourceVersion: spec.taints is atomic, so the patch must be guarded by
 // the resourceVersion it was computed from.
 func TestWritePatchCarriesResourceVersion(t *testing.T) {
-	cfg := validConfig(t, nil)
+	cfg := testobj.ValidConfig(t, nil)
 	c, cs := newFakeClient(interceptor.Funcs{}, testobj.Node("n1", t0, testobj.Taints(gateTaint)))
 	node := getNode(t, c, "n1")
 	if _, _, err := (&NodeWriter{Client: c, Reader: c}).Write(context.Background(), node, releaseMutation(cfg.EffectiveRules()[0], t0)); err != nil {
@@ -192,7 +192,7 @@ func TestWritePatchCarriesResourceVersion(t *testing.T) {
 
 func TestWriteConflictReReads(t *testing.T) {
 	ctx := context.Background()
-	cfg := validConfig(t, nil)
+	cfg := testobj.ValidConfig(t, nil)
 	first := true
 	c, cs := newFakeClient(interceptor.Funcs{
 		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
@@ -244,7 +244,7 @@ func TestWriteConflictReReads(t *testing.T) {
 // taint another controller added.
 func TestWriteStaleNodeRejected(t *testing.T) {
 	ctx := context.Background()
-	cfg := validConfig(t, nil)
+	cfg := testobj.ValidConfig(t, nil)
 	c, cs := newFakeClient(interceptor.Funcs{}, testobj.Node("n1", t0, testobj.Taints(gateTaint)))
 	stale := getNode(t, c, "n1")
 
@@ -266,7 +266,7 @@ func TestWriteStaleNodeRejected(t *testing.T) {
 }
 
 func TestWriteNoChangeNoPatch(t *testing.T) {
-	cfg := validConfig(t, nil)
+	cfg := testobj.ValidConfig(t, nil)
 	tests := []struct {
 		name   string
 		node   *corev1.Node
@@ -318,7 +318,7 @@ func TestWriteNoChangeNoPatch(t *testing.T) {
 
 func TestWriteNodeReplaced(t *testing.T) {
 	ctx := context.Background()
-	cfg := validConfig(t, nil)
+	cfg := testobj.ValidConfig(t, nil)
 	c, cs := newFakeClient(interceptor.Funcs{
 		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			old := &corev1.Node{}
@@ -359,7 +359,7 @@ func TestWriteNodeReplaced(t *testing.T) {
 }
 
 func TestWriteErrors(t *testing.T) {
-	cfg := validConfig(t, nil)
+	cfg := testobj.ValidConfig(t, nil)
 	tests := []struct {
 		name        string
 		patch       func(n int) error // error for the n-th patch (1-based), or nil to pass through
@@ -431,7 +431,7 @@ func (r errReader) List(context.Context, client.ObjectList, ...client.ListOption
 }
 
 func TestReleaseMutation(t *testing.T) {
-	cfg := validConfig(t, nil)
+	cfg := testobj.ValidConfig(t, nil)
 	now := time.Unix(1767225600, 999_000_000) // sub-second part is dropped
 	nowStr := "1767225600"
 	tests := []struct {
@@ -510,7 +510,7 @@ func TestReleaseMutation(t *testing.T) {
 }
 
 func TestTaintMutation(t *testing.T) {
-	cfg := validConfig(t, nil)
+	cfg := testobj.ValidConfig(t, nil)
 	otherValue := corev1.Taint{Key: config.DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
 	tests := []struct {
 		name    string
@@ -546,7 +546,7 @@ func TestTaintMutation(t *testing.T) {
 
 func TestReleaseNodes(t *testing.T) {
 	ctx := context.Background()
-	cfg := validConfig(t, nil)
+	cfg := testobj.ValidConfig(t, nil)
 	now := t0.Add(time.Hour)
 	nodes := func() []client.Object {
 		return []client.Object{
@@ -605,7 +605,7 @@ func TestReleaseNodes(t *testing.T) {
 // TestReleaseNodesSecondRunIsNoop: the uninstall path is safe to run twice.
 func TestReleaseNodesSecondRunIsNoop(t *testing.T) {
 	ctx := context.Background()
-	cfg := validConfig(t, nil)
+	cfg := testobj.ValidConfig(t, nil)
 	c, cs := newFakeClient(interceptor.Funcs{}, testobj.Node("n1", t0, testobj.Taints(gateTaint)), testobj.Node("n2", t0, testobj.Taints(gateTaint)))
 	if got, err := ReleaseNodes(ctx, c, cfg, t0.Add(time.Minute)); err != nil || len(got) != 2 {
 		t.Fatalf("first ReleaseNodes() = %v, %v; want 2 nodes", got, err)

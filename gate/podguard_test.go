@@ -31,7 +31,7 @@ var (
 )
 
 func TestPodGuard(t *testing.T) {
-	cfg := validConfig(t, nil)
+	cfg := testobj.ValidConfig(t, nil)
 	tolerating := corev1.Toleration{Key: config.DefaultTaintKey, Operator: corev1.TolerationOpExists}
 	objects := func() []client.Object {
 		return []client.Object{
@@ -283,7 +283,7 @@ func TestPodGuard(t *testing.T) {
 // KNOWN BUG (podguard.go, decide): tolerations are checked against config.Config.Taint (value
 // "wait") before the node is even read, so both cases below get the wrong answer.
 func TestPodGuardTolerationAgainstNodeTaint(t *testing.T) {
-	cfg := validConfig(t, nil)
+	cfg := testobj.ValidConfig(t, nil)
 	nodeTaint := corev1.Taint{Key: config.DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
 	c, _ := newFakeClient(interceptor.Funcs{}, testobj.Node("karpenter-node", t0, testobj.Taints(nodeTaint)))
 	g := &PodGuard{Nodes: c, Pods: c, Config: cfg}
@@ -345,7 +345,7 @@ var guardFuzzPods = map[string]*corev1.Pod{
 // rule.
 func podGuardFuzzEnv(tb testing.TB) (*PodGuard, *calls) {
 	tb.Helper()
-	cfg := validConfig(tb, func(c *config.Config) {
+	cfg := testobj.ValidConfig(tb, func(c *config.Config) {
 		c.Rules = []rule.Rule{
 			{Name: config.DefaultRuleName, NodeSelector: config.DefaultNodeSelector, Taint: gateTaint, Components: []rule.Component{{Name: "init", Selector: config.DefaultInitLabel}}},
 			{Name: "cni", Mode: rule.Continuous, NodeSelector: "pool=cni", Taint: cniTaint, Components: []rule.Component{{Name: "cni", Selector: "startup.k8s.io/component=cni"}}},

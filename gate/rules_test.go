@@ -30,7 +30,7 @@ var (
 // driver on the GPU pool, CNI continuous everywhere, and a dry-run rule.
 func rulesConfig(t *testing.T, mod func(*config.Config)) *config.Config {
 	t.Helper()
-	return validConfig(t, func(c *config.Config) {
+	return testobj.ValidConfig(t, func(c *config.Config) {
 		c.Rules = []rule.Rule{
 			{Name: config.DefaultRuleName, NodeSelector: config.DefaultNodeSelector, Taint: gateTaint, Components: []rule.Component{{Name: "init", Selector: config.DefaultInitLabel}}},
 			{Name: "gpu", NodeSelector: "pool=gpu", Taint: gpuRuleTaint, Components: []rule.Component{{Name: "gpu-driver", Selector: "startup.k8s.io/component=gpu-driver"}}},

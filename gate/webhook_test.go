@@ -136,7 +136,7 @@ func applyPatch(tb testing.TB, raw []byte, resp admission.Response) *corev1.Node
 }
 
 func TestNodeWebhook(t *testing.T) {
-	cfg := validConfig(t, nil)
+	cfg := testobj.ValidConfig(t, nil)
 	wh := newNodeWebhook(cfg)
 	otherValue := corev1.Taint{Key: config.DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
 	tests := []struct {
@@ -275,7 +275,7 @@ func TestNodeWebhook(t *testing.T) {
 // TestNodeWebhookRawAsAPIServerSends uses the exact JSON shape an apiserver sends for a
 // kubelet-registered node (null creationTimestamp, status, taints from --register-with-taints).
 func TestNodeWebhookRawAsAPIServerSends(t *testing.T) {
-	cfg := validConfig(t, nil)
+	cfg := testobj.ValidConfig(t, nil)
 	raw := []byte(`{"kind":"Node","apiVersion":"v1","metadata":{"name":"aks-user-1","creationTimestamp":null,
 "labels":{"kubernetes.io/hostname":"aks-user-1","kubernetes.azure.com/mode":"user"},
 "annotations":{"volumes.kubernetes.io/controller-managed-attach-detach":"true"}},
@@ -301,7 +301,7 @@ func TestNodeWebhookRawAsAPIServerSends(t *testing.T) {
 }
 
 func TestNodeWebhookCustomTaint(t *testing.T) {
-	cfg := validConfig(t, func(c *config.Config) {
+	cfg := testobj.ValidConfig(t, func(c *config.Config) {
 		c.Taint = corev1.Taint{Key: config.AutoscalerTaintPrefix + "init", Effect: corev1.TaintEffectNoExecute}
 		c.NodeSelector = "pool=gpu"
 	})
@@ -321,7 +321,7 @@ func TestNodeWebhookCustomTaint(t *testing.T) {
 }
 
 func TestNodeWebhookRejects(t *testing.T) {
-	cfg := validConfig(t, nil)
+	cfg := testobj.ValidConfig(t, nil)
 	wh := newNodeWebhook(cfg)
 	pod := testobj.Pod("p", "n1", t0)
 	podNoType := pod.DeepCopy()
@@ -360,7 +360,7 @@ func TestNodeWebhookRejects(t *testing.T) {
 }
 
 func TestNodeWebhookServeHTTP(t *testing.T) {
-	cfg := validConfig(t, nil)
+	cfg := testobj.ValidConfig(t, nil)
 	wh := newNodeWebhook(cfg)
 	review := func(raw []byte) []byte {
 		req := admissionRequest(nodeKind, admissionv1.Create, raw)
@@ -456,7 +456,7 @@ func FuzzNodeWebhook(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	cfg := validConfig(f, nil)
+	cfg := testobj.ValidConfig(f, nil)
 	wh := newNodeWebhook(cfg)
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		resp := wh.Handle(context.Background(), admissionRequest(nodeKind, admissionv1.Create, raw))
@@ -494,7 +494,7 @@ func FuzzNodeWebhook(f *testing.F) {
 }
 
 func BenchmarkNodeWebhook(b *testing.B) {
-	cfg := validConfig(b, nil)
+	cfg := testobj.ValidConfig(b, nil)
 	wh := NewNodeWebhook(Scheme(), cfg)
 	node := testobj.Node("aks-nodepool1-12345678-vmss000042", t0,
 		testobj.Taints(notReadyTaint),

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/startupgate/startupgate/gate/rule"
-	"github.com/startupgate/startupgate/internal/testobj"
 )
 
 // t0 is the creation time of the nodes under test.
@@ -230,7 +229,7 @@ func TestAutoscalerTaintPrefix(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			n := testobj.Node("n", t0, testobj.Taints(tc.taints...))
+			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: corev1.NodeSpec{Taints: tc.taints}}
 			if got := cfg.HasTaint(n); got != tc.want {
 				t.Errorf("HasTaint(%v) = %v, want %v", tc.taints, got, tc.want)
 			}

@@ -23,19 +23,6 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // gateTaint is the default startup taint.
 var gateTaint = corev1.Taint{Key: config.DefaultTaintKey, Value: config.DefaultTaintValue, Effect: corev1.TaintEffectNoSchedule}
 
-// validConfig returns config.DefaultConfig, modified by mod, validated.
-func validConfig(tb testing.TB, mod func(*config.Config)) *config.Config {
-	tb.Helper()
-	cfg := config.DefaultConfig()
-	if mod != nil {
-		mod(&cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		tb.Fatalf("Validate() = %v, want nil", err)
-	}
-	return &cfg
-}
-
 // decide is the decision of the config's first rule: the default rule that cmd/gate's
 // flags describe, when the config has no rules.
 func decide(node *corev1.Node, pods []*corev1.Pod, now time.Time, cfg *config.Config) rule.Decision {
@@ -493,7 +480,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := validConfig(t, tc.cfg)
+			cfg := testobj.ValidConfig(t, tc.cfg)
 			at := tc.now
 			if at.IsZero() {
 				at = now
@@ -514,7 +501,7 @@ func TestDecide(t *testing.T) {
 
 // TestDecideIsPure checks that Decide does not modify its inputs.
 func TestDecideIsPure(t *testing.T) {
-	cfg := validConfig(t, func(c *config.Config) { c.MinHold = metav1.Duration{Duration: time.Minute} })
+	cfg := testobj.ValidConfig(t, func(c *config.Config) { c.MinHold = metav1.Duration{Duration: time.Minute} })
 	node := testobj.Node("node-a", t0, testobj.Taints(gateTaint))
 	pods := []*corev1.Pod{testobj.Pod("init-1", "node-a", t0.Add(time.Second), testobj.ReadyAt(t0.Add(time.Minute)))}
 	wantNode, wantPod := node.DeepCopy(), pods[0].DeepCopy()
@@ -528,7 +515,7 @@ func TestDecideIsPure(t *testing.T) {
 }
 
 func BenchmarkDecide(b *testing.B) {
-	cfg := validConfig(b, func(c *config.Config) {
+	cfg := testobj.ValidConfig(b, func(c *config.Config) {
 		c.Components = []rule.Component{
 			{Name: "cni", Namespace: "kube-system", Selector: "app.kubernetes.io/name=cni,startup.k8s.io/component=init"},
 			{Name: "csi", Namespace: "kube-system", Selector: "app.kubernetes.io/name=csi,startup.k8s.io/component=init"},

@@ -17,7 +17,7 @@ import (
 // put its Pod there (found by the simulator's multi-component scenario: GPU nodes released
 // before their driver Pod was bound).
 func TestComponentExpectedByItsDaemonSetHoldsTheNode(t *testing.T) {
-	cfg := validConfig(t, func(c *config.Config) {
+	cfg := testobj.ValidConfig(t, func(c *config.Config) {
 		c.Components = []rule.Component{
 			{Name: "init", Selector: "startup.k8s.io/component=init"},
 			{Name: "gpu", Selector: "startup.k8s.io/component=gpu"},

@@ -3,12 +3,29 @@
 package testobj
 
 import (
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/startupgate/startupgate/gate/config"
 )
+
+// ValidConfig returns config.DefaultConfig, modified by mod, validated: a test's config
+// fails the test, not the code under it, when it is wrong.
+func ValidConfig(tb testing.TB, mod func(*config.Config)) *config.Config {
+	tb.Helper()
+	cfg := config.DefaultConfig()
+	if mod != nil {
+		mod(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		tb.Fatalf("Validate() = %v, want nil", err)
+	}
+	return &cfg
+}
 
 // NodeOpt changes a Node that Node builds.
 type NodeOpt func(*corev1.Node)
