@@ -58,10 +58,10 @@ PLANE_GCFLAGS := all=-dwarf=false -l
 TEST_PACKAGES := ./...
 
 # make test-unit: everything but the tests that need the embedded control plane. sim and
-# deploy start one in TestMain; in cmd/gate and sim/bench, the plane tests are skipped by
-# name. docs/development.md tells how to add one.
+# deploy start one in TestMain; in cmd/gate, sim/bench and sim/autoscaler, the plane tests
+# are skipped by name. docs/development.md tells how to add one.
 PLANE_PACKAGES := sim|deploy
-PLANE_TESTS    := ^(TestStatusOnEmbeddedPlane|TestBenchSmall)$$
+PLANE_TESTS    := ^(TestStatusOnEmbeddedPlane|TestBenchSmall|TestKarpenterScaleUp)$$
 UNIT_PACKAGES   = $(shell go list ./... | grep -vE '^github.com/startupgate/startupgate/($(PLANE_PACKAGES))$$')
 
 # golangci-lint, pinned by hack/tools/go.mod and built once into the per-user cache.
@@ -94,6 +94,10 @@ modules: ## Download the Go modules the build and tests need, saying so in one l
 controlplane: ## Build the pinned etcd, kube-apiserver, kube-scheduler and kube-controller-manager into the per-user cache (first time only).
 	@KUBE_VERSION=$(KUBE_VERSION) PLANE_GCFLAGS='$(PLANE_GCFLAGS)' hack/controlplane.sh $(CONTROLPLANE)
 
+.PHONY: karpenter
+karpenter: ## Build Karpenter's KWOK provider and its CRDs into the per-user cache (first time only), for the autoscaler tests.
+	@hack/karpenter.sh
+
 .PHONY: build
 build: modules ## Build bin/gate, bin/kubectl-startupgate (the same binary, as a kubectl plugin) and bin/simulate, static and stamped with VERSION.
 	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o bin/gate ./cmd/gate
@@ -109,7 +113,7 @@ test-gate: modules ## Build bin/test/gate, the gate that the tests run as a proc
 # nested modules and sim/bench build and run beside the scenario suite, which spends much of
 # its time waiting out timelines.
 .PHONY: test
-test: controlplane test-gate promtool lint verify ## Everything: lint, verify, then every test with the race detector, the scenario suite on the embedded plane and the nested modules included.
+test: controlplane karpenter test-gate promtool lint verify ## Everything: lint, verify, then every test with the race detector, the scenario suite on the embedded plane and the nested modules included.
 	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) $(GO_TEST) -p 3 -parallel 4 -timeout $(TEST_TIMEOUT) $(TEST_PACKAGES)
 
 .PHONY: test-unit
