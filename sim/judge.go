@@ -56,6 +56,11 @@ func (rn *run) judge() *report.Result {
 	rn.mu.Lock()
 	res.Notes = append([]string(nil), rn.notes...)
 	rn.mu.Unlock()
+	if v.Reboots > 0 {
+		p := check.PercentilesOf(v.RegateLatency)
+		res.Notes = append(res.Notes, fmt.Sprintf("reboots: %d; taint back after %d of them, p50 %.0fms p99 %.0fms after the new boot ID; %d workload Pods bound before re-initialisation",
+			v.Reboots, len(v.RegateLatency), p.P50, p.P99, v.BoundBeforeReinit))
+	}
 	res.Failures = check.Expectations(v, rn.sc.Expect, obs)
 	res.Passed = len(res.Failures) == 0
 	if !res.Passed {

@@ -169,6 +169,8 @@ func (rn *run) action(a any) func(context.Context) error {
 		return func(ctx context.Context) error { return rn.nodeCondition(ctx, a) }
 	case *scenario.KubeletStop:
 		return func(ctx context.Context) error { return rn.kubeletStop(ctx, a) }
+	case *scenario.Reboot:
+		return func(ctx context.Context) error { return rn.reboot(ctx, a) }
 	case *scenario.WebhookOutage:
 		return func(ctx context.Context) error { return faults.WebhookOutage(ctx, env, a) }
 	case *scenario.WebhookLatency:
@@ -548,4 +550,16 @@ func (rn *run) kubeletStop(ctx context.Context, k *scenario.KubeletStop) error {
 	}
 	rn.note("kubelet stopped on %v", nodes)
 	return nil
+}
+
+// reboot reboots the nodes through their fake kubelets: a new boot ID, then their init
+// Pods restarted.
+func (rn *run) reboot(ctx context.Context, rb *scenario.Reboot) error {
+	nodes, err := rn.nodesOf(ctx, rb.NodeRef)
+	if err != nil {
+		return err
+	}
+	n, err := rn.kubelet.Reboot(nodes)
+	rn.note("reboot of %v: %d init Pods restarted", nodes, n)
+	return err
 }

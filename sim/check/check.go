@@ -43,6 +43,9 @@ const (
 	// the node's first stored version (admission tainted the wrong node) or in its last (the
 	// node left the selector and kept the taint).
 	KindTaintOutsideSelector = "taint-outside-selector"
+	// KindBoundBeforeReinit: a workload Pod was bound to a rebooted node after the node
+	// reported its new boot ID and before its init Pods were Ready again on that boot.
+	KindBoundBeforeReinit = "bound-before-reinit"
 )
 
 // Bounds are the limits a run is judged against: the scenario's own, and the gate
@@ -92,6 +95,12 @@ type Verdict struct {
 	RetaintLatency []time.Duration
 	// BoundWhileUnready counts workload Pods bound in those windows.
 	BoundWhileUnready int
+	// Reboots counts the reboots of gated nodes; RegateLatency is, for each whose taint came
+	// back, from the new boot ID reported to the taint back; BoundBeforeReinit counts the
+	// workload Pods bound between a reboot and the node's re-initialisation.
+	Reboots           int
+	RegateLatency     []time.Duration
+	BoundBeforeReinit int
 }
 
 // Check evaluates the invariants over the recorded nodes. It is pure and knows nothing of
@@ -151,6 +160,7 @@ func Check(records []record.NodeRecord, start time.Time, b Bounds) Verdict {
 		}
 		v.Violations = append(v.Violations, ruleViolations(rec)...)
 		v.Violations = append(v.Violations, continuousViolations(rec, b, &v, ms)...)
+		v.Violations = append(v.Violations, rebootViolations(rec, &v, ms)...)
 	}
 	return v
 }

@@ -87,6 +87,7 @@ type Kubelet struct {
 	writers chan struct{}                    // bounds concurrent Pod writes
 	written map[types.UID]*corev1.Pod        // the Pod as this kubelet last wrote it
 	handled map[string]bool                  // pod UID -> driven
+	boots   map[string]int                   // node -> reboots so far
 	ctx     context.Context
 }
 
@@ -94,7 +95,7 @@ type Kubelet struct {
 func (k *Kubelet) Start(ctx context.Context) error {
 	k.ctx = ctx
 	k.nodes, k.handled, k.leases = map[string]struct{}{}, map[string]bool{}, map[string]*coordinationv1.Lease{}
-	k.readied = map[string]bool{}
+	k.readied, k.boots = map[string]bool{}, map[string]int{}
 	k.writers = make(chan struct{}, kubeletWriters)
 	k.written = map[types.UID]*corev1.Pod{}
 	f := informers.NewSharedInformerFactoryWithOptions(k.Client, 0, informers.WithNamespace(k.Namespace))
@@ -219,7 +220,8 @@ func (k *Kubelet) reportReady(node *corev1.Node) error {
 			{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, LastHeartbeatTime: now, LastTransitionTime: now},
 			{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse, LastHeartbeatTime: now, LastTransitionTime: now},
 		}
-		n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: k.Version, OperatingSystem: "linux", Architecture: "amd64"}
+		n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: k.Version, OperatingSystem: "linux", Architecture: "amd64",
+			BootID: k.bootID(node.Name)}
 		_, err := k.Client.CoreV1().Nodes().UpdateStatus(k.ctx, n, metav1.UpdateOptions{})
 		if apierrors.IsNotFound(err) {
 			// Deleted between the read and the write (a scenario's reregister or
@@ -447,7 +449,7 @@ func (k *Kubelet) drive(p *corev1.Pod) {
 // driveInit plays the init Pod's timeline.
 func (k *Kubelet) driveInit(p *corev1.Pod, in *scenario.InitDaemonSet) {
 	tl := in.Ready
-	delay := k.delay(p.Spec.NodeName, in.Name, tl)
+	delay := k.delay(p.Spec.NodeName, in.Name, 0, tl)
 	k.fail(k.setStatus(p, false, 0))
 	switch tl.Mode {
 	case scenario.ModeReady:
@@ -483,13 +485,17 @@ func (k *Kubelet) ready(p *corev1.Pod, err error) error {
 	return err
 }
 
-// delay is After ± Jitter, drawn from a source seeded by (seed, node, DaemonSet).
-func (k *Kubelet) delay(node, ds string, tl scenario.PodTimeline) time.Duration {
+// delay is After ± Jitter, drawn from a source seeded by (seed, node, DaemonSet), and by
+// the boot for a node that has rebooted, so that each boot draws afresh.
+func (k *Kubelet) delay(node, ds string, boot int, tl scenario.PodTimeline) time.Duration {
 	if tl.Jitter <= 0 {
 		return tl.After
 	}
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%s\x00%s", node, ds)
+	if boot > 0 {
+		fmt.Fprintf(h, "\x00%d", boot)
+	}
 	rng := rand.New(rand.NewPCG(k.Seed, h.Sum64()))
 	return tl.After - tl.Jitter + time.Duration(rng.Int64N(int64(2*tl.Jitter)+1))
 }

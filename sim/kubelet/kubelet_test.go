@@ -25,7 +25,7 @@ func TestKubeletDelayIsSeeded(t *testing.T) {
 	c := &Kubelet{Seed: 8}
 	same, differ := true, false
 	for _, n := range []string{"n0", "n1", "n2", "n3", "n4"} {
-		da, db, dc := a.delay(n, "init", tl), b.delay(n, "init", tl), c.delay(n, "init", tl)
+		da, db, dc := a.delay(n, "init", 0, tl), b.delay(n, "init", 0, tl), c.delay(n, "init", 0, tl)
 		same = same && da == db
 		differ = differ || da != dc
 		if da < time.Second || da > 3*time.Second {

@@ -53,6 +53,8 @@ type NodeRecord struct {
 	Taints     []Snapshot
 	// Evictions are the Pods the taint-eviction controller evicted from the node.
 	Evictions []Eviction
+	// Reboots are the node's reboots: each new boot ID the kubelet reported after the first.
+	Reboots []Reboot
 }
 
 // Window is a span between two writes.

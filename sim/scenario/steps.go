@@ -35,6 +35,9 @@ type Step struct {
 	// KubeletStop stops a node's fake kubelet: no heartbeat, no Pod status. The node lifecycle
 	// controller then marks it NotReady, as it would a preempted spot node.
 	KubeletStop *KubeletStop `yaml:"kubeletStop"`
+	// Reboot reboots nodes: a new boot ID, then every init Pod on them unready and ready
+	// again on the init timeline.
+	Reboot *Reboot `yaml:"reboot"`
 	// Faults.
 	WebhookOutage       *WebhookOutage    `yaml:"webhookOutage"`
 	WebhookLatency      *WebhookLatency   `yaml:"webhookLatency"`
@@ -52,7 +55,7 @@ type Step struct {
 // accepted and then silently not run (and the runner's dispatch is tested against it).
 func (s *Step) Actions() []any {
 	var acts []any
-	for _, a := range []any{s.Join, s.Reregister, s.Scale, s.NodeDelete, s.Relabel, s.InitPod, s.NodeCondition, s.KubeletStop, s.WebhookOutage, s.WebhookLatency,
+	for _, a := range []any{s.Join, s.Reregister, s.Scale, s.NodeDelete, s.Relabel, s.InitPod, s.NodeCondition, s.KubeletStop, s.Reboot, s.WebhookOutage, s.WebhookLatency,
 		s.GateCrash, s.LeaderFailover, s.TaintWriters, s.APIServerRestart, s.WatchDrops, s.DeleteInitDaemonSet, s.BypassPods} {
 		if !reflect.ValueOf(a).IsNil() {
 			acts = append(acts, a)
@@ -134,6 +137,14 @@ type NodeCondition struct {
 
 // KubeletStop stops the fake kubelet of the nodes.
 type KubeletStop struct {
+	NodeRef `yaml:",inline"`
+}
+
+// Reboot reboots the nodes, as a real kubelet reports it: a new status.nodeInfo.bootID
+// first, then every container restarted. Init Pods turn unready and ready again on their
+// DaemonSet's timeline (a delay drawn afresh for each boot); workload Pods keep running.
+// The Node keeps its name and UID: no CREATE, so admission does not run.
+type Reboot struct {
 	NodeRef `yaml:",inline"`
 }
 

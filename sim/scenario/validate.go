@@ -93,6 +93,8 @@ func (sc *Scenario) validateNodes(s *Step, joined map[string]bool) error {
 		return s.NodeCondition.validate("nodeCondition", joined)
 	case s.KubeletStop != nil:
 		return s.KubeletStop.validate("kubeletStop", joined)
+	case s.Reboot != nil:
+		return s.Reboot.validate("reboot", joined)
 	}
 	return nil
 }

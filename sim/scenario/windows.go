@@ -67,6 +67,8 @@ func fault(s *Step) (name string, d time.Duration, ok bool) {
 		return fmt.Sprintf("condition %s=%s", s.NodeCondition.Type, s.NodeCondition.Status), 0, true
 	case s.KubeletStop != nil:
 		return "kubelet stopped", 0, true
+	case s.Reboot != nil:
+		return "nodes rebooted", 0, true
 	}
 	return "", 0, false
 }

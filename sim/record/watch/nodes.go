@@ -41,6 +41,7 @@ func (r *Recorder) node(old, cur *corev1.Node) {
 		rec.Tainted = m
 	}
 	r.rules(rec, cur, m)
+	r.reboots(rec, cur, m)
 	rec.Conditions = appendChanged(rec.Conditions, conditionFacts(cur), m)
 	rec.Taints = appendChanged(rec.Taints, taintFacts(cur), m)
 	if rec.Released.IsZero() {

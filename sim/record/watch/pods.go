@@ -43,6 +43,7 @@ func (r *Recorder) pod(p *corev1.Pod) {
 	}
 	seen.ready = record.PodIsReady(p, r.cfg)
 	seen.wasReady = seen.wasReady || seen.ready
+	seen.initState(p, m)
 	rec := seen.node
 	if rec.InitReady.IsZero() && allReady(rec, r.continuous) {
 		rec.InitReady = m

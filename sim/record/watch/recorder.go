@@ -60,6 +60,7 @@ type nodeState struct {
 	completed map[string]string // completion annotation -> last value seen
 	// retainted: which continuous rules' taints the last version carried, after completion.
 	retainted map[string]bool
+	boot      string // the last boot ID the node reported
 }
 
 // NodeRV is the newest resourceVersion the node stream has delivered: every Node change up
@@ -77,6 +78,7 @@ type podSeen struct {
 	gone      bool
 	binding   int // index in node.Bindings
 	evicted   bool
+	states    []record.InitState // an init Pod's readiness, each time it changed
 }
 
 // NewRecorder prepares a recorder for one scenario namespace.
@@ -184,6 +186,10 @@ func (r *Recorder) Snapshot() []record.NodeRecord {
 		c.Conditions = append([]record.Snapshot(nil), rec.Conditions...)
 		c.Taints = append([]record.Snapshot(nil), rec.Taints...)
 		c.Evictions = append([]record.Eviction(nil), rec.Evictions...)
+		c.Reboots = append([]record.Reboot(nil), rec.Reboots...)
+		for i := range c.Reboots {
+			c.Reboots[i].Reinit = reinit(rec, c.Reboots[i].Seen)
+		}
 		out = append(out, c)
 	}
 	record.Sort(out)
