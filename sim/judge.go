@@ -31,6 +31,7 @@ func (rn *run) judge() *report.Result {
 	v := check.Check(recs, rn.start, rn.bounds())
 	more, replaced := check.Conditions(recs, rn.start, time.Now(), rn.sc.Expect)
 	v.Violations = append(v.Violations, more...)
+	v.Violations = append(v.Violations, check.Suspended(rn.recorder.Suspensions(), func(m record.Mark) int64 { return m.Time.Sub(rn.start).Milliseconds() })...)
 	obs := rn.observed(v, recs)
 	res := &report.Result{
 		Name: rn.sc.Name, File: rn.sc.File, Description: rn.sc.Description, Gate: string(rn.Opts.Gate), Seed: rn.seed,

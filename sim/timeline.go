@@ -171,6 +171,8 @@ func (rn *run) action(a any) func(context.Context) error {
 		return func(ctx context.Context) error { return rn.kubeletStop(ctx, a) }
 	case *scenario.Reboot:
 		return func(ctx context.Context) error { return rn.reboot(ctx, a) }
+	case *scenario.SuspendRule:
+		return func(ctx context.Context) error { return rn.suspendRule(ctx, a) }
 	case *scenario.WebhookOutage:
 		return func(ctx context.Context) error { return faults.WebhookOutage(ctx, env, a) }
 	case *scenario.WebhookLatency:

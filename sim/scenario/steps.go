@@ -38,6 +38,8 @@ type Step struct {
 	// Reboot reboots nodes: a new boot ID, then every init Pod on them unready and ready
 	// again on the init timeline.
 	Reboot *Reboot `yaml:"reboot"`
+	// SuspendRule restarts the gate with a rule suspended, and again with it resumed.
+	SuspendRule *SuspendRule `yaml:"suspendRule"`
 	// Faults.
 	WebhookOutage       *WebhookOutage    `yaml:"webhookOutage"`
 	WebhookLatency      *WebhookLatency   `yaml:"webhookLatency"`
@@ -55,7 +57,7 @@ type Step struct {
 // accepted and then silently not run (and the runner's dispatch is tested against it).
 func (s *Step) Actions() []any {
 	var acts []any
-	for _, a := range []any{s.Join, s.Reregister, s.Scale, s.NodeDelete, s.Relabel, s.InitPod, s.NodeCondition, s.KubeletStop, s.Reboot, s.WebhookOutage, s.WebhookLatency,
+	for _, a := range []any{s.Join, s.Reregister, s.Scale, s.NodeDelete, s.Relabel, s.InitPod, s.NodeCondition, s.KubeletStop, s.Reboot, s.SuspendRule, s.WebhookOutage, s.WebhookLatency,
 		s.GateCrash, s.LeaderFailover, s.TaintWriters, s.APIServerRestart, s.WatchDrops, s.DeleteInitDaemonSet, s.BypassPods} {
 		if !reflect.ValueOf(a).IsNil() {
 			acts = append(acts, a)
@@ -146,6 +148,19 @@ type KubeletStop struct {
 // The Node keeps its name and UID: no CREATE, so admission does not run.
 type Reboot struct {
 	NodeRef `yaml:",inline"`
+}
+
+// SuspendRule suspends a gate rule for For, as an operator does during an incident: the
+// gate restarts with suspend: true on the rule (the ConfigMap edit rolls its Pods), and
+// after For restarts again without it. The gate must write no Node in between.
+type SuspendRule struct {
+	// Rule names the gate rule to suspend.
+	Rule string `yaml:"rule"`
+	// For is how long the rule stays suspended.
+	For time.Duration `yaml:"for"`
+	// Unchanged restarts the gate both times without changing the rule, so that it goes on
+	// writing: the negative control of the no-write invariant.
+	Unchanged bool `yaml:"unchanged"`
 }
 
 // InitPod states.

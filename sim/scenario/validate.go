@@ -179,6 +179,10 @@ func (sc *Scenario) validateFault(s *Step) error {
 // validateGateFault: crashes, failovers and outages of the gate itself.
 func (sc *Scenario) validateGateFault(s *Step) error {
 	switch {
+	case s.SuspendRule != nil && s.SuspendRule.For <= 0:
+		return fmt.Errorf("suspendRule.for must be positive")
+	case s.SuspendRule != nil && !sc.hasRule(s.SuspendRule.Rule):
+		return fmt.Errorf("suspendRule: no gate rule %q", s.SuspendRule.Rule)
 	case (s.GateCrash != nil || s.LeaderFailover != nil) && sc.GateProcess == nil:
 		return fmt.Errorf("gateCrash and leaderFailover need gateProcess (the gate must run as a process to be killed)")
 	case s.LeaderFailover != nil && sc.GateProcess.Replicas < 2:
@@ -252,6 +256,15 @@ func (sc *Scenario) workloadKind(name string) string {
 func (sc *Scenario) hasInit(name string) bool {
 	for _, in := range sc.Init {
 		if in.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (sc *Scenario) hasRule(name string) bool {
+	for _, r := range sc.GateConfig.EffectiveRules() {
+		if r.Name == name {
 			return true
 		}
 	}

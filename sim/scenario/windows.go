@@ -69,6 +69,8 @@ func fault(s *Step) (name string, d time.Duration, ok bool) {
 		return "kubelet stopped", 0, true
 	case s.Reboot != nil:
 		return "nodes rebooted", 0, true
+	case s.SuspendRule != nil:
+		return fmt.Sprintf("rule %s suspended", s.SuspendRule.Rule), s.SuspendRule.For, true
 	}
 	return "", 0, false
 }

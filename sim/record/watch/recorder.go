@@ -47,6 +47,8 @@ type Recorder struct {
 	// current maps a node name to the UIDs it has had, in order.
 	byName map[string][]string
 	pods   map[string]*podSeen // by pod UID
+	// suspensions are the stretches the run had a gate rule suspended.
+	suspensions []record.Suspension
 	// podRV and nodeRV are the newest resourceVersions each stream has delivered: the
 	// barrier compares them with a write of its own.
 	podRV, nodeRV atomic.Uint64

@@ -1,0 +1,56 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/sim/record"
+	"github.com/startupgate/startupgate/sim/scenario"
+)
+
+// suspendRule restarts the gate with the rule suspended and, after s.For, with it resumed,
+// as two edits of the gate's ConfigMap would, and notes to the recorder the Node writes the
+// gate made in between.
+func (rn *run) suspendRule(ctx context.Context, s *scenario.SuspendRule) error {
+	set := func(suspend bool) func(*config.Config) {
+		return func(cfg *config.Config) {
+			for i := range cfg.Rules {
+				if cfg.Rules[i].Name == s.Rule && !s.Unchanged {
+					cfg.Rules[i].Suspend = suspend
+				}
+			}
+		}
+	}
+	if !rn.hasRule(s.Rule) {
+		return fmt.Errorf("suspendRule: rule %q is not in gate.rules", s.Rule)
+	}
+	before, err := rn.harness.Reconfigure(ctx, set(true))
+	if err != nil {
+		return fmt.Errorf("suspending rule %s: %w", s.Rule, err)
+	}
+	from := record.Mark{Time: time.Now()}
+	rn.note("suspendRule: rule %s suspended (unchanged: %v)", s.Rule, s.Unchanged)
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-time.After(s.For):
+	}
+	after, err := rn.harness.Reconfigure(ctx, set(false))
+	rn.recorder.RuleSuspended(record.Suspension{Rule: s.Rule, From: from, To: record.Mark{Time: time.Now()}, Writes: after - before})
+	if err != nil {
+		return fmt.Errorf("resuming rule %s: %w", s.Rule, err)
+	}
+	rn.note("suspendRule: rule %s resumed", s.Rule)
+	return nil
+}
+
+func (rn *run) hasRule(name string) bool {
+	for _, r := range rn.cfg.Rules {
+		if r.Name == name {
+			return true
+		}
+	}
+	return false
+}
