@@ -208,6 +208,21 @@ var negativeControls = []negativeControl{
 	}, want: check.KindBudgetExceeded},
 	// The NoExecute rule out of dry run evicts.
 	{file: "condition-dry-run", mutate: func(sc *scenario.Scenario) { sc.GateConfig.Rules[2].DryRun = false }, want: check.KindEvicted},
+	// onReboot: ignore gates nothing after a reboot: the Pods that arrive while the init Pods
+	// run again land there.
+	{file: "node-reboot-regate", mutate: func(sc *scenario.Scenario) {
+		sc.GateConfig.Rules[0].OnReboot = rule.RebootIgnore
+		sc.Expect.Events = nil // no re-gate, so no StartupGateRegated: the violation must be what fails the run
+	}, want: check.KindBoundBeforeReinit},
+	// The gate restarts without the suspension, so it goes on releasing nodes while the rule
+	// should be frozen.
+	{file: "suspend-during-burst", mutate: func(sc *scenario.Scenario) {
+		for i := range sc.Timeline {
+			if s := sc.Timeline[i].SuspendRule; s != nil {
+				s.Unchanged = true
+			}
+		}
+	}, want: check.KindWroteWhileSuspended},
 }
 
 // TestPolicyMode runs scenarios with --gate policy. The fail-open outage scenario is run
