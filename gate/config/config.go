@@ -263,7 +263,7 @@ func (c *Config) defaultCondition(r *rule.Rule, errs *rule.Errors) {
 		errs.Add("requiredCondition", "%v", err)
 		return
 	}
-	r.Conditions = []string{c.RequiredCondition}
+	r.Conditions = []rule.ConditionRequirement{rule.ParseConditionRequirement(c.RequiredCondition)}
 }
 
 // validateAnnotations checks that the annotation keys are qualified names: the gate reads

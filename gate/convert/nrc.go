@@ -181,23 +181,29 @@ func nrcToRule(o nrcRule) (Rule, error) {
 	return Rule{Comments: comments, Rule: r}, nil
 }
 
-// nrcRequirement converts one requirement to "Type=Status". NRC reads an absent condition as
-// its defaultStatus (Unknown when unset); a gate rule never counts an absent condition as
-// met, so a requirement that an absent condition would meet has no equal.
-func nrcRequirement(c nrcCondition) (string, error) {
+// nrcRequirement converts one requirement to Type=Status, with NRC's defaultStatus as the
+// status an absent condition counts as. NRC reads an absent condition as its defaultStatus,
+// Unknown when unset. A gate requirement without a default never holds for an absent
+// condition, which is the same unless the requirement is Unknown: only then is NRC's
+// implicit Unknown written out.
+func nrcRequirement(c nrcCondition) (rule.ConditionRequirement, error) {
 	if strings.Contains(c.Type, "=") {
-		return "", fmt.Errorf("type: %q: a gate condition is Type=Status, so its type cannot hold '='", c.Type)
-	}
-	def := c.DefaultStatus
-	if def == "" {
-		def = corev1.ConditionUnknown
-	}
-	if def == c.RequiredStatus {
-		return "", fmt.Errorf("defaultStatus: NRC counts an absent %s condition as %s, which meets requiredStatus %s; a gate rule holds a node whose condition is absent", c.Type, def, c.RequiredStatus)
+		return rule.ConditionRequirement{}, fmt.Errorf("type: %q: a gate condition is Type=Status, so its type cannot hold '='", c.Type)
 	}
 	cond := c.Type + "=" + string(c.RequiredStatus)
 	if err := rule.CheckCondition(cond); err != nil {
-		return "", fmt.Errorf("requiredStatus: %w", err)
+		return rule.ConditionRequirement{}, fmt.Errorf("requiredStatus: %w", err)
 	}
-	return cond, nil
+	req := rule.ParseConditionRequirement(cond)
+	switch c.DefaultStatus {
+	case "":
+		if c.RequiredStatus == corev1.ConditionUnknown {
+			req.DefaultStatus = corev1.ConditionUnknown
+		}
+	case corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown:
+		req.DefaultStatus = c.DefaultStatus
+	default:
+		return rule.ConditionRequirement{}, fmt.Errorf("defaultStatus: %q: must be True, False or Unknown", c.DefaultStatus)
+	}
+	return req, nil
 }

@@ -29,11 +29,18 @@ spec:
         operator: DoesNotExist
 `
 
+// withDefault is r with its first condition's defaultStatus set.
+func withDefault(r rule.Rule, status corev1.ConditionStatus) rule.Rule {
+	r.Conditions = append([]rule.ConditionRequirement(nil), r.Conditions...)
+	r.Conditions[0].DefaultStatus = status
+	return r
+}
+
 func TestNRCRules(t *testing.T) {
 	cni := rule.Rule{
 		Name: "cni", Mode: rule.Continuous, NodeSelector: "!node-role.kubernetes.io/control-plane",
 		Taint:      corev1.Taint{Key: "readiness.k8s.io/NetworkReady", Effect: corev1.TaintEffectNoSchedule},
-		Conditions: []string{"projectcalico.org/CalicoReady=True"},
+		Conditions: []rule.ConditionRequirement{rule.ParseConditionRequirement("projectcalico.org/CalicoReady=True")},
 	}
 	boot := cni
 	boot.Name, boot.Mode, boot.DryRun = "boot", rule.Startup, true
@@ -48,7 +55,15 @@ func TestNRCRules(t *testing.T) {
 		{"documents", "---\n" + nrcRuleYAML + "---\n" + bootYAML + "---\n", []rule.Rule{cni, boot}},
 		{"List", "apiVersion: v1\nkind: List\nmetadata: {resourceVersion: \"\"}\nitems:\n" + item(nrcRuleYAML) + item(bootYAML), []rule.Rule{cni, boot}},
 		{"with status", nrcRuleYAML + "status:\n  observedGeneration: 1\n  appliedNodes: [a]\n", []rule.Rule{cni}},
-		{"allOf, defaultStatus that does not meet the requirement", strings.Replace(nrcRuleYAML, `requiredStatus: "True"`, "requiredStatus: \"True\"\n      defaultStatus: \"False\"\n  conditionPolicy: allOf", 1), []rule.Rule{cni}},
+		{"allOf, defaultStatus that does not meet the requirement", strings.Replace(nrcRuleYAML, `requiredStatus: "True"`, "requiredStatus: \"True\"\n      defaultStatus: \"False\"\n  conditionPolicy: allOf", 1), []rule.Rule{withDefault(cni, corev1.ConditionFalse)}},
+		{"defaultStatus that meets the requirement: an absent condition holds", strings.Replace(nrcRuleYAML, `requiredStatus: "True"`, "requiredStatus: \"True\"\n      defaultStatus: \"True\"", 1),
+			[]rule.Rule{withDefault(cni, corev1.ConditionTrue)}},
+		{"Unknown required, no defaultStatus: NRC's implicit Unknown is written out", strings.Replace(nrcRuleYAML, `requiredStatus: "True"`, "requiredStatus: Unknown", 1),
+			[]rule.Rule{func() rule.Rule {
+				r := withDefault(cni, corev1.ConditionUnknown)
+				r.Conditions[0].Status = corev1.ConditionUnknown
+				return r
+			}()}},
 		{"no node selector", strings.Split(nrcRuleYAML, "  nodeSelector:")[0], []rule.Rule{func() rule.Rule { r := cni; r.NodeSelector = ""; return r }()}},
 	}
 	for _, tc := range tests {
@@ -75,8 +90,7 @@ func TestNRCErrors(t *testing.T) {
 		{"continuous NoExecute", edit("effect: NoSchedule", "effect: NoExecute"), `spec.taint.effect: "NoExecute" with enforcementMode continuous: a continuous gate rule uses NoSchedule only`},
 		{"continuous PreferNoSchedule", edit("effect: NoSchedule", "effect: PreferNoSchedule"), "a continuous gate rule uses NoSchedule only"},
 		{"no enforcement mode", edit("  enforcementMode: continuous\n", ""), `spec.enforcementMode: "": want bootstrap-only or continuous`},
-		{"absent condition meets Unknown", edit(`requiredStatus: "True"`, `requiredStatus: Unknown`), "spec.conditions[0].defaultStatus: NRC counts an absent projectcalico.org/CalicoReady condition as Unknown"},
-		{"defaultStatus meets the requirement", edit(`requiredStatus: "True"`, "requiredStatus: \"True\"\n      defaultStatus: \"True\""), "spec.conditions[0].defaultStatus"},
+		{"bad defaultStatus", edit(`requiredStatus: "True"`, "requiredStatus: \"True\"\n      defaultStatus: Maybe"), `spec.conditions[0].defaultStatus: "Maybe"`},
 		{"type with =", edit("type: projectcalico.org/CalicoReady", "type: a=b"), `spec.conditions[0].type: "a=b"`},
 		{"bad required status", edit(`requiredStatus: "True"`, "requiredStatus: Maybe"), "spec.conditions[0].requiredStatus"},
 		{"timeAdded", edit("effect: NoSchedule", "effect: NoSchedule\n    timeAdded: \"2024-01-01T00:00:00Z\""), "spec.taint.timeAdded"},

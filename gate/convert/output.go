@@ -27,14 +27,14 @@ type Rule struct {
 // outRule is the YAML form of the rule fields a conversion sets, in the order a reader
 // wants them (rule.Rule marshals through JSON: alphabetical, with every zero duration).
 type outRule struct {
-	Name           string     `yaml:"name"`
-	Mode           rule.Mode  `yaml:"mode"`
-	DryRun         bool       `yaml:"dryRun,omitempty"`
-	NodeSelector   string     `yaml:"nodeSelector,omitempty"`
-	Taint          outTaint   `yaml:"taint,flow"`
-	Conditions     []string   `yaml:"conditions,omitempty"`
-	Match          []outMatch `yaml:"match,omitempty"`
-	KeepAfterClear bool       `yaml:"keepAfterClear,omitempty"`
+	Name           string                      `yaml:"name"`
+	Mode           rule.Mode                   `yaml:"mode"`
+	DryRun         bool                        `yaml:"dryRun,omitempty"`
+	NodeSelector   string                      `yaml:"nodeSelector,omitempty"`
+	Taint          outTaint                    `yaml:"taint,flow"`
+	Conditions     []rule.ConditionRequirement `yaml:"conditions,omitempty"`
+	Match          []outMatch                  `yaml:"match,omitempty"`
+	KeepAfterClear bool                        `yaml:"keepAfterClear,omitempty"`
 }
 
 type outTaint struct {
@@ -116,11 +116,11 @@ func render(o *Output) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// flowMatches writes each match entry on one line, {type: T, status: S}, as the example
-// rules write a taint.
+// flowMatches writes each match entry, and each condition with a default, on one line,
+// {type: T, status: S}, as the example rules write a taint.
 func flowMatches(rule *yaml.Node) {
 	for i := 0; i+1 < len(rule.Content); i += 2 {
-		if rule.Content[i].Value == "match" {
+		if v := rule.Content[i].Value; v == "match" || v == "conditions" {
 			for _, m := range rule.Content[i+1].Content {
 				m.Style = yaml.FlowStyle
 			}

@@ -21,7 +21,7 @@ func TestRenderRoundTrip(t *testing.T) {
 			KeepAfterClear: true}},
 		{Rule: rule.Rule{Name: "cni", Mode: rule.Continuous, DryRun: true, NodeSelector: "!node-role.kubernetes.io/control-plane,a in (b,c)",
 			Taint:      corev1.Taint{Key: "readiness.k8s.io/NetworkReady", Effect: corev1.TaintEffectNoSchedule},
-			Conditions: []string{"a.io/Ready=True", "Other=False"}}},
+			Conditions: []rule.ConditionRequirement{rule.ParseConditionRequirement("a.io/Ready=True"), rule.ParseConditionRequirement("Other=False")}}},
 	}}
 	out, err := YAML(o)
 	if err != nil {

@@ -271,13 +271,14 @@ func readySince(p *corev1.Pod) time.Time {
 	return time.Time{}
 }
 
-// conditionHolds reports whether the node's condition has the wanted status, and when it
-// does not, since when its status has been what it is (zero when the condition is absent).
+// conditionHolds reports whether the node's condition has the wanted status (an absent
+// one, its default), and when it does not, since when its status has been what it is
+// (zero when the condition is absent).
 func conditionHolds(node *corev1.Node, c condition) (bool, time.Time) {
 	nc := NodeCondition(node, c.Type)
 	switch {
 	case nc == nil:
-		return false, time.Time{}
+		return c.Default != "" && c.Default == c.Status, time.Time{}
 	case nc.Status == c.Status:
 		return true, time.Time{}
 	}

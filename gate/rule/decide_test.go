@@ -71,7 +71,7 @@ func TestDecideRules(t *testing.T) {
 		SettleTime: metav1.Duration{Duration: 5 * time.Second}}
 	startup := cni
 	startup.Mode = Startup
-	netOnly := Rule{Name: "net", Taint: cniTaint, Conditions: []string{"example.com/NetworkReady=True"}}
+	netOnly := Rule{Name: "net", Taint: cniTaint, Conditions: []ConditionRequirement{ParseConditionRequirement("example.com/NetworkReady=True")}}
 	now := t0.Add(time.Minute)
 	tests := []struct {
 		name string
@@ -102,7 +102,7 @@ func TestDecideRules(t *testing.T) {
 			in: Input{Node: node(completed), Pods: []*corev1.Pod{podSince(false, now.Add(-time.Minute))}, Now: now}, want: Decision{Taint: true}, why: "for 1m0s"},
 		{name: "continuous, a sighting that missed a brief recovery: the Pod's transition restarts the clock", rule: cni,
 			in: Input{Node: node(completed), Pods: []*corev1.Pod{podSince(false, now.Add(-time.Second))}, Now: now, UnmetSince: now.Add(-time.Minute)}, want: Decision{RequeueAfter: 4 * time.Second}},
-		{name: "continuous, a condition false for the settle time: taint", rule: Rule{Name: "net", Mode: Continuous, Taint: cniTaint, Conditions: []string{"example.com/NetworkReady=True"}, SettleTime: metav1.Duration{Duration: 5 * time.Second}},
+		{name: "continuous, a condition false for the settle time: taint", rule: Rule{Name: "net", Mode: Continuous, Taint: cniTaint, Conditions: []ConditionRequirement{ParseConditionRequirement("example.com/NetworkReady=True")}, SettleTime: metav1.Duration{Duration: 5 * time.Second}},
 			in: Input{Node: node(completed2("net"), withConditionSince("example.com/NetworkReady", corev1.ConditionFalse, now.Add(-6*time.Second))), Now: now}, want: Decision{Taint: true}},
 		{name: "continuous, component Pod gone while its DaemonSet targets the node: unmet", rule: cni,
 			in: Input{Node: node(completed), Expected: map[string]bool{"cni": true}, Now: now, UnmetSince: now.Add(-time.Minute)}, want: Decision{Taint: true}, why: "no Pod yet"},
@@ -139,7 +139,7 @@ func TestCompileErrors(t *testing.T) {
 		{"unknown mode", func(r *Rule) { r.Mode = "sometimes" }, `rules[2] "cni".mode: "sometimes"`},
 		{"bad name", func(r *Rule) { r.Name = "GPU_driver" }, `rules[2] "cni".name: "GPU_driver"`},
 		{"no requirement", func(r *Rule) { r.Components = nil }, `rules[2] "cni".components: a rule needs at least one component or condition`},
-		{"bad condition", func(r *Rule) { r.Conditions = []string{"Ready"} }, `rules[2] "cni".conditions[0]: "Ready": must be Type=Status`},
+		{"bad condition", func(r *Rule) { r.Conditions = []ConditionRequirement{ParseConditionRequirement("Ready")} }, `rules[2] "cni".conditions[0]: "Ready": must be Type=Status`},
 		{"bad node selector", func(r *Rule) { r.NodeSelector = "pool in (" }, `rules[2] "cni".nodeSelector`},
 		{"negative settle time", func(r *Rule) { r.SettleTime.Duration = -time.Second }, `rules[2] "cni".settleTime: -1s`},
 		{"bad completion annotation", func(r *Rule) { r.CompletedAnnotation = "bad key" }, `rules[2] "cni".completedAnnotation`},

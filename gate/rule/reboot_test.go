@@ -146,7 +146,7 @@ func TestOnRebootValidation(t *testing.T) {
 		want string
 	}{
 		{"continuous rule", Rule{Name: "c", Mode: Continuous, Taint: cniTaint, OnReboot: RebootGate, Components: []Component{{Selector: "app=cni"}}}, "only a startup rule"},
-		{"conditions only", Rule{Name: "c", Taint: cniTaint, OnReboot: RebootGate, Conditions: []string{"Ready=True"}}, "needs a component"},
+		{"conditions only", Rule{Name: "c", Taint: cniTaint, OnReboot: RebootGate, Conditions: []ConditionRequirement{ParseConditionRequirement("Ready=True")}}, "needs a component"},
 		{"unknown policy", Rule{Name: "c", Taint: cniTaint, OnReboot: "drain", Components: []Component{{Selector: "app=cni"}}}, `"drain": must be "ignore" or "gate"`},
 		{"condition rule", Rule{Name: "c", Mode: Condition, Taint: cniTaint, OnReboot: RebootGate, Match: []Match{{Type: "Ready", Status: "False"}}}, "onReboot: a condition rule does not use it"},
 	} {

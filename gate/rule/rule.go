@@ -77,8 +77,9 @@ type Rule struct {
 	Taint corev1.Taint `json:"taint"`
 	// Components are the init workloads that must be Ready on the node.
 	Components []Component `json:"components,omitempty"`
-	// Conditions are node conditions, "Type=Status", that must all hold.
-	Conditions []string `json:"conditions,omitempty"`
+	// Conditions are node conditions, "Type=Status", that must all hold; an absent one
+	// holds only if its defaultStatus says so.
+	Conditions []ConditionRequirement `json:"conditions,omitempty"`
 	// MinHold is the shortest time a node stays held, counted from its creation.
 	MinHold metav1.Duration `json:"minHold,omitempty"`
 	// MaxHold bounds the first wait (0: unbounded); then TimeoutPolicy applies.
@@ -132,6 +133,8 @@ type compiledComponent struct {
 type condition struct {
 	Type   corev1.NodeConditionType
 	Status corev1.ConditionStatus
+	// Default is the status an absent condition counts as ("": never holds).
+	Default corev1.ConditionStatus
 }
 
 // Errors collects validation errors, each prefixed with the field it names.
@@ -302,7 +305,7 @@ func (r *Rule) compileConditions(field func(string) string, errs *Errors) []cond
 	var out []condition
 	for i, c := range r.Conditions {
 		f := field(fmt.Sprintf("conditions[%d]", i))
-		if cond, err := parseCondition(c); err != nil {
+		if cond, err := c.compile(); err != nil {
 			errs.Add(f, "%v", err)
 		} else {
 			out = append(out, cond)
