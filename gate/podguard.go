@@ -27,8 +27,10 @@ const PodGuardPath = "/validate-pod"
 // cannot be told no. It is served with failurePolicy Ignore — the taint stays the primary
 // protection, and a guard that failed closed would block every Pod during a gate outage.
 type PodGuard struct {
-	Nodes  client.Reader // cached Nodes
-	Pods   client.Reader // uncached: a binding names a Pod the gate does not cache
+	Nodes client.Reader // cached Nodes
+	// API reads what the cache does not hold or may not hold yet: a binding's Pod, a
+	// node's init Pods, and a released node that may have rebooted.
+	API    client.Reader
 	Config *config.Config
 }
 
@@ -50,6 +52,15 @@ func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []co
 	node := &corev1.Node{}
 	if err := g.Nodes.Get(ctx, types.NamespacedName{Name: nodeName}, node); err != nil {
 		return admission.Allowed("node not found"), "allowed"
+	}
+	if g.Config.RebootExposed(node, tolerations) {
+		// The kubelet's new boot ID and a binding can arrive a millisecond apart, faster
+		// than the cache follows; the scheduler's cache lags the same way, so a cached
+		// read here would let through the very binding the guard is for.
+		live := &corev1.Node{}
+		if err := g.API.Get(ctx, types.NamespacedName{Name: nodeName}, live); err == nil {
+			node = live
+		}
 	}
 	if r, rebooted := g.Config.RebootedRule(node, tolerations); rebooted {
 		b := r.BootOf(node)
@@ -94,7 +105,7 @@ func (g *PodGuard) decideContinuous(ctx context.Context, node *corev1.Node, tole
 
 // initPodsOn lists the init Pods bound to the node, from the API.
 func (g *PodGuard) initPodsOn(ctx context.Context, nodeName string) ([]*corev1.Pod, error) {
-	return listInitPods(ctx, g.Pods, g.Config, nodeName)
+	return listInitPods(ctx, g.API, g.Config, nodeName)
 }
 
 // listInitPods lists, through c, the Pods bound to the node in the cache's scope (the
@@ -140,7 +151,7 @@ func (g *PodGuard) target(ctx context.Context, req admission.Request) (string, [
 			name = req.Name
 		}
 		pod := &corev1.Pod{}
-		if err := g.Pods.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: name}, pod); err != nil {
+		if err := g.API.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: name}, pod); err != nil {
 			return "", nil, fmt.Errorf("reading pod %s/%s of binding: %w", req.Namespace, name, err)
 		}
 		if _, mirror := pod.Annotations[mirrorPodAnnotation]; mirror {

@@ -228,7 +228,7 @@ func TestPodGuard(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c, cs := newFakeClient(interceptor.Funcs{}, objects()...)
-			g := &PodGuard{Nodes: c, Pods: c, Config: cfg}
+			g := &PodGuard{Nodes: c, API: c, Config: cfg}
 			raw := tc.raw
 			if raw == nil && tc.object != nil {
 				raw = mustJSON(t, tc.object)
@@ -286,7 +286,7 @@ func TestPodGuardTolerationAgainstNodeTaint(t *testing.T) {
 	cfg := testobj.ValidConfig(t, nil)
 	nodeTaint := corev1.Taint{Key: config.DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
 	c, _ := newFakeClient(interceptor.Funcs{}, testobj.Node("karpenter-node", t0, testobj.Taints(nodeTaint)))
-	g := &PodGuard{Nodes: c, Pods: c, Config: cfg}
+	g := &PodGuard{Nodes: c, API: c, Config: cfg}
 	tests := []struct {
 		name       string
 		toleration corev1.Toleration
@@ -374,7 +374,7 @@ func podGuardFuzzEnv(tb testing.TB) (*PodGuard, *calls) {
 		objs = append(objs, p.DeepCopy())
 	}
 	c, cs := newFakeClient(interceptor.Funcs{}, objs...)
-	return &PodGuard{Nodes: c, Pods: c, Config: cfg}, cs
+	return &PodGuard{Nodes: c, API: c, Config: cfg}, cs
 }
 
 // guardWant is the guard's answer to one request: allowed, or a rejection with its code

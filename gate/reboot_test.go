@@ -71,7 +71,7 @@ func TestRebootRegates(t *testing.T) {
 		t.Errorf("%d writes on the same boot, want 0", w)
 	}
 	setBoot(t, e.c, "n", "b2")
-	guard := &PodGuard{Nodes: e.c, Pods: e.c, Config: cfg}
+	guard := &PodGuard{Nodes: e.c, API: e.c, Config: cfg}
 	if resp, _ := guard.decide(context.Background(), "n", nil); resp.Allowed {
 		t.Errorf("Pod guard allowed a binding to a rebooted node before the taint was back")
 	}
@@ -114,5 +114,45 @@ func TestRebootIgnoredByDefault(t *testing.T) {
 	e.reconcile(t, "n")
 	if w := e.calls.writes(); w != 0 {
 		t.Errorf("%d writes for a reboot the rule ignores, want 0", w)
+	}
+}
+
+// TestPodGuardReadsRebootLive: the kubelet's new boot ID and a binding can arrive faster
+// than the cache follows. When the cache shows a released node that a rule gates reboots
+// on, the guard reads the node from the API, and denies on the boot it finds there; it
+// does not read when no reboot could open a window.
+func TestPodGuardReadsRebootLive(t *testing.T) {
+	cfg := rebootConfig(t)
+	rl := cfg.EffectiveRules()[0]
+	released := func(boot string) *corev1.Node {
+		n := testobj.Node("n", t0, testobj.NodeAnnotation(rl.CompletedAnnotation, "1"), testobj.NodeAnnotation(rl.BootAnnotation(), "b1"))
+		n.Status.NodeInfo.BootID = boot
+		return n
+	}
+	for _, tt := range []struct {
+		name        string
+		cached, api *corev1.Node
+		tolerations []corev1.Toleration
+		wantAllowed bool
+		wantReads   int
+	}{
+		{name: "cache behind a reboot", cached: released("b1"), api: released("b2"), wantReads: 1},
+		{name: "no reboot", cached: released("b1"), api: released("b1"), wantAllowed: true, wantReads: 1},
+		{name: "still gated", cached: testobj.Node("n", t0, testobj.Taints(gateTaint)), api: released("b2"), wantReads: 0},
+		{name: "tolerating Pod", cached: released("b1"), api: released("b2"), tolerations: []corev1.Toleration{{Key: gateTaint.Key, Operator: corev1.TolerationOpExists}}, wantAllowed: true, wantReads: 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cache, _ := newFakeClient(interceptor.Funcs{}, tt.cached)
+			reads := 0
+			api, _ := newFakeClient(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				reads++
+				return c.Get(ctx, key, obj, opts...)
+			}}, tt.api)
+			g := &PodGuard{Nodes: cache, API: api, Config: cfg}
+			resp, _ := g.decide(context.Background(), "n", tt.tolerations)
+			if resp.Allowed != tt.wantAllowed || reads != tt.wantReads {
+				t.Errorf("allowed %v after %d API reads, want %v after %d (%s)", resp.Allowed, reads, tt.wantAllowed, tt.wantReads, resp.Result.Message)
+			}
+		})
 	}
 }

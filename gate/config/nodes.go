@@ -73,9 +73,25 @@ func (c *Config) TaintList() string {
 // the re-gate write.
 func (c *Config) RebootedRule(node *corev1.Node, tolerations []corev1.Toleration) (*rule.Rule, bool) {
 	for _, r := range c.Gating() {
-		if r.GatesReboots() && r.Completed(node) && !r.HasTaint(node) && r.BootOf(node).Rebooted() && !r.Tolerates(tolerations) {
+		if rebootExposed(r, node, tolerations) && r.BootOf(node).Rebooted() {
 			return r, true
 		}
 	}
 	return nil, false
+}
+
+// RebootExposed reports whether a reboot the node has not reported yet would open
+// RebootedRule's window for a Pod with these tolerations: a rule that gates reboots has
+// released the node and its taint is off.
+func (c *Config) RebootExposed(node *corev1.Node, tolerations []corev1.Toleration) bool {
+	for _, r := range c.Gating() {
+		if rebootExposed(r, node, tolerations) {
+			return true
+		}
+	}
+	return false
+}
+
+func rebootExposed(r *rule.Rule, node *corev1.Node, tolerations []corev1.Toleration) bool {
+	return r.GatesReboots() && r.Completed(node) && !r.HasTaint(node) && !r.Tolerates(tolerations)
 }
