@@ -56,7 +56,7 @@ func (rn *run) play(ctx, gateCtx context.Context) {
 				return
 			case <-time.After(time.Until(rn.start.Add(step.At))):
 			}
-			if p := after[i]; p >= 0 {
+			for _, p := range after[i] {
 				select {
 				case <-ctx.Done():
 					return
@@ -83,20 +83,31 @@ func (rn *run) play(ctx, gateCtx context.Context) {
 	}
 }
 
-// sequenced gives, for each step, the earlier step it must wait for (-1: none). Node
-// condition steps take effect in timeline order. Run each at its offset alone and two at
-// the same offset race, and under a slow apiserver an earlier one still writing can finish
-// after a later one: a clear can land before the condition it clears, and the node ends
-// with the condition the timeline had removed. Other steps keep to
-// their offsets only: a join retries against a closed webhook and a fault lasts its
-// window, so chaining them would stall the steps behind them.
-func sequenced(steps []scenario.Step) []int {
-	after := make([]int, len(steps))
-	last := -1
+// sequenced gives, for each step, the earlier steps it must wait for. Node condition steps
+// take effect in timeline order. Run each at its offset alone and two at the same offset
+// race, and under a slow apiserver an earlier one still writing can finish after a later
+// one: a clear can land before the condition it clears, and the node ends with the
+// condition the timeline had removed. AfterBound steps keep their order too: on a slow
+// machine two of them are held past their offsets and released by the same binding, and
+// a reboot would then race the Pods meant to arrive after it. Other steps keep to their
+// offsets only: a join retries against a closed webhook and a fault lasts its window, so
+// chaining them would stall the steps behind them.
+func sequenced(steps []scenario.Step) [][]int {
+	after := make([][]int, len(steps))
+	lastCond, lastBound := -1, -1
 	for i := range steps {
-		after[i] = -1
-		if _, ok := steps[i].Action().(*scenario.NodeCondition); ok {
-			after[i], last = last, i
+		_, cond := steps[i].Action().(*scenario.NodeCondition)
+		if cond && lastCond >= 0 {
+			after[i] = append(after[i], lastCond)
+		}
+		if steps[i].AfterBound && lastBound >= 0 && (!cond || lastBound != lastCond) {
+			after[i] = append(after[i], lastBound)
+		}
+		if cond {
+			lastCond = i
+		}
+		if steps[i].AfterBound {
+			lastBound = i
 		}
 	}
 	return after

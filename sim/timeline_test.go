@@ -7,24 +7,31 @@ import (
 	"github.com/startupgate/startupgate/sim/scenario"
 )
 
-// TestSequenced: node condition steps wait for the condition step before them, in timeline
-// order, same offset included; every other step waits for nothing.
+// TestSequenced: node condition steps wait for the condition step before them, and
+// afterBound steps for the afterBound step before them, in timeline order, same offset
+// included; every other step waits for nothing.
 func TestSequenced(t *testing.T) {
 	cond := scenario.Step{NodeCondition: &scenario.NodeCondition{}}
 	join := scenario.Step{Join: &scenario.Join{}}
 	outage := scenario.Step{WebhookOutage: &scenario.WebhookOutage{}}
+	reboot := scenario.Step{AfterBound: true, Reboot: &scenario.Reboot{}}
+	scale := scenario.Step{AfterBound: true, Scale: &scenario.Scale{}}
+	boundCond := scenario.Step{AfterBound: true, NodeCondition: &scenario.NodeCondition{}}
 	for name, tc := range map[string]struct {
 		steps []scenario.Step
-		want  []int
+		want  [][]int
 	}{
-		"none":                       {nil, []int{}},
-		"no condition steps":         {[]scenario.Step{join, outage, join}, []int{-1, -1, -1}},
-		"one condition step":         {[]scenario.Step{join, cond}, []int{-1, -1}},
-		"conditions chain in order":  {[]scenario.Step{join, cond, cond, outage, cond, cond}, []int{-1, -1, 1, -1, 2, 4}},
-		"others between do not wait": {[]scenario.Step{cond, join, cond, outage}, []int{-1, -1, 0, -1}},
+		"none":                       {nil, [][]int{}},
+		"no condition steps":         {[]scenario.Step{join, outage, join}, [][]int{nil, nil, nil}},
+		"one condition step":         {[]scenario.Step{join, cond}, [][]int{nil, nil}},
+		"conditions chain in order":  {[]scenario.Step{join, cond, cond, outage, cond, cond}, [][]int{nil, nil, {1}, nil, {2}, {4}}},
+		"others between do not wait": {[]scenario.Step{cond, join, cond, outage}, [][]int{nil, nil, {0}, nil}},
+		"afterBound steps chain":     {[]scenario.Step{join, reboot, join, scale, scale}, [][]int{nil, nil, nil, {1}, {3}}},
+		"both chains":                {[]scenario.Step{cond, reboot, boundCond, scale}, [][]int{nil, nil, {0, 1}, {2}}},
+		"one step heads both chains": {[]scenario.Step{boundCond, boundCond}, [][]int{nil, {0}}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if got := sequenced(tc.steps); !slices.Equal(got, tc.want) {
+			if got := sequenced(tc.steps); !slices.EqualFunc(got, tc.want, slices.Equal) {
 				t.Errorf("sequenced = %v, want %v", got, tc.want)
 			}
 		})

@@ -16,7 +16,8 @@ type Step struct {
 	// running Pods) must not race the scheduler: a Pod that failed while every node was
 	// tainted waits out the scheduler's backoff (up to 10 s), and under load can be bound
 	// only once the fault has begun. The fault's window in the report is still the plan,
-	// from At.
+	// from At. AfterBound steps keep their timeline order: each also waits for the one
+	// before it to finish, so two held past their offsets do not run at once.
 	AfterBound bool        `yaml:"afterBound"`
 	Join       *Join       `yaml:"join"`
 	Reregister *Reregister `yaml:"reregister"`
