@@ -12,8 +12,6 @@ KUBE_VERSION="${KUBE_VERSION:-v1.36.3}"
 # (-l): the plane is built once per machine and a cold make test is bound by CPU, so the
 # build's saving outweighs the scenarios' small extra cost (docs/development.md has both).
 PLANE_GCFLAGS="${PLANE_GCFLAGS:-all=-dwarf=false -l}"
-# Staging modules are released as v0.<minor>.<patch> alongside v1.<minor>.<patch>.
-STAGING_VERSION="v0.${KUBE_VERSION#v1.}"
 # What the cache holds: a cache built another way is built again.
 KEY="$KUBE_VERSION (etcd as it requires) -gcflags=$PLANE_GCFLAGS"
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/startupgate/controlplane"
@@ -44,12 +42,10 @@ logged() {
     exit 1
   fi
 }
-# startupgate's own module versions join the Kubernetes build's requirements, so that minimal
-# version selection picks the newer of the two for every module both use; with the same
-# compiler flags, the packages both compile (client-go, api, apimachinery, std) are then
-# identical and make test's gate reuses the plane's instead of compiling them again.
+# hack/pins.sh holds the build to startupgate's module versions, so that make test's gate
+# reuses the plane's compiled client-go, api and apimachinery instead of compiling them again.
 root="$(cd "$(dirname "$0")/.." && pwd)"
-ours="$(cd "$root" && GOFLAGS='' logged go list -m -f '{{if not .Main}}{{.Path}} {{.Version}}{{end}}' all)"
+pins="$(logged "$root/hack/pins.sh" "$KUBE_VERSION")"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export GOFLAGS="-mod=mod '-gcflags=$PLANE_GCFLAGS'" GOWORK=off CGO_ENABLED=0
@@ -58,9 +54,6 @@ export GOFLAGS="-mod=mod '-gcflags=$PLANE_GCFLAGS'" GOWORK=off CGO_ENABLED=0
 export GOGC=400
 
 # --- one build: kube-apiserver, kube-scheduler, kube-controller-manager and etcd ------------
-# k8s.io/kubernetes replaces every k8s.io/<staging> module with ./staging/src/...; a consumer
-# must replace each one with its published release instead.
-#
 # etcd is built in the same module and the same `go build`, so that the packages it shares
 # with Kubernetes compile once, and at the release k8s.io/kubernetes's go.mod requires, so
 # that its requirements raise no module above startupgate's (which would make the test gate
@@ -79,10 +72,7 @@ mkdir -p "$work/kube" "$work/bin"
     echo "require k8s.io/kubernetes $KUBE_VERSION"
     echo "require go.etcd.io/etcd/server/v3 $etcd_version"
     echo
-    awk 'NF == 2 && $1 != "k8s.io/kubernetes" { print "require " $1 " " $2 }' <<<"$ours"
-    echo
-    grep -E '^\s*k8s.io/[a-z0-9-]+ => ./staging/src/' "$kmod" \
-      | awk -v v="$STAGING_VERSION" '{ print "replace " $1 " => " $1 " " v }'
+    echo "$pins"
   } > go.mod
   # No `go mod tidy`, which would fetch the modules of every package's tests too: -mod=mod
   # lets the build add only the requirements and sums it needs.
