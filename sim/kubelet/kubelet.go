@@ -79,6 +79,9 @@ type Kubelet struct {
 	// all the same (an autoscaler's, such as Karpenter's KWOK nodes: KWOKNodeLabel). Nil:
 	// only the nodes it registers.
 	Adopt labels.Selector
+	// Profile, if set, gives the Nodes it registers the size and shape of a cloud node's
+	// (labels, annotations, images, addresses, capacity); nil: the small default.
+	Profile *NodeProfile
 
 	mu      sync.Mutex
 	nodes   map[string]struct{}              // names of registered nodes
@@ -137,6 +140,10 @@ func (k *Kubelet) Register(ctx context.Context, name string, extraLabels map[str
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls},
 		Spec:       corev1.NodeSpec{Taints: taints},
+	}
+	if k.Profile != nil {
+		node.Status.NodeInfo.KubeletVersion = k.Version
+		k.Profile.Apply(node)
 	}
 	// Claim the name before the CREATE: a DaemonSet Pod can be bound, and its event
 	// delivered, before Create returns.
