@@ -38,6 +38,8 @@ func runBench(args []string, stdout, stderr io.Writer) (int, error) {
 	out := fs.String("out", "out", "directory for bench.json, bench.md, bench.html and the plane's and gate's logs")
 	from := fs.String("from", "", "run nothing: write bench.md and bench.html from this bench.json")
 	verbose := fs.Bool("v", false, "print the logs of client-go, klog and the in-process gate on stderr as well")
+	var lf largeFlags
+	lf.register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: simulate bench [flags]\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -47,6 +49,9 @@ func runBench(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if fs.NArg() > 0 {
 		return 2, fmt.Errorf("bench: unexpected arguments %v", fs.Args())
+	}
+	if lf.sizes != "" {
+		return runLarge(lf, *seed, *out, *verbose, stdout, stderr)
 	}
 	if *from != "" {
 		rep, err := readBench(*from)
@@ -148,4 +153,68 @@ func readBench(path string) (*bench.Report, error) {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	return rep, nil
+}
+
+// largeFlags are the large-cluster phase's flags: --large names its sizes and runs it
+// instead of the benchmark's other phases.
+type largeFlags struct {
+	sizes                      string
+	burst, workloads, failover int
+	updates                    int
+	idle                       time.Duration
+	noFloor                    bool
+}
+
+func (lf *largeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&lf.sizes, "large", "", "run the large-cluster phase instead: static node counts, comma-separated (the empty plane is measured first); writes bench-large.json and bench-large.md")
+	fs.IntVar(&lf.burst, "large-burst", 1000, "large phase: nodes joining on top at each size")
+	fs.IntVar(&lf.workloads, "large-workloads", 0, "large phase: workload Pods of each burst (default: a tenth of --large-burst)")
+	fs.IntVar(&lf.failover, "large-failover", 200, "large phase: nodes joining during the leader failover at each size")
+	fs.IntVar(&lf.updates, "large-updates", 5000, "large phase: static nodes that report their status once, to price a Node update in the gate")
+	fs.DurationVar(&lf.idle, "large-idle", time.Minute, "large phase: how long the idle gate's CPU is read at each size")
+	fs.BoolVar(&lf.noFloor, "large-no-floor", false, "large phase: leave out the floor bursts")
+}
+
+// runLarge runs the large-cluster phase and writes DIR/bench-large.json and .md. Like the
+// benchmark, it exits 0 when it ran, whether or not a target was met.
+func runLarge(lf largeFlags, seed uint64, out string, verbose bool, stdout, stderr io.Writer) (int, error) {
+	sizes, err := counts("--large", lf.sizes)
+	if err != nil {
+		return 2, err
+	}
+	if lf.burst < 1 || lf.failover < 1 || lf.updates < 1 || lf.workloads < 0 || lf.idle < time.Second {
+		return 2, fmt.Errorf("--large-burst, --large-failover and --large-updates must be at least 1, --large-idle at least 1s")
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return 1, err
+	}
+	logPath, err := setLogs(filepath.Join(out, "bench-large-gate.log"), verbose, stderr)
+	if err != nil {
+		return 2, err
+	}
+	con := newConsole(stdout)
+	defer con.Close()
+	fmt.Fprintf(con, "bench: logs in %s\n", logPath)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, runErr := bench.RunLarge(ctx, bench.LargeOptions{Sizes: sizes, Burst: lf.burst, Workloads: lf.workloads,
+		Failover: lf.failover, Updates: lf.updates, Idle: lf.idle, NoFloor: lf.noFloor, Seed: seed, Progress: con, LogDir: out})
+	con.Close()
+	if rep == nil {
+		return 1, runErr
+	}
+	// A partial report is written all the same: what was measured before the failure
+	// is worth keeping, and the rest reads "not measured".
+	if err := rep.WriteJSON(filepath.Join(out, "bench-large.json")); err != nil {
+		return 1, err
+	}
+	md := rep.String()
+	if err := report.WriteFile(filepath.Join(out, "bench-large.md"), []byte(md)); err != nil {
+		return 1, err
+	}
+	fmt.Fprint(stdout, "\n"+md+"\n")
+	if runErr != nil {
+		return 1, runErr
+	}
+	return 0, nil
 }

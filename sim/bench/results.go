@@ -178,4 +178,6 @@ type RunResult struct {
 	WindowS float64 `json:"window_s"`
 	// from and to bound the run for the request counts.
 	from, to time.Time
+	// releases are when the recorder saw each release (the large phase's failover).
+	releases []time.Time
 }

@@ -33,11 +33,27 @@ type load struct {
 	rate int
 	// workers > 0 runs the gate with --workers set so.
 	workers int
+	// The large phase's loads (see large.go): static is the number of static nodes on the
+	// plane, which names the run; workloads, if set, is the number of workload Pods
+	// (default: one per node); replicas > 1 runs that many gate replicas; probe reads the
+	// fresh gate before the first join, and failover kills its leader as nodes join.
+	large     bool
+	static    int
+	workloads int
+	replicas  int
+	probe     *gateProbe
+	failover  *failoverProbe
 }
 
 // name is the run's scenario name; node names are it plus "-n<i>", which the audit log's
 // counts rely on.
 func (l load) name() string {
+	if l.large {
+		if l.failover != nil {
+			return fmt.Sprintf("lg%d-failover-%d", l.static, l.nodes)
+		}
+		return fmt.Sprintf("lg%d-%s-%d", l.static, l.mode, l.nodes)
+	}
 	if l.workers > 0 {
 		w := l
 		w.workers = 0
@@ -57,7 +73,7 @@ func (l load) name() string {
 // benchScenario is n nodes joining (at once, or paced) with n pending workload Pods and one
 // init DaemonSet whose Pods are ready 2s ± jitter after they are bound.
 func benchScenario(l load) (*scenario.Scenario, error) {
-	extra := "gateProcess: {replicas: 1}\n"
+	extra := fmt.Sprintf("gateProcess: {replicas: %d}\n", max(1, l.replicas))
 	switch l.mode {
 	case benchPolicy:
 		extra += "admission: policy\n"
@@ -72,6 +88,10 @@ func benchScenario(l load) (*scenario.Scenario, error) {
 	}
 	join := fmt.Sprintf("{count: %d, prefix: n}", l.nodes)
 	timeout := benchTimeout(l.nodes)
+	workloads := l.nodes
+	if l.workloads > 0 {
+		workloads = l.workloads
+	}
 	if l.rate > 0 {
 		join = fmt.Sprintf("{count: %d, prefix: n, interval: %s}", l.nodes, time.Second/time.Duration(l.rate))
 		timeout += time.Duration(l.nodes/l.rate) * time.Second
@@ -79,7 +99,7 @@ func benchScenario(l load) (*scenario.Scenario, error) {
 	return scenario.Parse([]byte(fmt.Sprintf(`name: %s
 description: benchmark run of %d nodes (%s)
 %sworkloads:
-  - {name: batch, replicas: %[2]d, cpu: 10m}
+  - {name: batch, replicas: %[9]d, cpu: 10m}
 init:
   - name: init
     ready: %[5]s
@@ -89,7 +109,7 @@ timeline:
 expect:
   violations: %[7]s
 timeout: %[8]s
-`, l.name(), l.nodes, l.mode, extra, ready, join, map[bool]string{true: "some", false: "none"}[l.mode == benchReactive], timeout)))
+`, l.name(), l.nodes, l.mode, extra, ready, join, map[bool]string{true: "some", false: "none"}[l.mode == benchReactive], timeout, workloads)))
 }
 
 // benchTimeout bounds a run of n nodes generously: a run that hits it is reported as such.
@@ -162,6 +182,11 @@ func (b *bench) run(ctx context.Context, l load, adm *histogramDelta) (*RunResul
 			br.EarlyPods++
 		}
 	}
+	for i := range res.Records {
+		if t := res.Records[i].Released.Time; !t.IsZero() {
+			br.releases = append(br.releases, t)
+		}
+	}
 	for _, d := range res.ReleaseLatency {
 		br.ReleaseMS = append(br.ReleaseMS, round2(float64(d)/float64(time.Millisecond)))
 	}
@@ -189,7 +214,7 @@ func (b *bench) run(ctx context.Context, l load, adm *histogramDelta) (*RunResul
 // with it, and the second run of every pair would pay for the first's cleanup.
 func (b *bench) quiet(ctx context.Context) error {
 	start := time.Now()
-	sel := metav1.ListOptions{LabelSelector: scenario.Label}
+	sel := metav1.ListOptions{LabelSelector: leftovers}
 	nodes, nss := b.cs.CoreV1().Nodes(), b.cs.CoreV1().Namespaces()
 	err := nodes.DeleteCollection(ctx, metav1.DeleteOptions{}, sel)
 	if err == nil {
@@ -203,7 +228,7 @@ func (b *bench) quiet(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("deleting the earlier runs' leftovers: %w", err)
 	}
-	one := metav1.ListOptions{LabelSelector: scenario.Label, Limit: 1}
+	one := metav1.ListOptions{LabelSelector: leftovers, Limit: 1}
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, quietTimeout, true, func(ctx context.Context) (bool, error) {
 		left, err := nss.List(ctx, one)
 		if err != nil || len(left.Items) > 0 {
@@ -220,6 +245,10 @@ func (b *bench) quiet(ctx context.Context) error {
 	}
 	return nil
 }
+
+// leftovers selects the runs' nodes and namespaces: every scenario's but the large phase's
+// static nodes, which stay for the next size.
+var leftovers = scenario.Label + "," + scenario.Label + "!=" + staticScenario
 
 // quietTimeout bounds the wait for a quiet plane.
 const quietTimeout = 10 * time.Minute
@@ -245,6 +274,9 @@ func (b *bench) hooks(h *sim.Hooks, l load, end *runEnd) {
 			go b.profile(ctx, live, filepath.Join(b.opts.LogDir, "bench-gate-cpu.pprof"))
 		}
 	}
+	if l.probe != nil {
+		h.Started = func(ctx context.Context, live sim.Live) { l.probe.started(ctx, live, l.failover, b.progress) }
+	}
 	h.Settled = func(ctx context.Context, live sim.Live) error {
 		end.settled, end.procCPU = time.Now(), processesCPU()
 		var err error
@@ -256,7 +288,8 @@ func (b *bench) hooks(h *sim.Hooks, l load, end *runEnd) {
 			n, exited := reps[0].Restarts()
 			end.restarts, end.cpu = n, end.cpu+exited.Seconds()
 		}
-		if l.mode != benchFloor && len(live.Gate().Replicas()) > 0 {
+		// A failover run's first replica was killed: it has no histograms left to read.
+		if l.mode != benchFloor && l.failover == nil && len(live.Gate().Replicas()) > 0 {
 			if end.stages, err = gateStages(ctx, live.Gate().Replicas()[0]); err != nil {
 				return err
 			}

@@ -1,0 +1,235 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/startupgate/startupgate/sim/check"
+	"github.com/startupgate/startupgate/sim/controlplane"
+	"github.com/startupgate/startupgate/sim/kubelet"
+)
+
+// The large-cluster phase (`simulate bench --large`, `make bench-large`): the gate on a
+// plane that already holds thousands of registered, released cloud-sized Nodes, each with
+// its init Pod, against the same figures on the empty plane in the same run.
+//
+// Sizes run in increasing order on one plane, the empty plane first; the plane is filled
+// up to each size in turn (never emptied), so one run measures every size. At each size:
+//
+//	a gate (policy) burst: before its nodes join, the fresh gate's start to its initial
+//	list reconciled, its heap and RSS, its CPU while idle, and its CPU per Node status
+//	update; then the burst's release latency and stages;
+//	a floor burst, the plane's own latency at that size (optional);
+//	a leader failover: two replicas, the leader killed as nodes join; from its exit to
+//	the first release by the other.
+//
+// The static nodes send no heartbeats: the controller-manager's node-monitor grace period
+// is raised so that the plane holds them Ready, and a real kubelet's periodic status is
+// priced once per size instead (the update cost, not a live stream of them).
+
+// LargeOptions shape the large-cluster phase.
+type LargeOptions struct {
+	// Sizes are the static node counts, default 10000 and 50000; the empty plane (0) is
+	// always measured first.
+	Sizes []int
+	// Burst is how many nodes join on top at each size; default 1000. Workloads is how
+	// many workload Pods wait for them (default Burst/10: a workload Pod costs the
+	// scheduler a pass over every node, static ones included, and the figure sought is the
+	// gate's, not the scheduler's).
+	Burst, Workloads int
+	// Failover is how many nodes join in the failover run; default 200 (0 below: default).
+	Failover int
+	// Idle is how long the gate's idle CPU is read; default 60s.
+	Idle time.Duration
+	// Updates is how many static nodes report their status once, to price a Node update
+	// in the gate; default 5000 (at most the size).
+	Updates int
+	// NoFloor leaves the floor bursts out.
+	NoFloor bool
+	// Profile is the static nodes' shape; default kubelet.DefaultProfile.
+	Profile *kubelet.NodeProfile
+	Seed    uint64
+	// Progress receives live lines (nil: quiet).
+	Progress io.Writer
+	// LogDir keeps the plane's and the gate's logs; a temp dir if empty.
+	LogDir string
+}
+
+func largeDefaults(o LargeOptions) LargeOptions {
+	if len(o.Sizes) == 0 {
+		o.Sizes = []int{10000, 50000}
+	}
+	o.Sizes = append([]int{0}, o.Sizes...)
+	slices.Sort(o.Sizes)
+	o.Sizes = slices.Compact(o.Sizes)
+	if o.Burst <= 0 {
+		o.Burst = 1000
+	}
+	if o.Workloads <= 0 {
+		o.Workloads = max(1, o.Burst/10)
+	}
+	if o.Failover <= 0 {
+		o.Failover = 200
+	}
+	if o.Idle <= 0 {
+		o.Idle = time.Minute
+	}
+	if o.Updates <= 0 {
+		o.Updates = 5000
+	}
+	if o.Profile == nil {
+		p := kubelet.DefaultProfile()
+		o.Profile = &p
+	}
+	return o
+}
+
+// largeGrace is the controller-manager's node-monitor grace period in the large phase:
+// longer than any run, so that static nodes without heartbeats stay Ready.
+const largeGrace = 24 * time.Hour
+
+// etcdQuota is the etcd backend quota of the large phase. etcd's default, 2 GiB, is about
+// what 50,000 cloud-sized Nodes with their history and Pods take before compaction; etcd
+// reads its flags from ETCD_* variables, which the plane's etcd inherits.
+const etcdQuota = "8589934592"
+
+// RunLarge starts an embedded plane and runs the large-cluster phase on it.
+func RunLarge(ctx context.Context, opts LargeOptions) (*LargeReport, error) {
+	opts = largeDefaults(opts)
+	dir, err := os.MkdirTemp("", "startupgate-bench-large-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	audit := filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(filepath.Join(dir, "audit-policy.yaml"), []byte(auditPolicy), 0o600); err != nil {
+		return nil, err
+	}
+	if os.Getenv("ETCD_QUOTA_BACKEND_BYTES") == "" {
+		if err := os.Setenv("ETCD_QUOTA_BACKEND_BYTES", etcdQuota); err != nil {
+			return nil, err
+		}
+	}
+	apiArgs := map[string]string{
+		"audit-policy-file": filepath.Join(dir, "audit-policy.yaml"), "audit-log-path": audit,
+		"audit-log-maxsize": "100000",
+	}
+	plane := &controlplane.Embedded{LogDir: opts.LogDir, APIServerArgs: apiArgs}
+	defer func() { _ = plane.Stop() }()
+	rc, err := plane.Start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := plane.SetNodeMonitorGracePeriod(largeGrace); err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	rep := &LargeReport{Machine: machine(), Burst: opts.Burst, Workloads: opts.Workloads, FailoverNodes: opts.Failover,
+		IdleS: opts.Idle.Seconds(), Profile: *opts.Profile, Plane: largePlaneSettings(apiArgs)}
+	b := &bench{opts: Options{Seed: opts.Seed, Progress: opts.Progress, LogDir: opts.LogDir}, rc: rc, cs: cs, audit: audit,
+		rep:     &Report{Pairs: map[string][]Pair{}, BreakdownMS: map[string]Breakdown{}, ReleaseLatencyMS: map[string]check.Percentiles{}},
+		samples: map[string][]sample{}, gateStages: map[string]map[string]Quantiles{}, largest: -1}
+	lg := &large{bench: b, opts: opts, rep: rep}
+	runErr := lg.sizes(ctx)
+	auditErr := b.fromAudit()
+	rep.Runs = b.rep.Runs
+	rep.Breakdowns = b.rep.BreakdownMS
+	if runErr != nil {
+		return rep, runErr
+	}
+	return rep, auditErr
+}
+
+// largePlaneSettings lists every setting the large phase gives the plane, for the report.
+func largePlaneSettings(api map[string]string) []string {
+	out := []string{
+		"etcd --quota-backend-bytes=" + etcdQuota + " (ETCD_QUOTA_BACKEND_BYTES, unless already set)",
+		"kube-controller-manager --node-monitor-grace-period=" + largeGrace.String() + " (static nodes send no heartbeats)",
+		"kube-apiserver --max-requests-inflight=2000 --max-mutating-requests-inflight=1000 --delete-collection-workers=8 (the embedded plane's own)",
+	}
+	for _, k := range sortedKeys(api) {
+		if k == "audit-policy-file" || k == "audit-log-path" {
+			continue
+		}
+		out = append(out, fmt.Sprintf("kube-apiserver --%s=%s", k, api[k]))
+	}
+	return append(out, "kube-apiserver audit log at Metadata level (for the stage breakdown)")
+}
+
+// large is one run of the large phase.
+type large struct {
+	*bench
+	opts   LargeOptions
+	rep    *LargeReport
+	static *staticNodes
+}
+
+// sizes runs every size in order, filling the plane up to each.
+func (lg *large) sizes(ctx context.Context) error {
+	for _, n := range lg.opts.Sizes {
+		sz := LargeSize{Nodes: n}
+		if n > 0 {
+			if err := lg.fill(ctx, n, &sz); err != nil {
+				lg.rep.Sizes = append(lg.rep.Sizes, sz)
+				return fmt.Errorf("filling the plane to %d nodes: %w", n, err)
+			}
+		}
+		err := lg.measure(ctx, &sz)
+		lg.rep.Sizes = append(lg.rep.Sizes, sz)
+		if err != nil {
+			return fmt.Errorf("at %d static nodes: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// measure runs the size's bursts and failover.
+func (lg *large) measure(ctx context.Context, sz *LargeSize) error {
+	probe := &gateProbe{static: sz.Nodes, idle: lg.opts.Idle, updates: min(lg.opts.Updates, sz.Nodes), nodes: lg.staticNames()}
+	l := load{large: true, mode: benchPolicy, nodes: lg.opts.Burst, jitter: time.Second, static: sz.Nodes, workloads: lg.opts.Workloads, probe: probe}
+	g, err := lg.run(ctx, l, nil)
+	if err != nil {
+		return err
+	}
+	sz.Gate = burstOf(g)
+	probe.into(sz)
+	lg.breakdownOf(fmt.Sprintf("%d-node burst on %d static nodes, policy gate", lg.opts.Burst, sz.Nodes), g.Name)
+	if !lg.opts.NoFloor {
+		l.mode, l.probe = benchFloor, nil
+		f, err := lg.run(ctx, l, nil)
+		if err != nil {
+			return err
+		}
+		sz.Floor = burstOf(f)
+	}
+	fo := &failoverProbe{}
+	l = load{large: true, mode: benchPolicy, nodes: lg.opts.Failover, jitter: time.Second, static: sz.Nodes, workloads: max(1, lg.opts.Failover/10),
+		replicas: 2, failover: fo, probe: &gateProbe{static: sz.Nodes}}
+	r, err := lg.run(ctx, l, nil)
+	if err != nil {
+		return err
+	}
+	sz.Failover = fo.result(r)
+	return nil
+}
+
+func (lg *large) staticNames() []string {
+	if lg.static == nil {
+		return nil
+	}
+	return lg.static.names
+}
+
+func burstOf(r *RunResult) *Burst {
+	return &Burst{Run: r.Name, Nodes: r.Nodes, Released: r.Released, P50: r.LatencyMS.P50, P99: r.LatencyMS.P99, Passed: r.Passed}
+}
