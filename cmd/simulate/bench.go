@@ -163,6 +163,7 @@ type largeFlags struct {
 	updates                    int
 	idle                       time.Duration
 	noFloor                    bool
+	before                     string
 }
 
 func (lf *largeFlags) register(fs *flag.FlagSet) {
@@ -173,6 +174,7 @@ func (lf *largeFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&lf.updates, "large-updates", 5000, "large phase: static nodes that report their status once, to price a Node update in the gate")
 	fs.DurationVar(&lf.idle, "large-idle", time.Minute, "large phase: how long the idle gate's CPU is read at each size")
 	fs.BoolVar(&lf.noFloor, "large-no-floor", false, "large phase: leave out the floor bursts")
+	fs.StringVar(&lf.before, "large-before-gate", "", "large phase: a gate binary to probe beside the one under test at every size (a change, before and after, in one run); needs STARTUPGATE_GATE_BINARY")
 }
 
 // runLarge runs the large-cluster phase and writes DIR/bench-large.json and .md. Like the
@@ -198,7 +200,7 @@ func runLarge(lf largeFlags, seed uint64, out string, verbose bool, stdout, stde
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, runErr := bench.RunLarge(ctx, bench.LargeOptions{Sizes: sizes, Burst: lf.burst, Workloads: lf.workloads,
-		Failover: lf.failover, Updates: lf.updates, Idle: lf.idle, NoFloor: lf.noFloor, Seed: seed, Progress: con, LogDir: out})
+		Failover: lf.failover, Updates: lf.updates, Idle: lf.idle, NoFloor: lf.noFloor, BeforeGate: lf.before, Seed: seed, Progress: con, LogDir: out})
 	con.Close()
 	if rep == nil {
 		return 1, runErr

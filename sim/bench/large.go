@@ -53,6 +53,10 @@ type LargeOptions struct {
 	Updates int
 	// NoFloor leaves the floor bursts out.
 	NoFloor bool
+	// BeforeGate, if set, is a gate binary to probe beside the one under test at every size
+	// (start to synced, memory, idle CPU, update cost; a 10-node burst): a change's
+	// figures before and after, in one run. It needs STARTUPGATE_GATE_BINARY set.
+	BeforeGate string
 	// Profile is the static nodes' shape; default kubelet.DefaultProfile.
 	Profile *kubelet.NodeProfile
 	Seed    uint64
@@ -112,6 +116,10 @@ func RunLarge(ctx context.Context, opts LargeOptions) (*LargeReport, error) {
 	if err := os.WriteFile(filepath.Join(dir, "audit-policy.yaml"), []byte(auditPolicy), 0o600); err != nil {
 		return nil, err
 	}
+	swap, err := gateSwap(dir, opts.BeforeGate)
+	if err != nil {
+		return nil, err
+	}
 	if os.Getenv("ETCD_QUOTA_BACKEND_BYTES") == "" {
 		if err := os.Setenv("ETCD_QUOTA_BACKEND_BYTES", etcdQuota); err != nil {
 			return nil, err
@@ -139,7 +147,7 @@ func RunLarge(ctx context.Context, opts LargeOptions) (*LargeReport, error) {
 	b := &bench{opts: Options{Seed: opts.Seed, Progress: opts.Progress, LogDir: opts.LogDir}, rc: rc, cs: cs, audit: audit,
 		rep:     &Report{Pairs: map[string][]Pair{}, BreakdownMS: map[string]Breakdown{}, ReleaseLatencyMS: map[string]check.Percentiles{}},
 		samples: map[string][]sample{}, gateStages: map[string]map[string]Quantiles{}, largest: -1}
-	lg := &large{bench: b, opts: opts, rep: rep}
+	lg := &large{bench: b, opts: opts, rep: rep, swap: swap}
 	runErr := lg.sizes(ctx)
 	auditErr := b.fromAudit()
 	rep.Runs = b.rep.Runs
@@ -172,6 +180,8 @@ type large struct {
 	opts   LargeOptions
 	rep    *LargeReport
 	static *staticNodes
+	// swap installs the before (true) or the after (false) gate binary; nil: no before.
+	swap func(before bool) error
 }
 
 // sizes runs every size in order, filling the plane up to each.
@@ -202,7 +212,7 @@ func (lg *large) measure(ctx context.Context, sz *LargeSize) error {
 		return err
 	}
 	sz.Gate = burstOf(g)
-	probe.into(sz)
+	probe.into(&sz.GateFigures, &sz.Errors)
 	lg.breakdownOf(fmt.Sprintf("%d-node burst on %d static nodes, policy gate", lg.opts.Burst, sz.Nodes), g.Name)
 	if !lg.opts.NoFloor {
 		l.mode, l.probe = benchFloor, nil
@@ -211,6 +221,11 @@ func (lg *large) measure(ctx context.Context, sz *LargeSize) error {
 			return err
 		}
 		sz.Floor = burstOf(f)
+	}
+	if lg.swap != nil {
+		if err := lg.before(ctx, sz); err != nil {
+			return err
+		}
 	}
 	fo := &failoverProbe{}
 	l = load{large: true, mode: benchPolicy, nodes: lg.opts.Failover, jitter: time.Second, static: sz.Nodes, workloads: max(1, lg.opts.Failover/10),
@@ -221,6 +236,61 @@ func (lg *large) measure(ctx context.Context, sz *LargeSize) error {
 	}
 	sz.Failover = fo.result(r)
 	return nil
+}
+
+// before probes the before gate as the gate under test was: its own 10-node run.
+func (lg *large) before(ctx context.Context, sz *LargeSize) error {
+	if err := lg.swap(true); err != nil {
+		return err
+	}
+	probe := &gateProbe{static: sz.Nodes, idle: lg.opts.Idle, updates: min(lg.opts.Updates, sz.Nodes), nodes: lg.staticNames()}
+	_, err := lg.run(ctx, load{large: true, before: true, mode: benchPolicy, nodes: 10, jitter: time.Second, static: sz.Nodes, workloads: 1, probe: probe}, nil)
+	if serr := lg.swap(false); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return err
+	}
+	sz.Before = &GateFigures{}
+	probe.into(sz.Before, &sz.Errors)
+	return nil
+}
+
+// gateSwap arranges for the gate under test and a before binary to take turns at one
+// path, which STARTUPGATE_GATE_BINARY then names: the harness reads that variable once,
+// and every run starts its processes afresh from the path. A rename replaces the file
+// atomically; a process already running keeps its own.
+func gateSwap(dir, before string) (func(bool) error, error) {
+	if before == "" {
+		return nil, nil
+	}
+	after := os.Getenv("STARTUPGATE_GATE_BINARY")
+	if after == "" {
+		return nil, fmt.Errorf("a before gate needs STARTUPGATE_GATE_BINARY to name the gate under test")
+	}
+	path := filepath.Join(dir, "gate")
+	install := func(src string) error {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(path+".new", data, 0o755); err != nil {
+			return err
+		}
+		return os.Rename(path+".new", path)
+	}
+	if err := install(after); err != nil {
+		return nil, err
+	}
+	if err := os.Setenv("STARTUPGATE_GATE_BINARY", path); err != nil {
+		return nil, err
+	}
+	return func(b bool) error {
+		if b {
+			return install(before)
+		}
+		return install(after)
+	}, nil
 }
 
 func (lg *large) staticNames() []string {

@@ -169,7 +169,8 @@ func (p *gateProbe) priceUpdates(ctx context.Context, r *gateundertest.Replica, 
 	return nil
 }
 
-func (p *gateProbe) into(sz *LargeSize) {
+// into writes the probe's figures, and its error if it failed.
+func (p *gateProbe) into(sz *GateFigures, errs *[]string) {
 	sz.SyncS, sz.HeapBytes, sz.RSSBytes = p.syncS, p.heap, p.rss
 	if p.idle > 0 && p.heap > 0 {
 		sz.IdleCPUPct = round2(p.idleCPUS / p.idle.Seconds() * 100)
@@ -183,7 +184,7 @@ func (p *gateProbe) into(sz *LargeSize) {
 		sz.UpdateCPUMSPer1000 = round2(p.updateCPUS / float64(p.updated) * 1000 * 1000)
 	}
 	if p.err != nil {
-		sz.Errors = append(sz.Errors, p.err.Error())
+		*errs = append(*errs, p.err.Error())
 	}
 }
 

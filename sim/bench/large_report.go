@@ -42,6 +42,20 @@ type LargeSize struct {
 	EtcdBytes         uint64 `json:"etcd_db_bytes"`
 	APIServerRSS      uint64 `json:"apiserver_rss_bytes"`
 	EtcdRSS           uint64 `json:"etcd_rss_bytes"`
+	// GateFigures are the gate under test's, read before the burst.
+	GateFigures
+	// Before are the same figures of the --large-before-gate binary, when one was given:
+	// the change under test, before and after, in one run.
+	Before *GateFigures `json:"before,omitempty"`
+	// Gate and Floor are the size's bursts.
+	Gate     *Burst    `json:"gate,omitempty"`
+	Floor    *Burst    `json:"floor,omitempty"`
+	Failover *Failover `json:"failover,omitempty"`
+	Errors   []string  `json:"errors,omitempty"`
+}
+
+// GateFigures are a fresh gate's, on the plane at one size, before anything joins.
+type GateFigures struct {
 	// SyncS is the gate process's start to its initial list reconciled (every static
 	// node, an empty queue).
 	SyncS float64 `json:"sync_s"`
@@ -55,11 +69,6 @@ type LargeSize struct {
 	// UpdateCPUMSPer1000 is the gate's CPU per 1000 Node status reports (Updates of them).
 	Updates            int     `json:"updates"`
 	UpdateCPUMSPer1000 float64 `json:"update_cpu_ms_per_1000"`
-	// Gate and Floor are the size's bursts.
-	Gate     *Burst    `json:"gate,omitempty"`
-	Floor    *Burst    `json:"floor,omitempty"`
-	Failover *Failover `json:"failover,omitempty"`
-	Errors   []string  `json:"errors,omitempty"`
 }
 
 // Burst is one burst run's release latency.
@@ -179,7 +188,7 @@ func (r *LargeReport) rows() []largeRow {
 		}
 	}
 	empty := &r.Sizes[0]
-	return []largeRow{
+	rows := []largeRow{
 		{"time to register them (s)", static(func(s *LargeSize) string { return positive("%.0f", s.FillS) })},
 		{"one Node as stored: protobuf / JSON (bytes)", static(func(s *LargeSize) string {
 			if s.NodeProtobufBytes == 0 {
@@ -241,6 +250,43 @@ func (r *LargeReport) rows() []largeRow {
 			}
 			return fmt.Sprintf("%.1f", s.Failover.ExitToReleaseS)
 		})},
+	}
+	for i := range r.Sizes {
+		if r.Sizes[i].Before != nil {
+			return append(rows, r.beforeRows(at, static)...)
+		}
+	}
+	return rows
+}
+
+// beforeRows set the before gate's figures beside the gate under test's.
+func (r *LargeReport) beforeRows(at, static func(func(s *LargeSize) string) func(int) string) []largeRow {
+	before := func(f func(b, s *GateFigures) string) func(s *LargeSize) string {
+		return func(s *LargeSize) string {
+			if s.Before == nil || s.Before.HeapBytes == 0 {
+				return notMeasured
+			}
+			return f(s.Before, &s.GateFigures)
+		}
+	}
+	return []largeRow{
+		{"before gate: start to initial list reconciled (s)", at(before(func(b, _ *GateFigures) string { return positive("%.1f", b.SyncS) }))},
+		{"before gate: heap / RSS after sync (MiB)", at(before(func(b, _ *GateFigures) string {
+			return fmt.Sprintf("%d / %d", b.HeapBytes>>20, b.RSSBytes>>20)
+		}))},
+		{"gate heap, under test / before", at(before(func(b, s *GateFigures) string {
+			if s.HeapBytes == 0 {
+				return notMeasured
+			}
+			return fmt.Sprintf("%.2f", float64(s.HeapBytes)/float64(b.HeapBytes))
+		}))},
+		{"before gate: idle CPU (% of one core)", at(before(func(b, _ *GateFigures) string { return fmt.Sprintf("%.2f", b.IdleCPUPct) }))},
+		{"before gate: CPU per 1000 Node status reports (ms)", static(before(func(b, _ *GateFigures) string {
+			if b.Updates == 0 {
+				return notMeasured
+			}
+			return fmt.Sprintf("%.0f (%d reports)", b.UpdateCPUMSPer1000, b.Updates)
+		}))},
 	}
 }
 

@@ -16,15 +16,15 @@ func largeSynthetic() *LargeReport {
 	return &LargeReport{Machine: Machine{CPUs: 2, Model: "AMD EPYC", Commit: "abc1234"}, Burst: 1000, Workloads: 100,
 		FailoverNodes: 200, IdleS: 60, Profile: kubelet.DefaultProfile(),
 		Sizes: []LargeSize{
-			{Nodes: 0, SyncS: 1.2, HeapBytes: 20 << 20, RSSBytes: 60 << 20, IdleCPUPct: 0.1,
+			{Nodes: 0, GateFigures: GateFigures{SyncS: 1.2, HeapBytes: 20 << 20, RSSBytes: 60 << 20, IdleCPUPct: 0.1},
 				Gate:     &Burst{Nodes: 1000, Released: 1000, P50: 400, P99: 1000},
 				Floor:    &Burst{Nodes: 1000, Released: 1000, P50: 300, P99: 800},
 				Failover: &Failover{Nodes: 200, Released: 200, ExitToLeaderS: 15.2, ExitToReleaseS: 15.6}},
 			// The gate's burst did not release every node; the floor and the probe failed.
 			{Nodes: 10000, FillS: 120, NodeProtobufBytes: 11000, NodeJSONBytes: 16000, EtcdBytes: 400 << 20,
-				SyncS: 4, HeapBytes: 80 << 20, RSSBytes: 150 << 20, IdleCPUPct: 0.4, Updates: 5000, UpdateCPUMSPer1000: 300,
-				Gate:   &Burst{Nodes: 1000, Released: 990, P50: 500, P99: 1300},
-				Errors: []string{"gate probe: boom"}},
+				GateFigures: GateFigures{SyncS: 4, HeapBytes: 80 << 20, RSSBytes: 150 << 20, IdleCPUPct: 0.4, Updates: 5000, UpdateCPUMSPer1000: 300},
+				Gate:        &Burst{Nodes: 1000, Released: 990, P50: 500, P99: 1300},
+				Errors:      []string{"gate probe: boom"}},
 		}}
 }
 
@@ -209,5 +209,25 @@ func TestStaticInitPodCached(t *testing.T) {
 	}
 	if p.Spec.NodeName != "static-000001" {
 		t.Errorf("init Pod bound to %q", p.Spec.NodeName)
+	}
+}
+
+// TestLargeMarkdownBefore: a before gate's figures sit beside the gate under test's, and
+// a size without them reads "not measured".
+func TestLargeMarkdownBefore(t *testing.T) {
+	r := largeSynthetic()
+	if strings.Contains(r.String(), "before gate") {
+		t.Errorf("bench-large.md has before rows without a before gate:\n%s", r.String())
+	}
+	r.Sizes[1].Before = &GateFigures{SyncS: 5, HeapBytes: 160 << 20, RSSBytes: 220 << 20, IdleCPUPct: 0.5, Updates: 5000, UpdateCPUMSPer1000: 450}
+	md := r.String()
+	for _, want := range []string{
+		"| gate heap, under test / before | not measured | 0.50 |",
+		"| before gate: heap / RSS after sync (MiB) | not measured | 160 / 220 |",
+		"| before gate: CPU per 1000 Node status reports (ms) | – | 450 (5000 reports) |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("bench-large.md has no %q:\n%s", want, md)
+		}
 	}
 }

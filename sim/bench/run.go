@@ -34,10 +34,12 @@ type load struct {
 	// workers > 0 runs the gate with --workers set so.
 	workers int
 	// The large phase's loads (see large.go): static is the number of static nodes on the
-	// plane, which names the run; workloads, if set, is the number of workload Pods
-	// (default: one per node); replicas > 1 runs that many gate replicas; probe reads the
-	// fresh gate before the first join, and failover kills its leader as nodes join.
+	// plane, which names the run, as before does the before gate's run; workloads, if set,
+	// is the number of workload Pods (default: one per node); replicas > 1 runs that many
+	// gate replicas; probe reads the fresh gate before the first join, and failover kills
+	// its leader as nodes join.
 	large     bool
+	before    bool
 	static    int
 	workloads int
 	replicas  int
@@ -49,8 +51,11 @@ type load struct {
 // counts rely on.
 func (l load) name() string {
 	if l.large {
-		if l.failover != nil {
+		switch {
+		case l.failover != nil:
 			return fmt.Sprintf("lg%d-failover-%d", l.static, l.nodes)
+		case l.before:
+			return fmt.Sprintf("lg%d-before-%d", l.static, l.nodes)
 		}
 		return fmt.Sprintf("lg%d-%s-%d", l.static, l.mode, l.nodes)
 	}
