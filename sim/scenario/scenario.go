@@ -54,6 +54,9 @@ type Scenario struct {
 	Plane *Plane `yaml:"plane"`
 	// Kubelet sets what a real kubelet's configuration would for the fake kubelets.
 	Kubelet KubeletSettings `yaml:"kubelet"`
+	// Autoscaler makes a real autoscaler create the nodes, from the pending workload Pods,
+	// instead of join steps; such a scenario runs alone (embedded backend only).
+	Autoscaler *Autoscaler `yaml:"autoscaler"`
 
 	// File is filled by Load; GateConfig by Parse: the gate's defaults with the gate
 	// section applied, validated. A test may adjust it (a negative control turns a
@@ -102,10 +105,12 @@ func (sc *Scenario) RestartsAPIServer() bool {
 }
 
 // Exclusive reports whether a scenario must have the plane to itself: it restarts the
-// apiserver or changes the controller-manager (which every other scenario would feel), or
-// it is a large burst.
+// apiserver or changes the controller-manager (which every other scenario would feel), it
+// runs an autoscaler, or it is a large burst.
 func (sc *Scenario) Exclusive() bool {
-	if sc.Plane != nil || sc.RestartsAPIServer() {
+	// An autoscaler acts on every pending Pod it can place and every NodePool it finds, so
+	// two running on one plane would each launch nodes for the other's scenario.
+	if sc.Plane != nil || sc.Autoscaler != nil || sc.RestartsAPIServer() {
 		return true
 	}
 	nodes := 0

@@ -180,10 +180,57 @@ type Expect struct {
 	// ReplacementWithin bounds how long after a node's kubelet stops its StatefulSet Pods
 	// run again elsewhere (0: not judged).
 	ReplacementWithin time.Duration `yaml:"replacementWithin"`
+	// NodeClaims is how many NodeClaims the autoscaler may create: the arithmetic of the
+	// scenario (Pods per node from the instance type), never read from the autoscaler. More
+	// is a nodeclaims-redundant violation; 0: not judged.
+	NodeClaims int `yaml:"nodeClaims"`
 	// Window is how long the run keeps watching after its last step before it may settle:
 	// condition taints, evictions and replacements happen after the steps that cause them.
 	// A run whose StatefulSet Pods have all been replaced settles before it ends.
 	Window time.Duration `yaml:"window"`
+}
+
+// Autoscaler is the real autoscaler that creates the scenario's nodes.
+type Autoscaler struct {
+	// Karpenter runs Karpenter's KWOK provider with one NodePool, named after the scenario,
+	// whose nodes carry the scenario's label. Its Nodes come from Karpenter's own CREATE,
+	// and the fake kubelet adopts them.
+	Karpenter *Karpenter `yaml:"karpenter"`
+}
+
+// Karpenter is the NodePool and the instance types of a Karpenter scenario.
+type Karpenter struct {
+	// StartupTaints of the NodePool: taints Karpenter expects on a new node, ignores when it
+	// decides whether pending Pods fit, and writes onto the Node when it registers it. A
+	// gating taint left out (and not under readiness.k8s.io/) counts as permanent.
+	StartupTaints []Taint `yaml:"startupTaints"`
+	// Taints of the NodePool: permanent taints of its nodes.
+	Taints []Taint `yaml:"taints"`
+	// Consolidation is the NodePool's disruption policy; by default Karpenter never
+	// consolidates.
+	Consolidation Consolidation `yaml:"consolidation"`
+	// InstanceTypes are the only types Karpenter may launch (at least one). Karpenter keeps
+	// 100m CPU of each for the kubelet.
+	InstanceTypes []InstanceType `yaml:"instanceTypes"`
+}
+
+// Consolidation is a NodePool's disruption policy.
+type Consolidation struct {
+	// Policy is WhenEmpty or WhenEmptyOrUnderutilized (the default).
+	Policy string `yaml:"policy"`
+	// After is how long a node must be consolidatable before Karpenter acts; 0: never.
+	After time.Duration `yaml:"after"`
+}
+
+// InstanceType is one type Karpenter may launch.
+type InstanceType struct {
+	// Name, e.g. c-5x-amd64-linux.
+	Name string `yaml:"name"`
+	// CPU and Memory of a node of this type, as Kubernetes quantities.
+	CPU    string `yaml:"cpu"`
+	Memory string `yaml:"memory"`
+	// Pods is a node's Pod capacity (default 110).
+	Pods int `yaml:"pods"`
 }
 
 // ConditionTaint is a taint that is on a node exactly while every condition in While matches

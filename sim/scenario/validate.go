@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -14,6 +16,7 @@ import (
 func (sc *Scenario) defaultAndValidate() error {
 	for _, step := range []func() error{
 		sc.validateIdentity, sc.decodeGate, sc.defaultInit, sc.defaultWorkloads, sc.validateTimeline, sc.validateChoices,
+		sc.validateAutoscaler,
 	} {
 		if err := step(); err != nil {
 			return err
@@ -269,4 +272,82 @@ func (sc *Scenario) hasRule(name string) bool {
 		}
 	}
 	return false
+}
+
+// validateAutoscaler checks the autoscaler section, and that a bound on NodeClaims has one.
+func (sc *Scenario) validateAutoscaler() error {
+	if sc.Autoscaler == nil {
+		if sc.Expect.NodeClaims != 0 {
+			return at(sc.line("expect", "nodeClaims"), "expect.nodeClaims needs an autoscaler section: only an autoscaler creates NodeClaims")
+		}
+		return nil
+	}
+	k := sc.Autoscaler.Karpenter
+	if k == nil {
+		return at(sc.line("autoscaler"), "autoscaler: name one (karpenter)")
+	}
+	if sc.Expect.NodeClaims < 0 {
+		return at(sc.line("expect", "nodeClaims"), "expect.nodeClaims %d: want 0 (not judged) or more", sc.Expect.NodeClaims)
+	}
+	if len(k.InstanceTypes) == 0 {
+		return at(sc.line("autoscaler", "karpenter"), "autoscaler.karpenter.instanceTypes: at least one")
+	}
+	for i, it := range k.InstanceTypes {
+		if err := it.validate(); err != nil {
+			return at(sc.line("autoscaler", "karpenter", "instanceTypes", i), "autoscaler.karpenter.instanceTypes[%d]: %v", i, err)
+		}
+	}
+	switch k.Consolidation.Policy {
+	case "", "WhenEmpty", "WhenEmptyOrUnderutilized":
+	default:
+		return at(sc.line("autoscaler", "karpenter", "consolidation", "policy"), "autoscaler.karpenter.consolidation.policy %q: want WhenEmpty or WhenEmptyOrUnderutilized", k.Consolidation.Policy)
+	}
+	if k.Consolidation.After < 0 {
+		return at(sc.line("autoscaler", "karpenter", "consolidation", "after"), "autoscaler.karpenter.consolidation.after must not be negative")
+	}
+	for _, list := range []struct {
+		field  string
+		taints []Taint
+	}{{"startupTaints", k.StartupTaints}, {"taints", k.Taints}} {
+		for i, t := range list.taints {
+			if err := t.validate(); err != nil {
+				return at(sc.line("autoscaler", "karpenter", list.field, i), "autoscaler.karpenter.%s[%d]: %v", list.field, i, err)
+			}
+		}
+	}
+	return nil
+}
+
+// validate checks that the type names itself and has some CPU and memory.
+func (it InstanceType) validate() error {
+	if it.Name == "" {
+		return fmt.Errorf("name is required")
+	}
+	for _, q := range []struct{ field, value string }{{"cpu", it.CPU}, {"memory", it.Memory}} {
+		v, err := resource.ParseQuantity(q.value)
+		if err != nil {
+			return fmt.Errorf("%s %q: %v", q.field, q.value, err)
+		}
+		if v.Sign() <= 0 {
+			return fmt.Errorf("%s %q must be positive", q.field, q.value)
+		}
+	}
+	if it.Pods < 0 {
+		return fmt.Errorf("pods %d must not be negative", it.Pods)
+	}
+	return nil
+}
+
+// validate checks that the taint is one the apiserver accepts: a qualified-name key and a
+// known effect.
+func (t Taint) validate() error {
+	if errs := validation.IsQualifiedName(t.Key); len(errs) > 0 {
+		return fmt.Errorf("key %q: %s", t.Key, errs[0])
+	}
+	switch corev1.TaintEffect(t.Effect) {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		return fmt.Errorf("effect %q: want NoSchedule, PreferNoSchedule or NoExecute", t.Effect)
+	}
+	return nil
 }
