@@ -120,7 +120,10 @@ func TestKarpenterScaleUp(t *testing.T) {
 		}
 	})
 	// Once Start has installed the CRDs, and before the NodePool: every NodeClaim.
-	claims := watchNodeClaims(ctx, t, dyn)
+	claims, err := autoscaler.WatchClaims(ctx, dyn, name)
+	if err != nil {
+		t.Fatal(err)
+	}
 	pool, err := autoscaler.NodePool{Name: name, Labels: map[string]string{scenario.Label: name},
 		StartupTaints: []corev1.Taint{cfg.Taint}}.Object()
 	if err != nil {
@@ -155,7 +158,7 @@ func TestKarpenterScaleUp(t *testing.T) {
 	time.Sleep(12 * time.Second)
 
 	const wantClaims = 1 // ceil(10 Pods / floor((11 - 0.1) CPU / 1 CPU per Pod))
-	if got := claims.names(); len(got) != wantClaims {
+	if got := claims.All(); len(got) != wantClaims {
 		t.Errorf("NodeClaims created: %v, want %d", got, wantClaims)
 	}
 	first := nodes.first()

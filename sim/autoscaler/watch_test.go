@@ -3,8 +3,6 @@ package autoscaler_test
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,12 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
-	"github.com/startupgate/startupgate/sim/autoscaler"
 	"github.com/startupgate/startupgate/sim/kubelet"
 )
 
@@ -88,44 +84,6 @@ func (w *nodeWatch) history(name string) string {
 		}
 	}
 	return b.String()
-}
-
-// claimWatch keeps the name of every NodeClaim created after it began.
-type claimWatch struct {
-	mu   sync.Mutex
-	seen map[string]bool
-}
-
-func watchNodeClaims(ctx context.Context, t *testing.T, dyn dynamic.Interface) *claimWatch {
-	t.Helper()
-	res := dyn.Resource(autoscaler.NodeClaims)
-	list, err := res.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &claimWatch{seen: map[string]bool{}}
-	run(ctx, t, list.GetResourceVersion(), res.Watch, func(e watch.Event) {
-		if m, err := meta(e.Object); err == nil && e.Type == watch.Added {
-			w.mu.Lock()
-			w.seen[m.GetName()] = true
-			w.mu.Unlock()
-		}
-	})
-	return w
-}
-
-func (w *claimWatch) names() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Sorted(maps.Keys(w.seen))
-}
-
-func meta(o any) (metav1.Object, error) {
-	m, ok := o.(metav1.Object)
-	if !ok {
-		return nil, fmt.Errorf("%T has no metadata", o)
-	}
-	return m, nil
 }
 
 // run feeds every event from rv on to handle until ctx ends or the test does; a watch that

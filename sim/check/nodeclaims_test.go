@@ -1,0 +1,43 @@
+package check
+
+import (
+	"testing"
+	"time"
+)
+
+// TestNodeClaims: each NodeClaim past the scenario's need is one violation, named and
+// timed; as many as needed, fewer, or no bound at all is none.
+func TestNodeClaims(t *testing.T) {
+	start := time.Unix(1000, 0)
+	claims := func(n int) []NodeClaim {
+		var out []NodeClaim
+		for i := range n {
+			out = append(out, NodeClaim{Name: string(rune('a' + i)), Created: start.Add(time.Duration(i) * time.Second)})
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name      string
+		claims    []NodeClaim
+		want      int
+		wantNodes []string
+	}{
+		{name: "exactly as needed", claims: claims(3), want: 3},
+		{name: "fewer", claims: claims(2), want: 3},
+		{name: "none", want: 3},
+		{name: "not judged", claims: claims(9), want: 0},
+		{name: "two redundant", claims: claims(5), want: 3, wantNodes: []string{"d", "e"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := NodeClaims(tt.claims, tt.want, start)
+			if len(got) != len(tt.wantNodes) {
+				t.Fatalf("%d violations %v, want %d", len(got), got, len(tt.wantNodes))
+			}
+			for i, v := range got {
+				if v.Kind != KindNodeClaimsRedundant || v.Node != tt.wantNodes[i] || v.AtMS != int64(tt.want+i)*1000 {
+					t.Errorf("violation %d = %+v, want %s on %s at %dms", i, v, KindNodeClaimsRedundant, tt.wantNodes[i], (tt.want+i)*1000)
+				}
+			}
+		})
+	}
+}
