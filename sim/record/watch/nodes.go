@@ -136,15 +136,22 @@ func lostTaints(old, cur []corev1.Taint) []corev1.Taint {
 	return out
 }
 
-// isForeign: not a rule's taint, and not one the node lifecycle manages.
+// isForeign: not a rule's taint, and not one that a node's lifecycle adds and removes: the
+// node lifecycle controller's and the cloud provider's, and Karpenter's own
+// (karpenter.sh/unregistered until it registers the node, karpenter.sh/disrupted while it
+// disrupts it). Their removal is their owner's, never a lost write.
 func isForeign(t corev1.Taint, cfg *config.Config) bool {
 	for _, rl := range cfg.EffectiveRules() {
 		if t.Key == rl.Taint.Key && t.Effect == rl.Taint.Effect {
 			return false
 		}
 	}
-	return !strings.HasPrefix(t.Key, "node.kubernetes.io/") &&
-		!strings.HasPrefix(t.Key, "node.cloudprovider.kubernetes.io/")
+	for _, lifecycle := range []string{"node.kubernetes.io/", "node.cloudprovider.kubernetes.io/", "karpenter.sh/"} {
+		if strings.HasPrefix(t.Key, lifecycle) {
+			return false
+		}
+	}
+	return true
 }
 
 // writers names the field managers whose entries changed between two versions: who wrote

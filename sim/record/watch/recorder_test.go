@@ -76,3 +76,26 @@ func initPod(name, rv string, ready bool) *corev1.Pod {
 		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}},
 	}
 }
+
+// TestIsForeign: a taint is another writer's unless it is a rule's or its node's lifecycle
+// owns it (the node lifecycle controller, the cloud provider, Karpenter), whose removals
+// are never lost writes.
+func TestIsForeign(t *testing.T) {
+	cfg := validConfig(t)
+	for _, tt := range []struct {
+		key  string
+		want bool
+	}{
+		{config.DefaultTaintKey, false},
+		{"node.kubernetes.io/not-ready", false},
+		{"node.cloudprovider.kubernetes.io/uninitialized", false},
+		{"karpenter.sh/unregistered", false},
+		{"karpenter.sh/disrupted", false},
+		{"example.com/dedicated", true},
+		{"karpenter.k8s.aws/foo", true},
+	} {
+		if got := isForeign(corev1.Taint{Key: tt.key, Effect: corev1.TaintEffectNoSchedule}, cfg); got != tt.want {
+			t.Errorf("isForeign(%s) = %v, want %v", tt.key, got, tt.want)
+		}
+	}
+}
