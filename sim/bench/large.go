@@ -205,7 +205,8 @@ func (lg *large) sizes(ctx context.Context) error {
 
 // measure runs the size's bursts and failover.
 func (lg *large) measure(ctx context.Context, sz *LargeSize) error {
-	probe := &gateProbe{static: sz.Nodes, idle: lg.opts.Idle, updates: min(lg.opts.Updates, sz.Nodes), nodes: lg.staticNames()}
+	probe := &gateProbe{static: sz.Nodes, idle: lg.opts.Idle, updates: min(lg.opts.Updates, sz.Nodes), nodes: lg.staticNames(),
+		heapProfile: lg.profilePath(fmt.Sprintf("bench-large-gate-heap-%d.pprof", sz.Nodes))}
 	l := load{large: true, mode: benchPolicy, nodes: lg.opts.Burst, jitter: time.Second, static: sz.Nodes, workloads: lg.opts.Workloads, probe: probe}
 	g, err := lg.run(ctx, l, nil)
 	if err != nil {
@@ -243,7 +244,8 @@ func (lg *large) before(ctx context.Context, sz *LargeSize) error {
 	if err := lg.swap(true); err != nil {
 		return err
 	}
-	probe := &gateProbe{static: sz.Nodes, idle: lg.opts.Idle, updates: min(lg.opts.Updates, sz.Nodes), nodes: lg.staticNames()}
+	probe := &gateProbe{static: sz.Nodes, idle: lg.opts.Idle, updates: min(lg.opts.Updates, sz.Nodes), nodes: lg.staticNames(),
+		heapProfile: lg.profilePath(fmt.Sprintf("bench-large-before-heap-%d.pprof", sz.Nodes))}
 	_, err := lg.run(ctx, load{large: true, before: true, mode: benchPolicy, nodes: 10, jitter: time.Second, static: sz.Nodes, workloads: 1, probe: probe}, nil)
 	if serr := lg.swap(false); err == nil {
 		err = serr
@@ -291,6 +293,14 @@ func gateSwap(dir, before string) (func(bool) error, error) {
 		}
 		return install(after)
 	}, nil
+}
+
+// profilePath is where a profile of that name goes: the log directory, if one is kept.
+func (lg *large) profilePath(name string) string {
+	if lg.opts.LogDir == "" {
+		return ""
+	}
+	return filepath.Join(lg.opts.LogDir, name)
 }
 
 func (lg *large) staticNames() []string {

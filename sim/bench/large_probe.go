@@ -28,6 +28,9 @@ type gateProbe struct {
 	idle    time.Duration
 	updates int
 	nodes   []string
+	// heapProfile, if set, is where the synced gate's heap profile goes: what its heap
+	// holds, for the question of what grows.
+	heapProfile string
 
 	syncS          float64
 	heap, rss      uint64
@@ -98,6 +101,15 @@ func (p *gateProbe) measureIdle(ctx context.Context, r *gateundertest.Replica, _
 		return err
 	}
 	p.heap, p.rss = m.heap, m.rss
+	if p.heapProfile != "" {
+		raw, err := httpGet(ctx, r.PprofURL()+"/heap")
+		if err == nil {
+			err = os.WriteFile(p.heapProfile, raw, 0o644)
+		}
+		if err != nil {
+			return fmt.Errorf("saving the gate's heap profile: %w", err)
+		}
+	}
 	cpu0, err := processCPU(r.Pid())
 	if err != nil {
 		return err
@@ -215,7 +227,14 @@ func (f *failoverProbe) kill(ctx context.Context, live sim.Live, progress func(s
 		f.mu.Lock()
 		f.killed = time.Now()
 		f.mu.Unlock()
-		next, err := live.Gate().WaitLeader(ctx)
+		// WaitLeader gives up after 20s, about the shipped lease duration and retry period
+		// together: on a loaded plane the takeover can take a little longer.
+		var next *gateundertest.Replica
+		for range 3 {
+			if next, err = live.Gate().WaitLeader(ctx); err == nil {
+				break
+			}
+		}
 		if err != nil {
 			return err
 		}

@@ -183,8 +183,12 @@ func (lg *large) planeFigures(ctx context.Context, sz *LargeSize) error {
 	if err != nil {
 		return err
 	}
-	if v, err := metricSum(raw, "apiserver_storage_size_bytes", nil); err == nil {
-		sz.EtcdBytes = uint64(v)
+	// The first is the current name of the database size, the second its deprecated one.
+	for _, m := range []string{"apiserver_storage_size_bytes", "apiserver_storage_db_total_size_in_bytes"} {
+		if v, err := metricSum(raw, m, nil); err == nil && v > 0 {
+			sz.EtcdBytes = uint64(v)
+			break
+		}
 	}
 	pids := controlplane.PlaneProcesses()
 	sz.APIServerRSS, sz.EtcdRSS = processRSS(pids["kube-apiserver"]), processRSS(pids["etcd"])
