@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/startupgate/startupgate/sim/check"
 	"github.com/startupgate/startupgate/sim/controlplane"
@@ -138,7 +139,11 @@ func RunLarge(ctx context.Context, opts LargeOptions) (*LargeReport, error) {
 	if err := plane.SetNodeMonitorGracePeriod(largeGrace); err != nil {
 		return nil, err
 	}
-	cs, err := kubernetes.NewForConfig(rc)
+	// The bench's own client creates the static init Pods, tens of thousands of them: not
+	// at client-go's default 5 requests a second.
+	fast := rest.CopyConfig(rc)
+	fast.QPS, fast.Burst = -1, 0
+	cs, err := kubernetes.NewForConfig(fast)
 	if err != nil {
 		return nil, err
 	}
