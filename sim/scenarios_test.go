@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/rule"
 	"github.com/startupgate/startupgate/sim/check"
 	"github.com/startupgate/startupgate/sim/controlplane"
@@ -214,12 +215,25 @@ var negativeControls = []negativeControl{
 		sc.GateConfig.Rules[0].OnReboot = rule.RebootIgnore
 		sc.Expect.Events = nil // no re-gate, so no StartupGateRegated: the violation must be what fails the run
 	}, want: check.KindBoundBeforeReinit},
+	// The NodePool without the gate's taint in startupTaints: Karpenter takes the taint for
+	// permanent and launches again for the Pods it thinks cannot fit the held nodes.
+	{file: "karpenter-scale-up", mutate: func(sc *scenario.Scenario) {
+		sc.Autoscaler.Karpenter.StartupTaints = nil
+	}, want: check.KindNodeClaimsRedundant},
+	// The default key, outside readiness.k8s.io/ and undeclared: the same redundant launches.
+	{file: "karpenter-readiness-prefix", mutate: func(sc *scenario.Scenario) {
+		sc.GateConfig.Taint.Key = config.DefaultTaintKey
+	}, want: check.KindNodeClaimsRedundant},
 	// The gate restarts without the suspension, so it goes on releasing nodes while the rule
-	// should be frozen.
+	// should be frozen. The window lasts half the run's timeout: on a loaded machine every
+	// node may come out of its warm-up after the scenario's 8 s, and a window without a
+	// release would let the control pass (a CI run saw that). It must still end before the
+	// timeout, when the run stops its steps and a suspension never resumed is not judged.
 	{file: "suspend-during-burst", mutate: func(sc *scenario.Scenario) {
 		for i := range sc.Timeline {
 			if s := sc.Timeline[i].SuspendRule; s != nil {
 				s.Unchanged = true
+				s.For = sc.Timeout / 2
 			}
 		}
 	}, want: check.KindWroteWhileSuspended},
