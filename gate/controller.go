@@ -167,8 +167,9 @@ func (r *Reconciler) decide(ctx context.Context, f *facts, rl *rule.Rule, unmetS
 }
 
 // rule runs one rule on the node and returns when to look again (0: on the next event).
-// Excluded nodes are never touched, nor nodes a startup rule has released; a node that
-// left the rule's selector loses the rule's taint.
+// Excluded nodes are never touched, nor nodes a startup rule has released (unless the
+// autoscaler put the taint back when it registered the node); a node that left the rule's
+// selector loses the rule's taint.
 func (r *Reconciler) rule(ctx context.Context, f *facts, rl *rule.Rule) (time.Duration, error) {
 	node := f.node
 	switch {
@@ -181,6 +182,8 @@ func (r *Reconciler) rule(ctx context.Context, f *facts, rl *rule.Rule) (time.Du
 		return r.dryRun(ctx, f, rl)
 	case !rl.Matches(node):
 		return 0, r.leftSelector(ctx, f, rl)
+	case rl.ReturnedAtRegistration(node):
+		// The autoscaler's copy of the taint: decided below, like a held node.
 	case rl.GatesReboots() && rl.Completed(node) && !rl.Regated(node):
 		r.unhold(node.Name, rl)
 		return 0, r.reboot(ctx, f, rl)

@@ -71,13 +71,18 @@ func (d Decision) Wait() bool { return !d.Release }
 //
 // Before the rule first releases the node: release once the requirements hold and the
 // minimum hold has passed; at the maximum hold, apply the timeout policy. After it: a
-// startup rule does nothing, unless it gates reboots (afterReboot); a continuous rule takes its taint off while the
-// requirements hold and puts it back once they have failed for the settle time.
+// startup rule does nothing, unless it gates reboots (afterReboot) or the autoscaler put its
+// taint back when it registered the node (afterRegistration); a continuous rule takes its
+// taint off while the requirements hold and puts it back once they have failed for the
+// settle time.
 //
 // The Pod creation rule matters: when an autoscaler reuses a node name, a Ready init Pod of
 // the previous node can still be bound to that name until pod GC runs, and it must never
 // release the new node.
 func Decide(r *Rule, rd Readiness, in Input) Decision {
+	if r.ReturnedAtRegistration(in.Node) {
+		return r.afterRegistration(rd, in)
+	}
 	if r.GatesReboots() && r.Completed(in.Node) {
 		return r.afterReboot(rd, in)
 	}
@@ -103,6 +108,17 @@ func Decide(r *Rule, rd Readiness, in Input) Decision {
 		return Decision{Release: true, TimedOut: true, Reason: reason}
 	}
 	return Decision{TimedOut: true, Reason: reason}
+}
+
+// afterRegistration decides a released node whose autoscaler put the rule's taint back when
+// it registered the node: off again while the requirements hold (they held at the release),
+// kept, and held like any node, while they do not.
+func (r *Rule) afterRegistration(rd Readiness, in Input) Decision {
+	met, readyAt, why, _ := r.requirements(rd, in)
+	if !met {
+		return Decision{Reason: why + " (the autoscaler put the taint back at registration)"}
+	}
+	return Decision{Release: true, Met: true, ReadyAt: readyAt, Reason: "the autoscaler put the taint back when it registered the node, after the release"}
 }
 
 // readyReason says what held, for the release event.
