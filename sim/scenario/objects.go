@@ -28,8 +28,9 @@ func (sc *Scenario) DaemonSetObjects(ns string, startupTaints []corev1.Taint) []
 	for _, in := range sc.Init {
 		var tols []corev1.Toleration
 		if *in.Tolerate {
-			tols = tolerateStartup
+			tols = append(tols, tolerateStartup...)
 		}
+		tols = append(tols, coreTolerations(in.Tolerations)...)
 		out = append(out, sc.daemonSet(ns, in.Name, in.Labels, in.NodeSelector, tols, "system-node-critical"))
 	}
 	for _, d := range sc.DaemonSets {

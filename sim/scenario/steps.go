@@ -41,6 +41,9 @@ type Step struct {
 	Reboot *Reboot `yaml:"reboot"`
 	// SuspendRule restarts the gate with a rule suspended, and again with it resumed.
 	SuspendRule *SuspendRule `yaml:"suspendRule"`
+	// PauseAutoscaler stops the autoscaler at the next Node it creates, before it can
+	// register that Node, and continues it later.
+	PauseAutoscaler *PauseAutoscaler `yaml:"pauseAutoscaler"`
 	// Faults.
 	WebhookOutage       *WebhookOutage    `yaml:"webhookOutage"`
 	WebhookLatency      *WebhookLatency   `yaml:"webhookLatency"`
@@ -58,7 +61,7 @@ type Step struct {
 // accepted and then silently not run (and the runner's dispatch is tested against it).
 func (s *Step) Actions() []any {
 	var acts []any
-	for _, a := range []any{s.Join, s.Reregister, s.Scale, s.NodeDelete, s.Relabel, s.InitPod, s.NodeCondition, s.KubeletStop, s.Reboot, s.SuspendRule, s.WebhookOutage, s.WebhookLatency,
+	for _, a := range []any{s.Join, s.Reregister, s.Scale, s.NodeDelete, s.Relabel, s.InitPod, s.NodeCondition, s.KubeletStop, s.Reboot, s.SuspendRule, s.PauseAutoscaler, s.WebhookOutage, s.WebhookLatency,
 		s.GateCrash, s.LeaderFailover, s.TaintWriters, s.APIServerRestart, s.WatchDrops, s.DeleteInitDaemonSet, s.BypassPods} {
 		if !reflect.ValueOf(a).IsNil() {
 			acts = append(acts, a)
@@ -162,6 +165,15 @@ type SuspendRule struct {
 	// Unchanged restarts the gate both times without changing the rule, so that it goes on
 	// writing: the negative control of the no-write invariant.
 	Unchanged bool `yaml:"unchanged"`
+}
+
+// PauseAutoscaler stops Karpenter (SIGSTOP) inside the admission of the next Node CREATE of
+// the scenario's NodePool, so that the Node exists and Karpenter, stopped before it hears
+// back, has not registered it; after For it continues, and registers the Node then. That
+// is a Karpenter that hangs or restarts between a node's creation and its registration.
+type PauseAutoscaler struct {
+	// For is how long Karpenter stays stopped after the Node's CREATE.
+	For time.Duration `yaml:"for"`
 }
 
 // InitPod states.

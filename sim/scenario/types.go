@@ -50,6 +50,10 @@ type InitDaemonSet struct {
 	// Tolerate the startup taint (default true). false reproduces the deadlock that the
 	// gate must report.
 	Tolerate *bool `yaml:"tolerate"`
+	// Tolerations are more tolerations of its Pods, e.g. {operator: Exists}, which many node
+	// agents carry: such a Pod also runs on a node that another component still taints
+	// (Karpenter's karpenter.sh/unregistered, until it registers the node).
+	Tolerations []Toleration `yaml:"tolerations"`
 	// NodeSelector restricts it to some of the scenario's nodes.
 	NodeSelector map[string]string `yaml:"nodeSelector"`
 	// Ready is how its Pods become ready once bound (default: mode ready, at once).

@@ -182,6 +182,8 @@ func (sc *Scenario) validateFault(s *Step) error {
 // validateGateFault: crashes, failovers and outages of the gate itself.
 func (sc *Scenario) validateGateFault(s *Step) error {
 	switch {
+	case s.PauseAutoscaler != nil && (sc.Autoscaler == nil || s.PauseAutoscaler.For <= 0):
+		return fmt.Errorf("pauseAutoscaler needs an autoscaler section and a positive for")
 	case s.SuspendRule != nil && s.SuspendRule.For <= 0:
 		return fmt.Errorf("suspendRule.for must be positive")
 	case s.SuspendRule != nil && !sc.hasRule(s.SuspendRule.Rule):

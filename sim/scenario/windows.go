@@ -71,6 +71,9 @@ func fault(s *Step) (name string, d time.Duration, ok bool) {
 		return "nodes rebooted", 0, true
 	case s.SuspendRule != nil:
 		return fmt.Sprintf("rule %s suspended", s.SuspendRule.Rule), s.SuspendRule.For, true
+	case s.PauseAutoscaler != nil:
+		// The window starts with the next Node the autoscaler creates, after At.
+		return "autoscaler paused", s.PauseAutoscaler.For, true
 	}
 	return "", 0, false
 }
