@@ -19,6 +19,11 @@ import (
 // bounds are the limits of this run: the scenario's release bound and the gate's holds.
 func (rn *run) bounds() check.Bounds {
 	b := check.Bounds{ReleasedWithin: rn.sc.Expect.ReleasedWithin, MinHold: rn.cfg.MinHold.Duration, RetaintWithin: rn.sc.Expect.RetaintWithin}
+	for _, r := range rn.cfg.Enforced() {
+		if r.Mode == rule.Startup {
+			b.StartupTaints = append(b.StartupTaints, r.Taint.Key+":"+string(r.Taint.Effect))
+		}
+	}
 	if rn.cfg.TimeoutPolicy == rule.TimeoutRelease {
 		b.TimeoutRelease = rn.cfg.MaxHold.Duration
 	}
@@ -31,6 +36,8 @@ func (rn *run) judge() *report.Result {
 	v := check.Check(recs, rn.start, rn.bounds())
 	more, replaced := check.Conditions(recs, rn.start, time.Now(), rn.sc.Expect)
 	v.Violations = append(v.Violations, more...)
+	claims := rn.nodeClaims()
+	v.Violations = append(v.Violations, check.NodeClaims(claims, rn.sc.Expect.NodeClaims, rn.start)...)
 	v.Violations = append(v.Violations, check.Suspended(rn.recorder.Suspensions(), func(m record.Mark) int64 { return m.Time.Sub(rn.start).Milliseconds() })...)
 	obs := rn.observed(v, recs)
 	res := &report.Result{
@@ -57,6 +64,9 @@ func (rn *run) judge() *report.Result {
 	rn.mu.Lock()
 	res.Notes = append([]string(nil), rn.notes...)
 	rn.mu.Unlock()
+	if rn.autoscale != nil {
+		res.Notes = append(res.Notes, fmt.Sprintf("NodeClaims created: %d of %d needed; Pods early: %d", len(claims), rn.sc.Expect.NodeClaims, earlyPods(v.Violations)))
+	}
 	if v.Reboots > 0 {
 		p := check.PercentilesOf(v.RegateLatency)
 		res.Notes = append(res.Notes, fmt.Sprintf("reboots: %d; taint back after %d of them, p50 %.0fms p99 %.0fms after the new boot ID; %d workload Pods bound before re-initialisation",
@@ -150,4 +160,15 @@ func (rn *run) countEvents(reason string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// earlyPods counts the workload Pods bound to a node before its release.
+func earlyPods(vs []check.Violation) int {
+	n := 0
+	for _, v := range vs {
+		if v.Kind == check.KindEarlyPod {
+			n++
+		}
+	}
+	return n
 }

@@ -70,6 +70,9 @@ func (rn *run) setup(ctx context.Context) error {
 
 // cleanup removes everything the scenario created and waits until its nodes are gone.
 func (rn *run) cleanup(ctx context.Context) error {
+	if err := rn.clearAutoscaler(ctx); err != nil {
+		return fmt.Errorf("clearing the autoscaler's objects: %w", err)
+	}
 	cs := rn.client
 	sel := metav1.ListOptions{LabelSelector: scenario.Label + "=" + rn.sc.Name}
 	all := metav1.ListOptions{}

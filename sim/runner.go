@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -145,7 +146,9 @@ type run struct {
 	ledger   *record.Ledger
 	harness  *gateundertest.Harness
 	tally    faults.Tally
-	start    time.Time
+	// autoscale is the run's Karpenter (nil: the scenario has no autoscaler).
+	autoscale *autoscale
+	start     time.Time
 
 	mu       sync.Mutex
 	errs     []string
@@ -221,8 +224,23 @@ func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64
 	if err := rn.kubelet.Start(kctx); err != nil {
 		return nil, err
 	}
+	if rn.sc.Autoscaler != nil {
+		if err := rn.startAutoscaler(ctx); err != nil {
+			return nil, err
+		}
+		defer rn.stopAutoscaler()
+	}
 	rn.start = time.Now()
+	if rn.autoscale != nil {
+		if err := rn.launchAutoscaler(kctx); err != nil {
+			return nil, err
+		}
+	}
 	rn.play(kctx, gctx)
+	rn.stopAutoscaler() // before the judging: nothing more is launched, or counted
+	if rn.autoscale != nil {
+		rn.noteWaits(ctx)
+	}
 	kcancel()
 	if err := rn.recorder.Barrier(ctx, r.recorderClient, sc.Name); err != nil {
 		rn.fail(fmt.Errorf("recorder barrier: %w", err))
@@ -286,6 +304,10 @@ func (r *Runner) newRun(sc *scenario.Scenario, seed uint64) (*run, error) {
 		StatusReport: sc.Kubelet.NodeStatusReportFrequency}
 	if sc.Plane != nil {
 		rn.kubelet.LeaseRenew = sc.Plane.NodeMonitorGracePeriod / 4
+	}
+	if sc.Autoscaler != nil {
+		// The autoscaler's nodes carry the scenario's label from their NodePool.
+		rn.kubelet.Adopt = labels.SelectorFromSet(labels.Set{scenario.Label: sc.Name})
 	}
 	return rn, nil
 }

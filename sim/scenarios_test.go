@@ -224,6 +224,12 @@ var negativeControls = []negativeControl{
 	{file: "karpenter-readiness-prefix", mutate: func(sc *scenario.Scenario) {
 		sc.GateConfig.Taint.Key = config.DefaultTaintKey
 	}, want: check.KindNodeClaimsRedundant},
+	// The rule suspended from after the release, before Karpenter registers the node, past
+	// the run's end: nothing takes the taint Karpenter puts back off again.
+	{file: "karpenter-registers-after-release", mutate: func(sc *scenario.Scenario) {
+		sc.Timeout = time.Minute
+		sc.Timeline = append(sc.Timeline, scenario.Step{At: 10 * time.Second, SuspendRule: &scenario.SuspendRule{Rule: "default", For: sc.Timeout}})
+	}, want: check.KindStuckAfterRegistration},
 	// The gate restarts without the suspension, so it goes on releasing nodes while the rule
 	// should be frozen. The window lasts half the run's timeout: on a loaded machine every
 	// node may come out of its warm-up after the scenario's 8 s, and a window without a

@@ -184,6 +184,8 @@ func (rn *run) action(a any) func(context.Context) error {
 		return func(ctx context.Context) error { return rn.reboot(ctx, a) }
 	case *scenario.SuspendRule:
 		return func(ctx context.Context) error { return rn.suspendRule(ctx, a) }
+	case *scenario.PauseAutoscaler:
+		return func(ctx context.Context) error { return rn.pauseAutoscaler(ctx, a) }
 	case *scenario.WebhookOutage:
 		return func(ctx context.Context) error { return faults.WebhookOutage(ctx, env, a) }
 	case *scenario.WebhookLatency:
@@ -426,6 +428,9 @@ func (rn *run) settled() bool {
 	}
 	v := check.Check(recs, rn.start, rn.bounds())
 	if v.WorkloadPods < want || v.Stuck > rn.sc.Expect.Stuck {
+		return false
+	}
+	if claims := rn.nodeClaims(); len(claims) == 0 && rn.autoscale != nil || len(claims) > 0 && time.Since(claims[len(claims)-1].Created) < settleAfterClaims {
 		return false
 	}
 	for _, rec := range recs {

@@ -216,6 +216,13 @@ func (k *Karpenter) LogTail(n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
+// Pause stops Karpenter's process (SIGSTOP) where it is, as a node would see a Karpenter
+// that hangs or is being rescheduled; Resume continues it.
+func (k *Karpenter) Pause() error { return syscall.Kill(-k.cmd.Process.Pid, syscall.SIGSTOP) }
+
+// Resume continues a paused Karpenter.
+func (k *Karpenter) Resume() error { return syscall.Kill(-k.cmd.Process.Pid, syscall.SIGCONT) }
+
 // Stop kills Karpenter's process group and returns once the process has been reaped. It is
 // safe to call more than once.
 func (k *Karpenter) Stop() {

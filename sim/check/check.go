@@ -62,6 +62,9 @@ type Bounds struct {
 	// RetaintWithin bounds a continuous rule's re-taint after its requirement stopped
 	// holding (0: not judged).
 	RetaintWithin time.Duration
+	// StartupTaints are the startup rules' taints (key:Effect), which no released node may
+	// carry at the end unless a reboot re-gated it.
+	StartupTaints []string
 }
 
 // clockSlack absorbs the apiserver's and this process's reading of one machine clock.
@@ -161,6 +164,7 @@ func Check(records []record.NodeRecord, start time.Time, b Bounds) Verdict {
 		v.Violations = append(v.Violations, ruleViolations(rec)...)
 		v.Violations = append(v.Violations, continuousViolations(rec, b, &v, ms)...)
 		v.Violations = append(v.Violations, rebootViolations(rec, &v, ms)...)
+		v.Violations = append(v.Violations, stuckAfterRegistration(rec, b.StartupTaints, ms)...)
 	}
 	return v
 }

@@ -189,9 +189,9 @@ var (
 	caErr  error
 )
 
-// writeServingCert writes tls.crt/tls.key for 127.0.0.1, signed by a per-process CA, and
+// WriteServingCert writes tls.crt/tls.key for 127.0.0.1, signed by a per-process CA, and
 // returns the CA bundle the webhook configuration must trust. Real TLS, real verification.
-func writeServingCert(dir string) ([]byte, error) {
+func WriteServingCert(dir string) ([]byte, error) {
 	caOnce.Do(func() {
 		if caKey, caErr = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); caErr != nil {
 			return

@@ -217,7 +217,7 @@ func (h *Harness) Start(ctx context.Context, replicas int) error {
 	}
 	h.cfg.Webhook = !h.policy && !h.reactive
 	if h.cfg.Webhook || h.cfg.PodGuard {
-		if h.ca, err = writeServingCert(h.dir); err != nil {
+		if h.ca, err = WriteServingCert(h.dir); err != nil {
 			return err
 		}
 		if h.whRelay, err = controlplane.NewRelay(); err != nil {
