@@ -181,6 +181,11 @@ simulate: controlplane build ## Run every scenario in scenarios/ on the embedded
 	@mkdir -p $(OUT)
 	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate bin/simulate run --gate-log $(OUT)/gate.log --plane-logs $(OUT)/plane --parallel 4 --json $(OUT)/scenarios.json --junit $(OUT)/scenarios.xml --html $(OUT)/scenarios.html $(SCENARIOS)
 
+.PHONY: demo
+demo: controlplane karpenter build ## The autoscale demo, no Docker: Karpenter launches nodes for a Deployment scaled from 0, the gate holds each until its init Pod is Ready; out/demo.html.
+	@mkdir -p $(OUT)
+	bin/simulate demo --html $(OUT)/demo.html --gate-log $(OUT)/demo-gate.log --plane-logs $(OUT)/demo-plane
+
 .PHONY: soak
 soak: controlplane build ## Every scenario on consecutive seeds until SOAK_RUNS runs; out/soak.json has each run's seed, result and reproduce command.
 	@mkdir -p $(OUT)

@@ -29,6 +29,7 @@ const usage = `Usage:
   simulate list [DIR]
   simulate run [flags] FILE|DIR...
   simulate bench [flags]
+  simulate demo [flags]
   simulate --version
 
 Commands:
@@ -36,6 +37,8 @@ Commands:
   run    run scenarios and judge them; exit 0 only if every one met its expect
   bench  measure the gate against the plane's floor on the embedded plane
          (simulate bench -h for its flags)
+  demo   the autoscale demo: Karpenter launches nodes for a Deployment scaled from 0,
+         the gate holds each until its warm-up is done (simulate demo -h for its flags)
 
 Run flags:
 `
@@ -73,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 		return runScenarios(args[1:], stdout, stderr)
 	case "bench":
 		return runBench(args[1:], stdout, stderr)
+	case "demo":
+		return runDemo(args[1:], stdout, stderr)
 	case "--version", "-version", "version":
 		fmt.Fprintln(stdout, version.String())
 		return 0, nil
@@ -81,7 +86,7 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 		runFlags(stdout).PrintDefaults()
 		return 0, nil
 	}
-	return 2, fmt.Errorf("unknown command %q (want list, run or bench)", args[0])
+	return 2, fmt.Errorf("unknown command %q (want list, run, bench or demo)", args[0])
 }
 
 type runOpts struct {
