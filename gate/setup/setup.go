@@ -3,6 +3,7 @@ package setup
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -52,7 +53,7 @@ func CacheOptions(cfg *config.Config) cache.Options {
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:  podCfg,
-			&corev1.Node{}: {Transform: trimNode},
+			&corev1.Node{}: {Transform: nodeTrim(cfg)},
 		},
 	}
 }
@@ -157,21 +158,64 @@ func trimPod(o any) (any, error) {
 	}, nil
 }
 
-// trimNode drops the bulky status (images, volumes, addresses, node info) that nothing reads.
-// Writes are merge patches computed between two copies of the trimmed object, so the dropped
-// fields are never written.
-func trimNode(o any) (any, error) {
-	n, ok := o.(*corev1.Node)
-	if !ok {
-		return o, nil
+// nodeTrim keeps of a Node what the gate reads: its metadata (labels whole, for the rules'
+// and the DaemonSets' selectors) with only the annotations of the rules (the completion
+// annotation, and the boot and re-gate ones that extend its key), its taints, the node
+// conditions a rule reads (type, status and transition time), and its boot ID. A cloud
+// node's images, addresses, capacity, other conditions, heartbeats and other controllers'
+// annotations are most of its size and nothing the gate reads; in a cache of every Node
+// they would be most of the gate's heap. Writes are merge patches computed between two
+// copies of the trimmed object, so the dropped fields are never written.
+func nodeTrim(cfg *config.Config) func(any) (any, error) {
+	var prefixes []string
+	conditions := map[corev1.NodeConditionType]bool{}
+	for _, rl := range cfg.EffectiveRules() {
+		prefixes = append(prefixes, rl.CompletedAnnotation)
+		for _, t := range rl.ConditionTypes() {
+			conditions[t] = true
+		}
 	}
-	return &corev1.Node{
-		TypeMeta:   n.TypeMeta,
-		ObjectMeta: trimMeta(n.ObjectMeta),
-		Spec:       n.Spec,
-		// The boot ID tells a reboot, which a rule with onReboot: gate holds the node for.
-		Status: corev1.NodeStatus{Conditions: n.Status.Conditions, NodeInfo: corev1.NodeSystemInfo{BootID: n.Status.NodeInfo.BootID}},
-	}, nil
+	if cfg.CompletedAnnotation != "" {
+		prefixes = append(prefixes, cfg.CompletedAnnotation)
+	}
+	return func(o any) (any, error) {
+		n, ok := o.(*corev1.Node)
+		if !ok {
+			return o, nil
+		}
+		meta := trimMeta(n.ObjectMeta)
+		meta.Annotations = nil
+		for k, v := range n.Annotations {
+			if hasAnyPrefix(k, prefixes) {
+				if meta.Annotations == nil {
+					meta.Annotations = map[string]string{}
+				}
+				meta.Annotations[k] = v
+			}
+		}
+		var conds []corev1.NodeCondition
+		for _, c := range n.Status.Conditions {
+			if conditions[c.Type] {
+				conds = append(conds, corev1.NodeCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
+			}
+		}
+		return &corev1.Node{
+			TypeMeta:   n.TypeMeta,
+			ObjectMeta: meta,
+			Spec:       corev1.NodeSpec{Taints: n.Spec.Taints, Unschedulable: n.Spec.Unschedulable},
+			// The boot ID tells a reboot, which a rule with onReboot: gate holds the node for.
+			Status: corev1.NodeStatus{Conditions: conds, NodeInfo: corev1.NodeSystemInfo{BootID: n.Status.NodeInfo.BootID}},
+		}, nil
+	}
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
