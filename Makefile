@@ -177,7 +177,7 @@ shellcheck: ## Lint every shell script (installs Debian's shellcheck when missin
 	shellcheck $(SHELL_SCRIPTS)
 
 .PHONY: simulate
-simulate: controlplane build ## Run every scenario in scenarios/ on the embedded plane; reports in out/ (scenarios.json, .xml, .html), logs in out/gate.log and out/plane/.
+simulate: controlplane karpenter build ## Run every scenario in scenarios/ on the embedded plane; reports in out/ (scenarios.json, .xml, .html), logs in out/gate.log and out/plane/.
 	@mkdir -p $(OUT)
 	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate bin/simulate run --gate-log $(OUT)/gate.log --plane-logs $(OUT)/plane --parallel 4 --json $(OUT)/scenarios.json --junit $(OUT)/scenarios.xml --html $(OUT)/scenarios.html $(SCENARIOS)
 
@@ -187,7 +187,7 @@ demo: controlplane karpenter build ## The autoscale demo, no Docker: Karpenter l
 	bin/simulate demo --html $(OUT)/demo.html --gate-log $(OUT)/demo-gate.log --plane-logs $(OUT)/demo-plane
 
 .PHONY: soak
-soak: controlplane build ## Every scenario on consecutive seeds until SOAK_RUNS runs; out/soak.json has each run's seed, result and reproduce command.
+soak: controlplane karpenter build ## Every scenario on consecutive seeds until SOAK_RUNS runs; out/soak.json has each run's seed, result and reproduce command.
 	@mkdir -p $(OUT)
 	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate bin/simulate run --repeat $(SOAK_REPEAT) --seed $(SOAK_SEED) --parallel $(SOAK_PARALLEL) \
 		--gate-log $(OUT)/soak-gate.log --plane-logs $(OUT)/soak-plane --json $(OUT)/soak.json --junit $(OUT)/soak.xml $(SCENARIOS)

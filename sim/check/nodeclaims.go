@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// KindNodeClaimsRedundant: the autoscaler created more NodeClaims than the scenario's
+// KindNodeClaimsRedundant is the autoscaler creating more NodeClaims than the scenario's
 // arithmetic needs. A gating taint that the autoscaler takes for permanent makes every
 // pending Pod look unplaceable on the held node, and the autoscaler launches again.
 const KindNodeClaimsRedundant = "nodeclaims-redundant"

@@ -7,10 +7,10 @@ import (
 	"github.com/startupgate/startupgate/sim/record"
 )
 
-// KindStuckAfterRegistration: a node the gate released carries a startup rule's taint when
-// the run ends, and no reboot explains it. Karpenter writes its NodePool's startupTaints
-// when it registers a node; one registered after its release gets the gate's taint back,
-// and a startup rule that never looks at a released node leaves it there for good.
+// KindStuckAfterRegistration is a node the gate released that carries a startup rule's
+// taint when the run ends, with no reboot to explain it. Karpenter writes its NodePool's
+// startupTaints when it registers a node; one registered after its release gets the gate's
+// taint back, and a startup rule that never looks at a released node leaves it there.
 const KindStuckAfterRegistration = "stuck-after-registration"
 
 // stuckAfterRegistration judges a released node's last taints against the startup rules'

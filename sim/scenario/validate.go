@@ -328,7 +328,7 @@ func (it InstanceType) validate() error {
 	for _, q := range []struct{ field, value string }{{"cpu", it.CPU}, {"memory", it.Memory}} {
 		v, err := resource.ParseQuantity(q.value)
 		if err != nil {
-			return fmt.Errorf("%s %q: %v", q.field, q.value, err)
+			return fmt.Errorf("%s %q: %w", q.field, q.value, err)
 		}
 		if v.Sign() <= 0 {
 			return fmt.Errorf("%s %q must be positive", q.field, q.value)
