@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -46,7 +47,7 @@ type Options struct {
 // every Pod in the cluster. Transforms drop the fields nothing reads, so a large cluster
 // costs little memory.
 func CacheOptions(cfg *config.Config) cache.Options {
-	podCfg := cache.ByObject{Label: cfg.CacheSelector(), Transform: trimPod}
+	podCfg := cache.ByObject{Label: cfg.CacheSelector(), Transform: podTrim()}
 	if ns := cfg.CacheNamespace(); ns != "" {
 		podCfg.Namespaces = map[string]cache.Config{ns: {}}
 	}
@@ -135,27 +136,42 @@ func podToNode(_ context.Context, o client.Object) []ctrl.Request {
 	return []ctrl.Request{{NamespacedName: client.ObjectKey{Name: name}}}
 }
 
-// trimPod keeps what Decide and the index read: identity, labels, annotations, times,
-// owners, node, container names, tolerations, and readiness.
-func trimPod(o any) (any, error) {
-	p, ok := o.(*corev1.Pod)
-	if !ok {
-		return o, nil
+// podTrim keeps of an init Pod what Decide and the index read: identity, labels,
+// annotations, times, node, container names and readiness (the Ready condition, each
+// container's ready). Nothing reads a cached Pod's tolerations, owners or other
+// conditions: the checks that need a Pod's tolerations read it from the API. Label and
+// annotation strings are interned, as every init Pod of a DaemonSet carries the same.
+func podTrim() func(any) (any, error) {
+	strs := &interner{m: map[string]string{}}
+	return func(o any) (any, error) {
+		p, ok := o.(*corev1.Pod)
+		if !ok {
+			return o, nil
+		}
+		containers := make([]corev1.Container, len(p.Spec.Containers))
+		for i := range p.Spec.Containers {
+			containers[i] = corev1.Container{Name: p.Spec.Containers[i].Name}
+		}
+		statuses := make([]corev1.ContainerStatus, len(p.Status.ContainerStatuses))
+		for i, s := range p.Status.ContainerStatuses {
+			statuses[i] = corev1.ContainerStatus{Name: s.Name, Ready: s.Ready}
+		}
+		var conds []corev1.PodCondition
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				conds = append(conds, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
+			}
+		}
+		meta := trimMeta(p.ObjectMeta)
+		meta.OwnerReferences, meta.GenerateName = nil, ""
+		meta.Labels, meta.Annotations = strs.set(p.Labels), strs.set(p.Annotations)
+		return &corev1.Pod{
+			TypeMeta:   p.TypeMeta,
+			ObjectMeta: meta,
+			Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName, Containers: containers},
+			Status:     corev1.PodStatus{Phase: p.Status.Phase, Conditions: conds, ContainerStatuses: statuses},
+		}, nil
 	}
-	containers := make([]corev1.Container, len(p.Spec.Containers))
-	for i := range p.Spec.Containers {
-		containers[i] = corev1.Container{Name: p.Spec.Containers[i].Name}
-	}
-	statuses := make([]corev1.ContainerStatus, len(p.Status.ContainerStatuses))
-	for i, s := range p.Status.ContainerStatuses {
-		statuses[i] = corev1.ContainerStatus{Name: s.Name, Ready: s.Ready}
-	}
-	return &corev1.Pod{
-		TypeMeta:   p.TypeMeta,
-		ObjectMeta: trimMeta(p.ObjectMeta),
-		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName, Containers: containers, Tolerations: p.Spec.Tolerations},
-		Status:     corev1.PodStatus{Phase: p.Status.Phase, Conditions: p.Status.Conditions, ContainerStatuses: statuses},
-	}, nil
 }
 
 // nodeTrim keeps of a Node what the gate reads: its metadata (labels whole, for the rules'
@@ -178,12 +194,14 @@ func nodeTrim(cfg *config.Config) func(any) (any, error) {
 	if cfg.CompletedAnnotation != "" {
 		prefixes = append(prefixes, cfg.CompletedAnnotation)
 	}
+	labels := &interner{m: map[string]string{}}
 	return func(o any) (any, error) {
 		n, ok := o.(*corev1.Node)
 		if !ok {
 			return o, nil
 		}
 		meta := trimMeta(n.ObjectMeta)
+		meta.Labels = labels.set(n.Labels)
 		meta.Annotations = nil
 		for k, v := range n.Annotations {
 			if hasAnyPrefix(k, prefixes) {
@@ -207,6 +225,44 @@ func nodeTrim(cfg *config.Config) func(any) (any, error) {
 			Status: corev1.NodeStatus{Conditions: conds, NodeInfo: corev1.NodeSystemInfo{BootID: n.Status.NodeInfo.BootID}},
 		}, nil
 	}
+}
+
+// interner shares the strings of the cached objects' labels. Every node carries the same
+// few dozen keys, and most values (zone, instance type, pool, architecture) are shared by
+// many nodes, but each decoded Node holds a copy of its own of every one; in a cache of
+// every Node they add up to a good part of the gate's heap. The table stops growing at
+// maxInterned strings, so that unique values (host names) of nodes long deleted cannot
+// grow it without bound; past it, a string is kept as it came.
+type interner struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// maxInterned bounds the interner's table.
+const maxInterned = 1 << 14
+
+// set returns a copy of m whose keys and values are the interned strings.
+func (in *interner) set(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for k, v := range m {
+		out[in.get(k)] = in.get(v)
+	}
+	return out
+}
+
+func (in *interner) get(s string) string {
+	if v, ok := in.m[s]; ok {
+		return v
+	}
+	if len(in.m) < maxInterned {
+		in.m[s] = s
+	}
+	return s
 }
 
 func hasAnyPrefix(s string, prefixes []string) bool {

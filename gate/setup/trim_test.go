@@ -2,8 +2,10 @@ package setup
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -192,5 +194,82 @@ func TestNodeTrimDrops(t *testing.T) {
 				t.Errorf("kept what no rule reads: %+v", got)
 			}
 		})
+	}
+}
+
+// TestPodTrimDecides: every rule decides on trimmed init Pods as on whole ones.
+func TestPodTrimDecides(t *testing.T) {
+	created := trimT0.Add(-time.Hour)
+	node := cloudNode("n", nil)
+	podAt := created.Add(time.Second)
+	extras := func(p *corev1.Pod) {
+		p.GenerateName = "init-"
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "init", UID: "ds-uid"}}
+		p.Spec.Tolerations = []corev1.Toleration{{Key: config.DefaultTaintKey, Operator: corev1.TolerationOpExists}}
+		p.Status.Conditions = append(p.Status.Conditions,
+			corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(podAt)},
+			corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, Reason: "Why", Message: "a message"})
+	}
+	pods := map[string][]*corev1.Pod{
+		"ready":            {testobj.Pod("a", "n", podAt, testobj.ReadyAt(trimT0.Add(-time.Minute)))},
+		"not ready":        {testobj.Pod("a", "n", podAt, testobj.PodCondition(corev1.PodReady, corev1.ConditionFalse, trimT0.Add(-time.Minute)), testobj.ContainerStatuses(false))},
+		"annotated ready":  {testobj.Pod("a", "n", podAt, testobj.PodAnnotation(config.DefaultReadyAnnotation, "true"))},
+		"a container down": {testobj.Pod("a", "n", podAt, testobj.ReadyAt(trimT0.Add(-time.Minute)), testobj.Containers("a", "b"), testobj.ContainerStatuses(true, false))},
+		"terminating":      {testobj.Pod("a", "n", podAt, testobj.ReadyAt(trimT0.Add(-time.Minute)), testobj.Terminating(trimT0))},
+		"older than node":  {testobj.Pod("a", "n", created.Add(-time.Minute), testobj.ReadyAt(trimT0.Add(-time.Minute)))},
+		"other component":  {testobj.Pod("a", "n", podAt, testobj.ReadyAt(trimT0.Add(-time.Minute)), testobj.Labels(map[string]string{"startup.k8s.io/component": "gpu"}))},
+	}
+	trim := podTrim()
+	for name, cfg := range trimConfigs(t) {
+		for state, ps := range pods {
+			t.Run(name+"/"+state, func(t *testing.T) {
+				var trimmed []*corev1.Pod
+				for _, p := range ps {
+					extras(p)
+					o, err := trim(p.DeepCopy())
+					if err != nil {
+						t.Fatal(err)
+					}
+					trimmed = append(trimmed, o.(*corev1.Pod))
+				}
+				for _, rl := range cfg.EffectiveRules() {
+					if rl.Mode == rule.Condition {
+						continue
+					}
+					in := rule.Input{Node: node, Now: trimT0}
+					want := rule.Decide(rl, cfg.Readiness(), rule.Input{Node: in.Node, Now: in.Now, Pods: ps})
+					got := rule.Decide(rl, cfg.Readiness(), rule.Input{Node: in.Node, Now: in.Now, Pods: trimmed})
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Errorf("rule %s decides otherwise on the trimmed Pods (-whole +trimmed):\n%s", rl.Name, diff)
+					}
+				}
+				if len(trimmed[0].Spec.Tolerations) > 0 || len(trimmed[0].OwnerReferences) > 0 || len(trimmed[0].Status.Conditions) > 1 {
+					t.Errorf("kept what Decide does not read: %+v", trimmed[0])
+				}
+			})
+		}
+	}
+}
+
+// TestInterner: equal strings come back as one, the table stops at its bound, and what
+// comes back is always equal to what went in.
+func TestInterner(t *testing.T) {
+	in := &interner{m: map[string]string{}}
+	a := in.set(map[string]string{"topology.kubernetes.io/zone": "zone-" + "a"})
+	b := in.set(map[string]string{"topology.kubernetes.io/zone": "zone-" + string([]byte("a"))})
+	if unsafe.StringData(a["topology.kubernetes.io/zone"]) != unsafe.StringData(b["topology.kubernetes.io/zone"]) {
+		t.Errorf("two equal values are two strings")
+	}
+	for i := range maxInterned + 10 {
+		s := strconv.Itoa(i)
+		if got := in.get(s); got != s {
+			t.Fatalf("get(%q) = %q", s, got)
+		}
+	}
+	if len(in.m) != maxInterned {
+		t.Errorf("the table holds %d strings, want its bound %d", len(in.m), maxInterned)
+	}
+	if in.set(nil) != nil {
+		t.Errorf("set(nil) is not nil")
 	}
 }
