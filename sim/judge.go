@@ -38,6 +38,10 @@ func (rn *run) judge() *report.Result {
 	v.Violations = append(v.Violations, more...)
 	claims := rn.nodeClaims()
 	v.Violations = append(v.Violations, check.NodeClaims(claims, rn.sc.Expect.NodeClaims, rn.start)...)
+	if rn.autoscale != nil {
+		// Only the autoscaler deletes nodes in such a run (the cleanup comes after).
+		v.Violations = append(v.Violations, check.DisruptedWhileHeld(recs, rn.start)...)
+	}
 	v.Violations = append(v.Violations, check.Suspended(rn.recorder.Suspensions(), func(m record.Mark) int64 { return m.Time.Sub(rn.start).Milliseconds() })...)
 	obs := rn.observed(v, recs)
 	res := &report.Result{

@@ -224,6 +224,14 @@ var negativeControls = []negativeControl{
 	{file: "karpenter-readiness-prefix", mutate: func(sc *scenario.Scenario) {
 		sc.GateConfig.Taint.Key = config.DefaultTaintKey
 	}, want: check.KindNodeClaimsRedundant},
+	// The NodePool without the gate's taint in startupTaints: Karpenter counts the held
+	// nodes as initialized and, running nothing, as empty, and consolidates them.
+	// Karpenter disrupts one node at a time, each after it has validated the candidate for
+	// a while, so the hold is made long enough for that on a loaded machine.
+	{file: "karpenter-consolidation", mutate: func(sc *scenario.Scenario) {
+		sc.Autoscaler.Karpenter.StartupTaints = nil
+		sc.Init[0].Ready.After = time.Minute
+	}, want: check.KindDisruptedWhileHeld},
 	// The rule suspended from after the release, before Karpenter registers the node, past
 	// the run's end: nothing takes the taint Karpenter puts back off again.
 	{file: "karpenter-registers-after-release", mutate: func(sc *scenario.Scenario) {

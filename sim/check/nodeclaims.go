@@ -3,6 +3,8 @@ package check
 import (
 	"fmt"
 	"time"
+
+	"github.com/startupgate/startupgate/sim/record"
 )
 
 // KindNodeClaimsRedundant is the autoscaler creating more NodeClaims than the scenario's
@@ -27,6 +29,27 @@ func NodeClaims(claims []NodeClaim, want int, start time.Time) []Violation {
 	for i, c := range claims[want:] {
 		out = append(out, Violation{Kind: KindNodeClaimsRedundant, Node: c.Name, AtMS: c.Created.Sub(start).Milliseconds(),
 			Detail: fmt.Sprintf("NodeClaim %d of %d created; the scenario needs %d", want+i+1, len(claims), want)})
+	}
+	return out
+}
+
+// KindDisruptedWhileHeld is a gated node deleted before the gate released it, in a run
+// where only the autoscaler deletes nodes: Karpenter counts a node whose startup taints
+// are still on as not yet initialized and never disrupts it, unless it takes the gate's
+// taint for a permanent one and the held node, which runs nothing, for an empty one.
+const KindDisruptedWhileHeld = "disrupted-while-held"
+
+// DisruptedWhileHeld judges the autoscaler's deletions: each gated node deleted while it
+// was still held is a violation.
+func DisruptedWhileHeld(records []record.NodeRecord, start time.Time) []Violation {
+	var out []Violation
+	for i := range records {
+		rec := &records[i]
+		if !rec.Gated || rec.Deleted.IsZero() || rec.Tainted.IsZero() || !rec.Released.IsZero() {
+			continue
+		}
+		out = append(out, Violation{Kind: KindDisruptedWhileHeld, Node: rec.Name, AtMS: rec.Deleted.Time.Sub(start).Milliseconds(), RV: rec.Deleted.RV,
+			Detail: fmt.Sprintf("deleted at rv %d, held since rv %d and never released", rec.Deleted.RV, rec.Tainted.RV)})
 	}
 	return out
 }
