@@ -84,15 +84,16 @@ var gateStageMetrics = []struct {
 	{"Node write round trip (gate)", "startupgate_release_stage_seconds", map[string]string{"stage": "write"}},
 }
 
-// gateStages scrapes a gate replica's stage histograms (a fresh process per run: no delta).
-func gateStages(ctx context.Context, r *gateundertest.Replica) (map[string]Quantiles, error) {
+// gateStages scrapes a gate replica's stage histograms: since its start (a fresh process
+// per run), or since the scrape since, if given.
+func gateStages(ctx context.Context, r *gateundertest.Replica, since []byte) (map[string]Quantiles, error) {
 	raw, err := httpGet(ctx, r.MetricsURL())
 	if err != nil {
 		return nil, fmt.Errorf("scraping the gate: %w", err)
 	}
 	out := map[string]Quantiles{}
 	for _, m := range gateStageMetrics {
-		h, err := histogramOf(raw, m.metric, m.match)
+		h, err := deltaOf(since, raw, m.metric, m.match)
 		if err != nil {
 			return nil, err
 		}

@@ -31,6 +31,9 @@ type gateProbe struct {
 	// heapProfile, if set, is where the synced gate's heap profile goes: what its heap
 	// holds, for the question of what grows.
 	heapProfile string
+	// baseline is the gate's metrics scraped just before the first join: the burst's
+	// stage histograms are taken from there.
+	baseline []byte
 
 	syncS          float64
 	heap, rss      uint64
@@ -60,6 +63,9 @@ func (p *gateProbe) started(ctx context.Context, live sim.Live, fo *failoverProb
 	}
 	if err == nil && p.updates > 0 {
 		err = p.priceUpdates(ctx, r, live)
+	}
+	if err == nil {
+		p.baseline, err = httpGet(ctx, r.MetricsURL())
 	}
 	p.err = err
 	if err != nil {

@@ -295,7 +295,13 @@ func (b *bench) hooks(h *sim.Hooks, l load, end *runEnd) {
 		}
 		// A failover run's first replica was killed: it has no histograms left to read.
 		if l.mode != benchFloor && l.failover == nil && len(live.Gate().Replicas()) > 0 {
-			if end.stages, err = gateStages(ctx, live.Gate().Replicas()[0]); err != nil {
+			// On a plane of static nodes, the burst's stages start after the gate's
+			// initial list, whose backlog would otherwise fill its workqueue histogram.
+			var since []byte
+			if l.probe != nil {
+				since = l.probe.baseline
+			}
+			if end.stages, err = gateStages(ctx, live.Gate().Replicas()[0], since); err != nil {
 				return err
 			}
 		}
