@@ -494,6 +494,9 @@ func (rn *run) progress(phase report.Phase) {
 			p.Nodes += s.Join.Count
 		}
 	}
+	if rn.sc.Autoscaler != nil {
+		p.Nodes = max(rn.sc.Expect.NodeClaims, v.Gated) // the autoscaler's nodes, as many as needed
+	}
 	if r, ok := rn.Opts.Progress.(report.ProgressReceiver); ok {
 		r.Progress(p)
 		return
