@@ -205,6 +205,14 @@ bench: controlplane build ## Benchmark the gate against the plane's floor at 100
 	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate bin/simulate bench --out $(OUT) --paced-for 30s $(BENCH_FLAGS)
 	go test ./gate -run '^$$' -bench . -benchmem | tee $(OUT)/bench-go.txt
 
+# make bench-large: the static cluster sizes, in nodes.
+LARGE_SIZES ?= 10000,50000
+
+.PHONY: bench-large
+bench-large: controlplane build ## Benchmark the gate on 10,000 and 50,000 static cloud-sized nodes beside the empty plane (long; LARGE_SIZES, LARGE_FLAGS); out/bench-large.json and .md.
+	@mkdir -p $(OUT)
+	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate bin/simulate bench --out $(OUT) --large=$(LARGE_SIZES) $(LARGE_FLAGS)
+
 .PHONY: policy
 policy: ## Regenerate deploy/overlays/policy/policy.yaml from the default configuration.
 	@{ echo "$(POLICY_HEADER)"; go run ./cmd/gate --print-policy; } > $(POLICY_FILE)
