@@ -48,7 +48,9 @@ func TestNodeClaims(t *testing.T) {
 // its release, one never deleted, one never tainted or not gated is not.
 func TestDisruptedWhileHeld(t *testing.T) {
 	start := time.Unix(1000, 0)
-	at := func(rv uint64) record.Mark { return record.Mark{RV: rv, Time: start.Add(time.Duration(rv) * time.Second)} }
+	at := func(rv uint64) record.Mark {
+		return record.Mark{RV: rv, Time: start.Add(time.Duration(rv) * time.Second)}
+	}
 	recs := []record.NodeRecord{
 		{Name: "held-deleted", Gated: true, Tainted: at(1), Deleted: at(5)},
 		{Name: "released-then-deleted", Gated: true, Tainted: at(1), Released: at(3), Deleted: at(5)},
