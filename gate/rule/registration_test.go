@@ -2,12 +2,9 @@ package rule
 
 import (
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -60,13 +57,7 @@ func TestDecideAfterRegistration(t *testing.T) {
 			if tc.rule != nil {
 				tc.rule(&r)
 			}
-			got := Decide(compile(t, r), Readiness{}, Input{Node: tc.node, Pods: tc.pods, Now: now})
-			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(Decision{}, "Reason")); diff != "" {
-				t.Errorf("Decide() (-want +got):\n%s\nreason: %q", diff, got.Reason)
-			}
-			if !strings.Contains(got.Reason, tc.reason) {
-				t.Errorf("Decide().Reason = %q, want it to contain %q", got.Reason, tc.reason)
-			}
+			checkDecision(t, Decide(compile(t, r), Readiness{}, Input{Node: tc.node, Pods: tc.pods, Now: now}), tc.want, tc.reason)
 		})
 	}
 }
