@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,7 +70,7 @@ func (rn *run) judge() *report.Result {
 	res.Notes = append([]string(nil), rn.notes...)
 	rn.mu.Unlock()
 	if rn.autoscale != nil {
-		res.Notes = append(res.Notes, fmt.Sprintf("NodeClaims created: %d of %d needed; Pods early: %d", len(claims), rn.sc.Expect.NodeClaims, earlyPods(v.Violations)))
+		res.Notes = append(res.Notes, fmt.Sprintf("NodeClaims created: %d of %d needed; Pods early: %d", len(claims), rn.sc.Expect.NodeClaims, confirmedEarly(v.Violations, math.MaxUint64)))
 	}
 	if v.Reboots > 0 {
 		p := check.PercentilesOf(v.RegateLatency)
@@ -164,15 +165,4 @@ func (rn *run) countEvents(reason string) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-// earlyPods counts the workload Pods bound to a node before its release.
-func earlyPods(vs []check.Violation) int {
-	n := 0
-	for _, v := range vs {
-		if v.Kind == check.KindEarlyPod {
-			n++
-		}
-	}
-	return n
 }
