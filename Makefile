@@ -57,6 +57,9 @@ TEST_GATE     := bin/test/gate
 PLANE_GCFLAGS := all=-dwarf=false -l
 TEST_PACKAGES := ./...
 
+# make test, simulate, demo, soak and the benchmarks run under hack/leftovers, which fails
+# the run when a process it started outlives it (a plane, a gate, a Karpenter).
+
 # make test-unit: everything but the tests that need the embedded control plane. sim and
 # deploy start one in TestMain; in cmd/gate, sim/bench and sim/autoscaler, the plane tests
 # are skipped by name. docs/development.md tells how to add one.
@@ -116,7 +119,7 @@ test-gate: modules ## Build bin/test/gate, the gate that the tests run as a proc
 .PHONY: test
 test: controlplane karpenter test-gate promtool verify ## Everything: verify, then every test with the race detector (the scenario suite on the embedded plane and the nested modules included) with lint beside them.
 	@mkdir -p $(OUT); $(MAKE) --no-print-directory lint >$(OUT)/lint.log 2>&1 & lint=$$!; \
-	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) $(GO_TEST) -p 3 -parallel 4 -timeout $(TEST_TIMEOUT) $(TEST_PACKAGES); rc=$$?; \
+	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) hack/leftovers $(GO_TEST) -p 3 -parallel 4 -timeout $(TEST_TIMEOUT) $(TEST_PACKAGES); rc=$$?; \
 	if wait $$lint; then echo "make lint: no issues ($(OUT)/lint.log)"; else echo "make lint failed:"; cat $(OUT)/lint.log; rc=1; fi; \
 	exit $$rc
 
@@ -179,17 +182,17 @@ shellcheck: ## Lint every shell script (installs Debian's shellcheck when missin
 .PHONY: simulate
 simulate: controlplane karpenter build ## Run every scenario in scenarios/ on the embedded plane; reports in out/ (scenarios.json, .xml, .html), logs in out/gate.log and out/plane/.
 	@mkdir -p $(OUT)
-	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate bin/simulate run --gate-log $(OUT)/gate.log --plane-logs $(OUT)/plane --parallel 4 --json $(OUT)/scenarios.json --junit $(OUT)/scenarios.xml --html $(OUT)/scenarios.html $(SCENARIOS)
+	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate hack/leftovers bin/simulate run --gate-log $(OUT)/gate.log --plane-logs $(OUT)/plane --parallel 4 --json $(OUT)/scenarios.json --junit $(OUT)/scenarios.xml --html $(OUT)/scenarios.html $(SCENARIOS)
 
 .PHONY: demo
 demo: controlplane karpenter build ## The autoscale demo, no Docker: Karpenter launches nodes for a Deployment scaled from 0, the gate holds each until its init Pod is Ready; out/demo.html.
 	@mkdir -p $(OUT)
-	bin/simulate demo --html $(OUT)/demo.html --gate-log $(OUT)/demo-gate.log --plane-logs $(OUT)/demo-plane
+	hack/leftovers bin/simulate demo --html $(OUT)/demo.html --gate-log $(OUT)/demo-gate.log --plane-logs $(OUT)/demo-plane
 
 .PHONY: soak
 soak: controlplane karpenter build ## Every scenario on consecutive seeds until SOAK_RUNS runs; out/soak.json has each run's seed, result and reproduce command.
 	@mkdir -p $(OUT)
-	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate bin/simulate run --repeat $(SOAK_REPEAT) --seed $(SOAK_SEED) --parallel $(SOAK_PARALLEL) \
+	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate hack/leftovers bin/simulate run --repeat $(SOAK_REPEAT) --seed $(SOAK_SEED) --parallel $(SOAK_PARALLEL) \
 		--gate-log $(OUT)/soak-gate.log --plane-logs $(OUT)/soak-plane --json $(OUT)/soak.json --junit $(OUT)/soak.xml $(SCENARIOS)
 
 .PHONY: fuzz
@@ -202,7 +205,7 @@ fuzz: ## Run each fuzz target for FUZZTIME in turn; a crasher lands in testdata/
 .PHONY: bench
 bench: controlplane build ## Benchmark the gate against the plane's floor at 100, 1000 and 5000 nodes (long; BENCH_FLAGS=--pairs-largest=1 shortens it); out/bench.*, then the Go benchmarks.
 	@mkdir -p $(OUT)
-	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate bin/simulate bench --out $(OUT) --paced-for 30s $(BENCH_FLAGS)
+	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate hack/leftovers bin/simulate bench --out $(OUT) --paced-for 30s $(BENCH_FLAGS)
 	go test ./gate -run '^$$' -bench . -benchmem | tee $(OUT)/bench-go.txt
 
 # make bench-large: the static cluster sizes, in nodes.
@@ -211,7 +214,7 @@ LARGE_SIZES ?= 10000,50000
 .PHONY: bench-large
 bench-large: controlplane build ## Benchmark the gate on 10,000 and 50,000 static cloud-sized nodes beside the empty plane (long; LARGE_SIZES, LARGE_FLAGS); out/bench-large.json and .md.
 	@mkdir -p $(OUT)
-	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate bin/simulate bench --out $(OUT) --large=$(LARGE_SIZES) $(LARGE_FLAGS)
+	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate hack/leftovers bin/simulate bench --out $(OUT) --large=$(LARGE_SIZES) $(LARGE_FLAGS)
 
 .PHONY: policy
 policy: ## Regenerate deploy/overlays/policy/policy.yaml from the default configuration.
