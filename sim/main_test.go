@@ -17,8 +17,8 @@ import (
 )
 
 // One embedded plane serves every test in this process: starting one takes seconds, and
-// scenarios isolate themselves (namespace, node names, scenario label). The child processes
-// of TestExclusive and TestAutoscaler have one each (exclusive_test.go).
+// scenarios isolate themselves (namespace, node names, scenario label). TestExclusive's
+// child process has one of its own (exclusive_test.go).
 var (
 	planeOnce sync.Once
 	plane     *controlplane.Embedded
@@ -27,11 +27,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	// Before any test, so that the child tests run beside them; after the floor
+	// Before any test, so that TestExclusive's child runs beside them; after the floor
 	// controller's child has taken its turn (it never returns), which is this binary too.
 	gateundertest.RunFloorChild()
 	flag.Parse()
-	startChildrenIfRun()
+	startExclusiveChildIfRun()
 	simtest.Main(m, func() {
 		if plane != nil {
 			if err := plane.Stop(); err != nil {

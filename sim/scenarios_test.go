@@ -23,9 +23,9 @@ import (
 
 // TestScenarios runs the scenario suite with the gate in-process: each must meet its own
 // expect. This is the race-condition regression suite CI runs. The scenarios that cannot
-// share a plane run in TestExclusive or TestAutoscaler, each on a plane of its own; the
-// rest share this one in parallel (go test -parallel bounds how many at once), each
-// isolated by namespace, node names and label.
+// share a plane run in TestExclusive, on a plane of their own; the rest share this one in
+// parallel (go test -parallel bounds how many at once), each isolated by namespace, node
+// names and label.
 func TestScenarios(t *testing.T) {
 	r, scs := suite(t)
 	for _, sc := range scs {
@@ -70,8 +70,8 @@ func runPassing(t *testing.T, r *Runner, sc *scenario.Scenario) {
 func TestNegativeControls(t *testing.T) {
 	rc := sharedPlane(t)
 	for _, nc := range negativeControls {
-		if changesPlane(load(t, nc.file)) {
-			continue // in TestExclusive or TestAutoscaler
+		if changesPlane(t, nc.file) {
+			continue // in TestExclusive
 		}
 		t.Run(nc.name(), func(t *testing.T) {
 			t.Parallel()
@@ -125,7 +125,7 @@ func (nc negativeControl) caught(t *testing.T, rc *rest.Config) {
 
 // negativeControls: every invariant has a run in which the checker must report a
 // violation. A checker that cannot fail proves nothing. Those whose scenario changes its
-// plane run in TestExclusive or TestAutoscaler, the rest in TestNegativeControls.
+// plane run in TestExclusive, the rest in TestNegativeControls.
 var negativeControls = []negativeControl{
 	// No gate: every pending Pod lands before the node is ready.
 	{file: "basic-join", gate: gateundertest.Off, want: check.KindEarlyPod},
@@ -285,27 +285,26 @@ func TestKubeconfigBackend(t *testing.T) {
 	assertPassed(t, runFile(t, rc, "basic-join", Options{Gate: gateundertest.InProcess}, nil))
 }
 
-// changesPlane reports whether sc changes the plane it runs on: its controller-manager, or
-// what an autoscaler does there (one Karpenter acts on every NodePool and pending Pod of the
-// plane, so two controls running at once would each launch nodes for the other).
-func changesPlane(sc *scenario.Scenario) bool {
-	return sc.Plane != nil || sc.Autoscaler != nil
-}
-
-// load loads scenarios/FILE.yaml.
-func load(t *testing.T, file string) *scenario.Scenario {
+// changesPlane reports whether scenarios/FILE.yaml changes the plane it runs on: its
+// controller-manager, or what an autoscaler does there (one Karpenter acts on every
+// NodePool and pending Pod of the plane, so two controls running at once would each
+// launch nodes for the other).
+func changesPlane(t *testing.T, file string) bool {
 	t.Helper()
 	sc, err := scenario.Load("../scenarios/" + file + ".yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sc
+	return sc.Plane != nil || sc.Autoscaler != nil
 }
 
 // runFile loads scenarios/FILE.yaml, lets mutate adjust it, and runs it.
 func runFile(t *testing.T, rc *rest.Config, file string, opts Options, mutate func(*scenario.Scenario)) *report.Result {
 	t.Helper()
-	sc := load(t, file)
+	sc, err := scenario.Load("../scenarios/" + file + ".yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if mutate != nil {
 		mutate(sc)
 	}
