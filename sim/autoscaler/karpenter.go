@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/startupgate/startupgate/internal/freeport"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -131,11 +131,11 @@ func Start(ctx context.Context, o Options) (*Karpenter, error) {
 	if err := os.WriteFile(typesFile, types, 0o644); err != nil {
 		return nil, fmt.Errorf("writing Karpenter's instance types: %w", err)
 	}
-	metrics, err := freePort()
+	metrics, err := freeport.Get()
 	if err != nil {
 		return nil, err
 	}
-	health, err := freePort()
+	health, err := freeport.Get()
 	if err != nil {
 		return nil, err
 	}
@@ -231,13 +231,4 @@ func (k *Karpenter) Stop() {
 	}
 	_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL) // gone already is as good
 	<-k.done
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

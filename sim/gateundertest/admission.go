@@ -172,15 +172,6 @@ func ignoreNotFound(err error) error {
 	return err
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 var (
 	caOnce sync.Once
 	caCert *x509.Certificate

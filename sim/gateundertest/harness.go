@@ -34,6 +34,7 @@ import (
 	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/policy"
 	"github.com/startupgate/startupgate/gate/setup"
+	"github.com/startupgate/startupgate/internal/freeport"
 	"github.com/startupgate/startupgate/sim/controlplane"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
@@ -230,13 +231,13 @@ func (h *Harness) Start(ctx context.Context, replicas int) error {
 	var backends []string
 	for i := 0; i < replicas; i++ {
 		r := &Replica{id: i}
-		if r.port, err = freePort(); err != nil {
+		if r.port, err = freeport.Get(); err != nil {
 			return err
 		}
-		if r.metricsPort, err = freePort(); err != nil {
+		if r.metricsPort, err = freeport.Get(); err != nil {
 			return err
 		}
-		if r.pprofPort, err = freePort(); err != nil {
+		if r.pprofPort, err = freeport.Get(); err != nil {
 			return err
 		}
 		h.replicas = append(h.replicas, r)
