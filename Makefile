@@ -9,6 +9,7 @@ KUBE_VERSION  ?= $(shell go list -m -f '{{.Version}}' k8s.io/api | sed 's/^v0\./
 CACHE_DIR     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/startupgate
 CONTROLPLANE  ?= $(CACHE_DIR)/controlplane/$(KUBE_VERSION)
 export KUBEBUILDER_ASSETS ?= $(CONTROLPLANE)
+export STARTUPGATE_NODE_PARTS ?= $(CACHE_DIR)/node/$(KUBE_VERSION)
 
 # One version source, the VERSION file: the binaries get it and the commit through -X, the
 # image through its label, and hack/version_test.go holds the chart's versions equal to it.
@@ -64,7 +65,7 @@ TEST_PACKAGES := ./...
 # deploy start one in TestMain; in cmd/gate, sim/bench and sim/autoscaler, the plane tests
 # are skipped by name. docs/development.md tells how to add one.
 PLANE_PACKAGES := sim|deploy
-PLANE_TESTS    := ^(TestStatusOnEmbeddedPlane|TestBenchSmall|TestKarpenterScaleUp)$$
+PLANE_TESTS    := ^(TestStatusOnEmbeddedPlane|TestBenchSmall|TestKarpenterScaleUp|TestRealNode)$$
 UNIT_PACKAGES   = $(shell go list ./... | grep -vE '^github.com/startupgate/startupgate/($(PLANE_PACKAGES))$$')
 
 # golangci-lint, pinned by hack/tools/go.mod and built once into the per-user cache.
@@ -101,6 +102,10 @@ controlplane: ## Build the pinned etcd, kube-apiserver, kube-scheduler and kube-
 karpenter: ## Build Karpenter's KWOK provider and its CRDs into the per-user cache (first time only), for the autoscaler tests.
 	@KUBE_VERSION=$(KUBE_VERSION) PLANE_GCFLAGS='$(PLANE_GCFLAGS)' hack/karpenter.sh
 
+.PHONY: node
+node: ## Build a real node's kubelet, containerd, runc and CNI plugins into the per-user cache (first time only; installs the Debian packages they need).
+	@KUBE_VERSION=$(KUBE_VERSION) PLANE_GCFLAGS='$(PLANE_GCFLAGS)' hack/node.sh
+
 .PHONY: build
 build: modules ## Build bin/gate, bin/kubectl-startupgate (the same binary, as a kubectl plugin) and bin/simulate, static and stamped with VERSION.
 	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o bin/gate ./cmd/gate
@@ -117,7 +122,7 @@ test-gate: modules ## Build bin/test/gate, the gate that the tests run as a proc
 # the tests'. -p 3 lets the nested modules and sim/bench build and run beside the scenario
 # suite for the same reason.
 .PHONY: test
-test: controlplane karpenter test-gate promtool verify ## Everything: verify, then every test with the race detector (the scenario suite on the embedded plane and the nested modules included) with lint beside them.
+test: controlplane karpenter node test-gate promtool verify ## Everything: verify, then every test with the race detector (the scenario suite on the embedded plane and the nested modules included) with lint beside them.
 	@mkdir -p $(OUT); $(MAKE) --no-print-directory lint >$(OUT)/lint.log 2>&1 & lint=$$!; \
 	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) hack/leftovers $(GO_TEST) -p 3 -parallel 4 -timeout $(TEST_TIMEOUT) $(TEST_PACKAGES); rc=$$?; \
 	if wait $$lint; then echo "make lint: no issues ($(OUT)/lint.log)"; else echo "make lint failed:"; cat $(OUT)/lint.log; rc=1; fi; \

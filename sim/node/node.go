@@ -1,0 +1,242 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/startupgate/startupgate/internal/freeport"
+)
+
+// Config is one real node.
+type Config struct {
+	// Name is the Node's name.
+	Name string
+	// Index tells the node apart from every other real node on this machine at the same
+	// time: its bridge, Pod subnet (10.244.Index.0/24) and cgroup root are named after it.
+	// 1 to 254.
+	Index int
+	// Dir is the run's directory; the node keeps its state in a directory of its own there.
+	Dir string
+	// Kubeconfig is what the kubelet registers and reports with.
+	Kubeconfig string
+	// Labels are the Node's, set by the kubelet at registration.
+	Labels map[string]string
+}
+
+// Node is a running real node: its containerd and kubelet.
+type Node struct {
+	cfg        Config
+	dir        string
+	parts      string
+	bridge     string
+	cgroupRoot string
+	containerd *proc
+	kubelet    *proc
+	logs       []*os.File
+}
+
+// Start starts the node's containerd, imports its images, then starts its kubelet, which
+// registers the Node. It returns once the kubelet runs; the Node's readiness is the
+// caller's to wait for. On failure everything it started is torn down.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if cfg.Index < 1 || cfg.Index > 254 {
+		return nil, fmt.Errorf("node %s: index %d is not in 1..254", cfg.Name, cfg.Index)
+	}
+	parts, err := PartsDir()
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg:        cfg,
+		dir:        filepath.Join(cfg.Dir, "startupgate-node-"+cfg.Name),
+		parts:      parts,
+		bridge:     fmt.Sprintf("sgbr%d", cfg.Index),
+		cgroupRoot: fmt.Sprintf("/startupgate-node-%d", cfg.Index),
+	}
+	if err := n.start(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("node %s: %w", cfg.Name, err), n.Stop())
+	}
+	return n, nil
+}
+
+// Name is the Node's name.
+func (n *Node) Name() string { return n.cfg.Name }
+
+// Dir is the node's state directory, its logs included.
+func (n *Node) Dir() string { return n.dir }
+
+// PodCIDR is the node's Pod subnet.
+func (n *Node) PodCIDR() string { return fmt.Sprintf("10.244.%d.0/24", n.cfg.Index) }
+
+func (n *Node) start(ctx context.Context) error {
+	for _, d := range []string{"cni", "ipam", "kubelet", "runc", "images"} {
+		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := register(n); err != nil {
+		return err
+	}
+	if err := makeCgroupRoot(n.cgroupRoot); err != nil {
+		return err
+	}
+	files := map[string]string{
+		"containerd.toml":            containerdConfig(n.dir, n.parts),
+		"cni/10-bridge.conflist":     cniConfig(n.bridge, n.PodCIDR(), filepath.Join(n.dir, "ipam")),
+		"kubelet/kubeletconfig.yaml": "",
+	}
+	port, err := freeport.Get()
+	if err != nil {
+		return err
+	}
+	healthz, err := freeport.Get()
+	if err != nil {
+		return err
+	}
+	files["kubelet/kubeletconfig.yaml"] = kubeletConfig(kubeletSettings{
+		cgroupRoot: n.cgroupRoot, socket: socket(n.dir), podCIDR: n.PodCIDR(), port: port, healthzPort: healthz,
+	})
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(n.dir, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	if n.containerd, err = n.spawn("containerd", filepath.Join(n.parts, "containerd"), "--config", filepath.Join(n.dir, "containerd.toml")); err != nil {
+		return err
+	}
+	if err := n.waitContainerd(ctx); err != nil {
+		return err
+	}
+	images, err := writeImages(filepath.Join(n.dir, "images"), filepath.Join(n.parts, "busybox"))
+	if err != nil {
+		return err
+	}
+	for _, img := range images {
+		if out, err := n.ctr(ctx, "images", "import", img); err != nil {
+			return fmt.Errorf("importing %s: %w: %s", img, err, out)
+		}
+	}
+	ip, err := hostIP()
+	if err != nil {
+		return err
+	}
+	args := []string{
+		"--config", filepath.Join(n.dir, "kubelet", "kubeletconfig.yaml"),
+		"--kubeconfig", n.cfg.Kubeconfig,
+		"--hostname-override", n.cfg.Name,
+		"--node-ip", ip,
+		"--root-dir", filepath.Join(n.dir, "kubelet"),
+		"--cert-dir", filepath.Join(n.dir, "kubelet", "pki"),
+		"--v", "2",
+	}
+	if len(n.cfg.Labels) > 0 {
+		args = append(args, "--node-labels", joinLabels(n.cfg.Labels))
+	}
+	n.kubelet, err = n.spawn("kubelet", filepath.Join(n.parts, "kubelet"), args...)
+	return err
+}
+
+// proc is a running part of the node.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{} // closed when it has exited
+	err  error         // its exit; read after done
+}
+
+// spawn starts a part with its output in the node's directory. It dies with this process
+// (a parent-death signal), and keeps this process's environment, so that hack/leftovers
+// finds it if it outlives the run.
+func (n *Node) spawn(name, path string, args ...string) (*proc, error) {
+	log, err := os.OpenFile(filepath.Join(n.dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	n.logs = append(n.logs, log)
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), "PATH="+n.parts+":"+os.Getenv("PATH"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	return p, nil
+}
+
+// Exited returns nil while the node's containerd and kubelet run, and otherwise says which
+// exited and how, and where its log is.
+func (n *Node) Exited() error {
+	for _, p := range []*proc{n.containerd, n.kubelet} {
+		if p == nil {
+			continue
+		}
+		select {
+		case <-p.done:
+			if p.err == nil {
+				return fmt.Errorf("node %s: %s exited; its log is %s", n.cfg.Name, p.name, filepath.Join(n.dir, p.name+".log"))
+			}
+			return fmt.Errorf("node %s: %s exited (%w); its log is %s", n.cfg.Name, p.name, p.err, filepath.Join(n.dir, p.name+".log"))
+		default:
+		}
+	}
+	return nil
+}
+
+// ctr runs containerd's client against the node's containerd, in the CRI's namespace.
+func (n *Node) ctr(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(n.parts, "ctr"), append([]string{"--address", socket(n.dir), "--namespace", "k8s.io"}, args...)...)
+	return cmd.CombinedOutput()
+}
+
+// waitContainerd waits until containerd answers on its socket.
+func (n *Node) waitContainerd(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		out, err := n.ctr(ctx, "version")
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("containerd did not answer within a minute (%s): %w: %s", filepath.Join(n.dir, "containerd.log"), err, out)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// hostIP is the node's InternalIP: an IPv4 address of this machine's that is not loopback
+// (the kubelet refuses a loopback node IP).
+func hostIP() (string, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", err
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() && !strings.HasPrefix(ipn.IP.String(), "10.244.") {
+			return ipn.IP.String(), nil
+		}
+	}
+	return "", errors.New("this machine has no IPv4 address other than loopback for a node IP")
+}
+
+// joinLabels is the kubelet's --node-labels form, in a stable order.
+func joinLabels(labels map[string]string) string {
+	kv := make([]string, 0, len(labels))
+	for k, v := range labels {
+		kv = append(kv, k+"="+v)
+	}
+	sort.Strings(kv)
+	return strings.Join(kv, ",")
+}

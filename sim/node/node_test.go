@@ -1,0 +1,178 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/startupgate/startupgate/sim/controlplane"
+)
+
+// TestRealNode: a real kubelet registers its Node with the embedded plane and runs a Pod
+// from the node's own image, readiness probe and all; Stop then leaves nothing behind. A
+// second node is killed instead of stopped, as a killed run's would be, and Sweep removes
+// what it left. This package's tests use node indexes 1 to 9.
+func TestRealNode(t *testing.T) {
+	if why := Unsupported(); why != "" {
+		t.Skip(why)
+	}
+	if _, err := PartsDir(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	plane := &controlplane.Embedded{}
+	rc, err := plane.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = plane.Stop() })
+	cs := kubernetes.NewForConfigOrDie(rc)
+
+	t.Run("stopped", func(t *testing.T) {
+		n := startReady(t, cs, plane.Kubeconfig(), 1)
+		runReadyPod(t, cs, n.Name())
+		if err := n.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		assertGone(t, n)
+	})
+	t.Run("killed then swept", func(t *testing.T) {
+		n := startReady(t, cs, plane.Kubeconfig(), 2)
+		runReadyPod(t, cs, n.Name())
+		for _, p := range []*proc{n.kubelet, n.containerd} {
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			<-p.done
+		}
+		n.kubelet, n.containerd = nil, nil
+		if processesWith(socket(n.dir)) == nil {
+			t.Fatal("no shim outlived the killed containerd: the sweep has nothing to prove")
+		}
+		if err := Sweep(); err != nil {
+			t.Fatal(err)
+		}
+		assertGone(t, n)
+	})
+}
+
+// startReady starts a real node and waits for its Node to be Ready.
+func startReady(t *testing.T, cs kubernetes.Interface, kubeconfig string, index int) *Node {
+	t.Helper()
+	n, err := Start(context.Background(), Config{
+		Name: "real-" + strconv.Itoa(index), Index: index, Dir: t.TempDir(), Kubeconfig: kubeconfig,
+		Labels: map[string]string{"startupgate.test/real-node": "true"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Stop() })
+	err = wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := n.Exited(); err != nil {
+			return false, err
+		}
+		node, err := cs.CoreV1().Nodes().Get(ctx, n.Name(), metav1.GetOptions{})
+		if err != nil {
+			return false, nil //nolint:nilerr // not registered yet
+		}
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == corev1.ConditionTrue, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("node %s not Ready: %v\nkubelet's log ends:\n%s", n.Name(), err, tail(filepath.Join(n.Dir(), "kubelet.log"), 20))
+	}
+	return n
+}
+
+// runReadyPod runs a Pod on the node whose readiness probe passes only once its container
+// has run, and waits for it to be Ready.
+func runReadyPod(t *testing.T, cs kubernetes.Interface, node string) {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "probe-" + node, Namespace: "default"},
+		Spec: corev1.PodSpec{
+			NodeName:                      node,
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			Containers: []corev1.Container{{
+				Name: "init", Image: ToolsImage, ImagePullPolicy: corev1.PullNever,
+				Command:        []string{"/bin/sh", "-c", "touch /tmp/ready; exec sleep 3600"},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/ready"}}}, PeriodSeconds: 1},
+			}},
+		},
+	}
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var last *corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = p
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return c.Status == corev1.ConditionTrue, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s not Ready: %v; status %+v", pod.Name, err, last.Status)
+	}
+	if last.Status.PodIP == "" {
+		t.Errorf("pod %s is Ready without an IP", pod.Name)
+	}
+}
+
+// assertGone: nothing of the node is left on the machine.
+func assertGone(t *testing.T, n *Node) {
+	t.Helper()
+	if pids := processesWith(socket(n.dir)); len(pids) > 0 {
+		t.Errorf("shims %v still run", pids)
+	}
+	if m, err := mountsUnder(n.dir); err != nil || len(m) > 0 {
+		t.Errorf("mounts left under %s: %v %v", n.dir, m, err)
+	}
+	hs, err := hierarchies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hs {
+		if _, err := os.Stat(filepath.Join(h, n.cgroupRoot)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("cgroup %s left in %s", n.cgroupRoot, h)
+		}
+	}
+	if _, err := os.Stat("/sys/class/net/" + n.bridge); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("bridge %s left", n.bridge)
+	}
+	if _, err := os.Stat(filepath.Join(registry, strconv.Itoa(n.cfg.Index))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("registry entry for index %d left", n.cfg.Index)
+	}
+}
+
+// tail is the last lines of a log, for a failure message: the node's directory goes with
+// the test's.
+func tail(path string, lines int) string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	l := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+	return strings.Join(l[max(0, len(l)-lines):], "\n")
+}
