@@ -1,0 +1,227 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/sim/gateundertest"
+	"github.com/startupgate/startupgate/sim/node"
+	"github.com/startupgate/startupgate/sim/scenario"
+)
+
+// TestRealNodeJoin: a real kubelet registers its Node through the gate's webhook, which
+// taints it at CREATE; the example init DaemonSet (deploy/startup-daemonset.yaml, its image
+// replaced by the node's busybox image, as nothing can be pulled here) runs on it as a real
+// container until its readiness probe passes; the gate releases the node; and a workload
+// Pod that waited for it only then starts there. This package's real nodes use indexes 10
+// to 19.
+func TestRealNodeJoin(t *testing.T) {
+	if why := node.Unsupported(); why != "" {
+		t.Skip(why)
+	}
+	const name = "real-node-join"
+	ctx := context.Background()
+	rc := sharedPlane(t)
+	cs := kubernetes.NewForConfigOrDie(rc)
+	cfg := ScopeConfig(config.DefaultConfig(), name)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	g := gateundertest.New(rc, cs, gateundertest.InProcess, cfg, &scenario.Scenario{Name: name}, name, gateundertest.Options{Run: name})
+	t.Cleanup(func() { _ = g.Stop(context.Background()) })
+	if err := g.Start(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	installInitDaemonSet(t, cs, name)
+
+	n, err := node.Start(ctx, node.Config{Name: name, Index: 10, Dir: t.TempDir(), Kubeconfig: plane.Kubeconfig(),
+		Labels: map[string]string{scenario.Label: name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Stop(); err != nil {
+			t.Error(err)
+		}
+		_ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	first := waitNode(t, cs, n, func(*corev1.Node) bool { return true })
+	if !cfg.EffectiveRules()[0].HasTaint(first) {
+		t.Fatalf("the kubelet's Node %s was registered without the startup taint: %v", name, first.Spec.Taints)
+	}
+	workload := startWaitingPod(t, cs, name)
+
+	released := waitNode(t, cs, n, func(nd *corev1.Node) bool { return nd.Annotations[config.DefaultCompletedAnnotation] != "" })
+	if cfg.EffectiveRules()[0].HasTaint(released) {
+		t.Errorf("node %s carries completedAt and still the taint: %v", name, released.Spec.Taints)
+	}
+	completed, err := strconv.ParseInt(released.Annotations[config.DefaultCompletedAnnotation], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := waitPod(t, cs, name, workload, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.LastTransitionTime.Unix() < completed {
+			t.Errorf("workload Pod scheduled at %v, before the node's release at %v", c.LastTransitionTime.Time, time.Unix(completed, 0))
+		}
+	}
+	t.Logf("node %s: created %v, released %v (%ds later); workload Pod running in %s",
+		name, first.CreationTimestamp.Time, time.Unix(completed, 0), completed-first.CreationTimestamp.Unix(), pod.Status.ContainerStatuses[0].ContainerID)
+}
+
+// installInitDaemonSet applies deploy/startup-daemonset.yaml to namespace ns, with the
+// node's image instead of the public one and a warm-up of 3 s, limited to this test's node.
+func installInitDaemonSet(t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	raw, err := os.ReadFile("../deploy/startup-daemonset.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	dec := utilyaml.NewDocumentDecoder(io.NopCloser(bytes.NewReader(raw)))
+	buf := make([]byte, len(raw))
+	for {
+		n, err := dec.Read(buf)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal(buf[:n], &meta); err != nil {
+			t.Fatal(err)
+		}
+		switch meta.Kind {
+		case "ServiceAccount":
+			createFrom(t, buf[:n], func(o *corev1.ServiceAccount) error {
+				o.Namespace = ns
+				_, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, o, metav1.CreateOptions{})
+				return err
+			})
+		case "Role":
+			createFrom(t, buf[:n], func(o *rbacv1.Role) error {
+				o.Namespace = ns
+				_, err := cs.RbacV1().Roles(ns).Create(ctx, o, metav1.CreateOptions{})
+				return err
+			})
+		case "RoleBinding":
+			createFrom(t, buf[:n], func(o *rbacv1.RoleBinding) error {
+				o.Namespace, o.Subjects[0].Namespace = ns, ns
+				_, err := cs.RbacV1().RoleBindings(ns).Create(ctx, o, metav1.CreateOptions{})
+				return err
+			})
+		case "DaemonSet":
+			createFrom(t, buf[:n], func(o *appsv1.DaemonSet) error {
+				o.Namespace = ns
+				spec := &o.Spec.Template.Spec
+				spec.NodeSelector = map[string]string{scenario.Label: ns}
+				c := &spec.Containers[0]
+				c.Image, c.ImagePullPolicy = node.ToolsImage, corev1.PullNever
+				for i := range c.Env {
+					if c.Env[i].Name == "WARMUP_SECONDS" {
+						c.Env[i].Value = "3"
+					}
+				}
+				_, err := cs.AppsV1().DaemonSets(ns).Create(ctx, o, metav1.CreateOptions{})
+				return err
+			})
+		default:
+			t.Fatalf("deploy/startup-daemonset.yaml has a %s this test does not install", meta.Kind)
+		}
+	}
+}
+
+// createFrom decodes one document into a new T and creates it with create.
+func createFrom[T any](t *testing.T, doc []byte, create func(*T) error) {
+	t.Helper()
+	o := new(T)
+	if err := yaml.UnmarshalStrict(doc, o); err != nil {
+		t.Fatal(err)
+	}
+	if err := create(o); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startWaitingPod creates a workload Pod for the test's node, which it can only land on
+// once the gate releases it.
+func startWaitingPod(t *testing.T, cs kubernetes.Interface, ns string) string {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "workload", Namespace: ns},
+		Spec: corev1.PodSpec{
+			NodeSelector:                  map[string]string{scenario.Label: ns},
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			Containers: []corev1.Container{{
+				Name: "work", Image: node.ToolsImage, ImagePullPolicy: corev1.PullNever,
+				Command: []string{"/bin/sleep", "3600"},
+			}},
+		},
+	}
+	if _, err := cs.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return pod.Name
+}
+
+// waitNode waits for the real node's Node to exist and satisfy ok, failing early if the
+// node's kubelet or containerd exits.
+func waitNode(t *testing.T, cs kubernetes.Interface, n *node.Node, ok func(*corev1.Node) bool) *corev1.Node {
+	t.Helper()
+	var got *corev1.Node
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := n.Exited(); err != nil {
+			return false, err
+		}
+		nd, err := cs.CoreV1().Nodes().Get(ctx, n.Name(), metav1.GetOptions{})
+		if err != nil {
+			return false, nil //nolint:nilerr // not registered yet
+		}
+		got = nd
+		return ok(nd), nil
+	})
+	if err != nil {
+		t.Fatalf("node %s: %v (last seen: %+v)", n.Name(), err, got)
+	}
+	return got
+}
+
+// waitPod waits for Pod ns/name to satisfy ok.
+func waitPod(t *testing.T, cs kubernetes.Interface, ns, name string, ok func(*corev1.Pod) bool) *corev1.Pod {
+	t.Helper()
+	var got *corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got = p
+		return ok(p), nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s/%s: %v (status %+v)", ns, name, err, got.Status)
+	}
+	return got
+}
