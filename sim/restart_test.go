@@ -9,17 +9,27 @@ import (
 	"github.com/startupgate/startupgate/sim/scenario"
 )
 
-// TestShippedGateIsRestarted: the benchmark's gate runs as deployed, and a deployed gate
-// that exits (it does when it loses its lease on a saturated apiserver) is started again by
-// the kubelet. Here the shipped gate process is killed mid-release from outside the
-// harness, as a lost lease ends it; the harness must start it again, the new process must
-// take the lease back (after the dead one's expires) and release every node. A replica the
-// run kills on purpose stays down: that is gate-crash-mid-release's fault, which restarts
-// it itself.
-func TestShippedGateIsRestarted(t *testing.T) {
+// TestGateProcessIsRestarted: a gate process that exits (it does when it loses its lease on
+// a saturated apiserver) is started again, as the kubelet starts a deployed gate's
+// container again; both the benchmark's gate, run as shipped, and the suite's, with its
+// short leases. Here the gate process is killed mid-release from outside the harness, as a
+// lost lease ends it; the harness must start it again, the new process must take the lease
+// back (after the dead one's expires) and release every node. A replica the run kills on
+// purpose stays down: that is gate-crash-mid-release's fault, which restarts it itself.
+func TestGateProcessIsRestarted(t *testing.T) {
+	for _, shipped := range []bool{true, false} {
+		name := map[bool]string{true: "shipped", false: "suite"}[shipped]
+		t.Run(name, func(t *testing.T) { checkGateRestarted(t, "gate-restart-"+name, shipped) })
+	}
+}
+
+// checkGateRestarted runs scenario name with one gate process, shipped or not, kills the
+// process from outside the harness, and requires one restart and every node released.
+func checkGateRestarted(t *testing.T, name string, shipped bool) {
+	t.Helper()
 	rc := sharedPlane(t)
-	sc, err := scenario.Parse([]byte(`name: shipped-gate-restart
-description: the shipped gate process exits mid-release and is started again
+	sc, err := scenario.Parse([]byte(`name: ` + name + `
+description: the gate process exits mid-release and is started again
 gateProcess: {replicas: 1}
 workloads:
   - {name: web, replicas: 40}
@@ -38,7 +48,7 @@ timeout: 2m
 	}
 	var firstPid, lastPid, restarts int
 	hooks := &Hooks{
-		Shipped: true,
+		Shipped: shipped,
 		Started: func(ctx context.Context, l Live) {
 			r := l.Gate().Replicas()[0]
 			firstPid = r.Pid()

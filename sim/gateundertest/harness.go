@@ -98,7 +98,7 @@ type Replica struct {
 	metricsPort int
 	pprofPort   int
 
-	// mu guards what a restart changes: a shipped process replica is restarted by its
+	// mu guards what a restart changes: a process replica is restarted by its
 	// supervisor while the run may kill, stop or measure it.
 	mu sync.Mutex
 	// in-process
@@ -299,9 +299,7 @@ func (h *Harness) runLocked(ctx context.Context, r *Replica) error {
 		if err := start(r); err != nil {
 			return err
 		}
-		if h.shipped {
-			go h.supervise(ctx, r, r.cmd, r.done)
-		}
+		go h.supervise(ctx, r, r.cmd, r.done)
 		return nil
 	}
 	mgr, err := setup.NewManager(h.gateRC(), ptr.To(h.cfg), setup.ManagerOptions{
@@ -347,16 +345,16 @@ func (h *Harness) runProcess(r *Replica) error {
 	return h.startChild(r, exec.Command(bin, args...), "KUBECONFIG="+kc)
 }
 
-// restartDelay is how long a shipped replica that exited stays down: about the time a
+// restartDelay is how long a process replica that exited stays down: about the time a
 // kubelet takes to start a container again, before its crash-loop back-off grows.
 const restartDelay = time.Second
 
-// supervise restarts a shipped replica (the gate's process, or the floor's) that exits on
-// its own, as the kubelet restarts a Deployment's container (restartPolicy Always). The
-// gate exits when it loses its lease — on a saturated apiserver a renewal can miss its
-// deadline — and the benchmark measures the gate as deployed, restarts included: without
-// them a 5000-node burst leaves the nodes the lost leader had not released tainted for
-// good. A replica killed on purpose (Kill, Stop) stays down. cmd and done are the process
+// supervise restarts a process replica (the gate's, or the floor's) that exits on its own,
+// as the kubelet restarts a Deployment's container (restartPolicy Always). The gate exits
+// when it loses its lease — on a saturated apiserver a renewal can miss its deadline, and
+// the suite's leases are short — and a gate as deployed is restarted then: without it, a
+// scenario or a benchmark burst leaves the nodes the lost leader had not released tainted
+// for good. A replica killed on purpose (Kill, Stop) stays down until the fault restarts it. cmd and done are the process
 // this call watches; a failed restart is an error of the run, which Stop returns.
 func (h *Harness) supervise(ctx context.Context, r *Replica, cmd *exec.Cmd, done chan error) {
 	select {
