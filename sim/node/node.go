@@ -59,14 +59,19 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cfg:        cfg,
 		dir:        filepath.Join(cfg.Dir, "startupgate-node-"+cfg.Name),
 		parts:      parts,
-		bridge:     fmt.Sprintf("sgbr%d", cfg.Index),
-		cgroupRoot: fmt.Sprintf("/startupgate-node-%d", cfg.Index),
+		bridge:     bridgeName(cfg.Index),
+		cgroupRoot: cgroupRootName(cfg.Index),
 	}
 	if err := n.start(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("node %s: %w", cfg.Name, err), n.Stop())
 	}
 	return n, nil
 }
+
+// bridgeName and cgroupRootName name a node's bridge and cgroup root after its index, so
+// that Sweep finds a dead node's from its registry entry alone.
+func bridgeName(index int) string     { return fmt.Sprintf("sgbr%d", index) }
+func cgroupRootName(index int) string { return fmt.Sprintf("/startupgate-node-%d", index) }
 
 // Name is the Node's name.
 func (n *Node) Name() string { return n.cfg.Name }
@@ -89,11 +94,6 @@ func (n *Node) start(ctx context.Context) error {
 	if err := makeCgroupRoot(n.cgroupRoot); err != nil {
 		return err
 	}
-	files := map[string]string{
-		"containerd.toml":            containerdConfig(n.dir, n.parts),
-		"cni/10-bridge.conflist":     cniConfig(n.bridge, n.PodCIDR(), filepath.Join(n.dir, "ipam")),
-		"kubelet/kubeletconfig.yaml": "",
-	}
 	port, err := freeport.Get()
 	if err != nil {
 		return err
@@ -102,9 +102,13 @@ func (n *Node) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	files["kubelet/kubeletconfig.yaml"] = kubeletConfig(kubeletSettings{
-		cgroupRoot: n.cgroupRoot, socket: socket(n.dir), podCIDR: n.PodCIDR(), port: port, healthzPort: healthz,
-	})
+	files := map[string]string{
+		"containerd.toml":        containerdConfig(n.dir, n.parts),
+		"cni/10-bridge.conflist": cniConfig(n.bridge, n.PodCIDR(), filepath.Join(n.dir, "ipam")),
+		"kubelet/kubeletconfig.yaml": kubeletConfig(kubeletSettings{
+			cgroupRoot: n.cgroupRoot, socket: socket(n.dir), podCIDR: n.PodCIDR(), port: port, healthzPort: healthz,
+		}),
+	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(n.dir, name), []byte(content), 0o644); err != nil {
 			return err

@@ -36,12 +36,12 @@ const cgroupMount = "/sys/fs/cgroup"
 func (n *Node) Stop() error {
 	var errs []error
 	if n.kubelet != nil {
-		errs = append(errs, stop(n.kubelet, 10*time.Second))
+		stop(n.kubelet, 10*time.Second)
 		n.kubelet = nil
 	}
 	if n.containerd != nil {
 		errs = append(errs, removeSandboxes(socket(n.dir)))
-		errs = append(errs, stop(n.containerd, 10*time.Second))
+		stop(n.containerd, 10*time.Second)
 		n.containerd = nil
 	}
 	errs = append(errs, clean(n.dir, n.cgroupRoot, n.bridge))
@@ -56,7 +56,7 @@ func (n *Node) Stop() error {
 }
 
 // stop sends SIGTERM, and SIGKILL to the process group after grace.
-func stop(p *proc, grace time.Duration) error {
+func stop(p *proc, grace time.Duration) {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
@@ -64,7 +64,6 @@ func stop(p *proc, grace time.Duration) error {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		<-p.done
 	}
-	return nil
 }
 
 // removeSandboxes stops and removes every Pod sandbox through containerd's CRI: stopping
@@ -344,10 +343,8 @@ func Sweep() error {
 
 // sweep removes a dead node's leftovers and its registry entry.
 func sweep(index int, dir string) error {
-	if err := killShims(dir); err != nil {
-		return err
-	}
-	if err := clean(dir, fmt.Sprintf("/startupgate-node-%d", index), fmt.Sprintf("sgbr%d", index)); err != nil {
+	killShims(dir)
+	if err := clean(dir, cgroupRootName(index), bridgeName(index)); err != nil {
 		return fmt.Errorf("sweeping the node left in %s: %w", dir, err)
 	}
 	return unregister(index)
@@ -360,11 +357,10 @@ func running(dir string) bool {
 
 // killShims kills the shims of a dead node's containerd (they outlive it by design): they
 // name its socket on their command line.
-func killShims(dir string) error {
+func killShims(dir string) {
 	for _, pid := range processesWith(socket(dir)) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	return nil
 }
 
 // processesWith lists the processes with arg among their command-line arguments.
