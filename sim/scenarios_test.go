@@ -2,7 +2,9 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/startupgate/startupgate/sim/check"
 	"github.com/startupgate/startupgate/sim/controlplane"
 	"github.com/startupgate/startupgate/sim/gateundertest"
+	"github.com/startupgate/startupgate/sim/record"
 	"github.com/startupgate/startupgate/sim/report"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
@@ -101,7 +104,7 @@ func (nc negativeControl) caught(t *testing.T, rc *rest.Config) {
 	}
 	res := runFile(t, rc, nc.file, Options{Gate: mode, Plane: plane}, nc.mutate)
 	if res.Passed {
-		t.Fatalf("%s passed; the checker missed %s", res.Name, nc.want)
+		t.Fatalf("%s passed; the checker missed %s. What the recorder saw, by resourceVersion:\n%s", res.Name, nc.want, recordedMarks(res.Records))
 	}
 	found := 0
 	for _, v := range res.Violations {
@@ -121,6 +124,31 @@ func (nc negativeControl) caught(t *testing.T, rc *rest.Config) {
 		t.Errorf("reproduce line %q does not name the gate mode", res.Reproduce)
 	}
 	t.Logf("%s: caught %d × %s (%d workload pods)", res.Name, found, nc.want, res.WorkloadPods)
+}
+
+// recordedMarks is one line per node (at most 20) of the marks the checker judged by: a
+// control that was not caught can then be told apart as a checker's miss, a recorder that
+// saw a write late, or a run whose hazard never happened.
+func recordedMarks(recs []record.NodeRecord) string {
+	var b strings.Builder
+	for i, rec := range recs {
+		if i == 20 {
+			fmt.Fprintf(&b, "... %d more nodes\n", len(recs)-i)
+			break
+		}
+		fmt.Fprintf(&b, "%s: created %d tainted %d released %d init ready %d", rec.Name, rec.Created.RV, rec.Tainted.RV, rec.Released.RV, rec.InitReady.RV)
+		for _, rb := range rec.Reboots {
+			fmt.Fprintf(&b, "; reboot seen %d regated %d reinit %d", rb.Seen.RV, rb.Regated.RV, rb.Reinit.RV)
+		}
+		var bound []string
+		for _, bd := range rec.Bindings {
+			if bd.Workload() {
+				bound = append(bound, strconv.FormatUint(bd.Mark.RV, 10))
+			}
+		}
+		fmt.Fprintf(&b, "; workload bound at %s\n", strings.Join(bound, " "))
+	}
+	return b.String()
 }
 
 // negativeControls: every invariant has a run in which the checker must report a
