@@ -128,11 +128,17 @@ test: controlplane karpenter node test-gate promtool verify ## Everything: verif
 	if wait $$lint; then echo "make lint: no issues ($(OUT)/lint.log)"; else echo "make lint failed:"; cat $(OUT)/lint.log; rc=1; fi; \
 	exit $$rc
 
+# The nested modules' tests run beside the root's, their output after it: each is one
+# package that would otherwise hold the machine to one core while it runs.
 .PHONY: test-unit
 test-unit: test-gate promtool ## Every test that needs no control plane, with the race detector; the nested modules' too.
-	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) $(GO_TEST) -skip '$(PLANE_TESTS)' $(UNIT_PACKAGES)
-	cd deploy/helm && $(GO_TEST) ./...
-	cd hack/image && STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) $(GO_TEST) ./...
+	@mkdir -p $(OUT); \
+	(cd deploy/helm && $(GO_TEST) ./...) >$(OUT)/test-unit-helm.log 2>&1 & helm=$$!; \
+	(cd hack/image && STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) $(GO_TEST) ./...) >$(OUT)/test-unit-image.log 2>&1 & image=$$!; \
+	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) $(GO_TEST) -skip '$(PLANE_TESTS)' $(UNIT_PACKAGES); rc=$$?; \
+	wait $$helm || rc=1; cat $(OUT)/test-unit-helm.log; \
+	wait $$image || rc=1; cat $(OUT)/test-unit-image.log; \
+	exit $$rc
 
 .PHONY: test-deploy
 test-deploy: controlplane promtool ## The install paths only: the overlays and the chart rendered, proved equal and applied to the embedded plane; the image built and run.

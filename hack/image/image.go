@@ -82,9 +82,11 @@ func Build(binary []byte, m Meta) (v1.Image, error) {
 }
 
 // binaryLayer is a tar of one file with fixed owner, mode and time: the layer's bytes depend
-// on the binary alone.
+// on the binary alone. Its gzip is kept once made: the digest and the write would each
+// compress it again.
 func binaryLayer(binary []byte, mtime time.Time) (v1.Layer, error) {
 	var buf bytes.Buffer
+	buf.Grow(len(binary) + 4<<10) // the binary and its headers, without regrowing
 	tw := tar.NewWriter(&buf)
 	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: binaryPath, Mode: 0o755, Size: int64(len(binary)), ModTime: mtime.UTC(), Format: tar.FormatPAX}
 	if err := tw.WriteHeader(hdr); err != nil {
@@ -99,7 +101,7 @@ func binaryLayer(binary []byte, mtime time.Time) (v1.Layer, error) {
 	tarBytes := buf.Bytes()
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(tarBytes)), nil
-	}, tarball.WithMediaType(types.OCILayer))
+	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressedCaching)
 }
 
 // Write writes img as one tarball in two formats at once, as `docker save` does since
@@ -194,18 +196,24 @@ type Summary struct {
 // relies on: the entrypoint, the non-root user, and a static Linux binary at /gate, equal
 // to want if given. It also checks that docker load's manifest.json names the same image.
 func Verify(path string, want []byte) (Summary, error) {
+	s, _, err := verify(path, want)
+	return s, err
+}
+
+// verify is Verify that also returns the /gate it checked.
+func verify(path string, want []byte) (Summary, []byte, error) {
 	img, docker, err := openArchive(path)
 	if err != nil {
-		return Summary{}, fmt.Errorf("opening %s: %w", path, err)
+		return Summary{}, nil, fmt.Errorf("opening %s: %w", path, err)
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return Summary{}, err
+		return Summary{}, nil, err
 	}
 	errs := checkConfig(cf)
 	binary, size, err := onlyFile(img)
 	if err != nil {
-		return Summary{}, errors.Join(append(errs, err)...)
+		return Summary{}, nil, errors.Join(append(errs, err)...)
 	}
 	if err := checkStatic(binary); err != nil {
 		errs = append(errs, err)
@@ -221,7 +229,7 @@ func Verify(path string, want []byte) (Summary, error) {
 	}
 	sum := sha256.Sum256(binary)
 	s.BinarySHA256 = hex.EncodeToString(sum[:])
-	return s, errors.Join(errs...)
+	return s, binary, errors.Join(errs...)
 }
 
 func checkConfig(cf *v1.ConfigFile) []error {
@@ -280,11 +288,27 @@ func untar(path string) (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if files[hdr.Name], err = io.ReadAll(tr); err != nil {
+		if files[hdr.Name], err = readEntry(tr, hdr); err != nil {
 			return nil, err
 		}
 	}
 }
+
+// readEntry reads the tar entry into a buffer of its own size: a growing one would copy
+// a binary of tens of MB several times over.
+func readEntry(tr *tar.Reader, hdr *tar.Header) ([]byte, error) {
+	if hdr.Size < 0 || hdr.Size > maxEntry {
+		return nil, fmt.Errorf("tar entry %s: size %d out of range", hdr.Name, hdr.Size)
+	}
+	b := make([]byte, hdr.Size)
+	if _, err := io.ReadFull(tr, b); err != nil {
+		return nil, fmt.Errorf("tar entry %s: %w", hdr.Name, err)
+	}
+	return b, nil
+}
+
+// maxEntry bounds what readEntry allocates for a header's word: far above any gate binary.
+const maxEntry = 1 << 30
 
 // blobImage is an image read from the blobs of an OCI layout held in memory.
 type blobImage struct {
@@ -348,7 +372,7 @@ func onlyFile(img v1.Image) ([]byte, int64, error) {
 		return nil, 0, fmt.Errorf("layer entry %s (type %c, mode %o, owner %d:%d), want %s, a regular file, mode 755, owner 0:0",
 			hdr.Name, hdr.Typeflag, hdr.Mode, hdr.Uid, hdr.Gid, binaryPath)
 	}
-	binary, err := io.ReadAll(tr)
+	binary, err := readEntry(tr, hdr)
 	if err != nil {
 		return nil, 0, err
 	}

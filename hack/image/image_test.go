@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,26 +17,38 @@ import (
 var meta = Meta{Version: "v0.1.0", Revision: "0123456789abcdef", Source: "https://example.com/startupgate",
 	Created: time.Unix(1700000000, 0).UTC(), Arch: "amd64"}
 
-// staticBinary builds testdata/hello the way `make image` builds the gate.
+// staticBinary is testdata/hello built the way `make image` builds the gate, once for the
+// tests that share it.
 func staticBinary(t *testing.T) []byte {
 	t.Helper()
-	return build(t, ".", "./testdata/hello")
+	hello.once.Do(func() { hello.bin, hello.err = buildBinary(".", "./testdata/hello") })
+	if hello.err != nil {
+		t.Fatal(hello.err)
+	}
+	return hello.bin
 }
 
-// build builds pkg in the module at dir with `make image`'s flags and returns the binary.
-func build(t *testing.T, dir, pkg string) []byte {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "bin")
+var hello struct {
+	once sync.Once
+	bin  []byte
+	err  error
+}
+
+// buildBinary builds pkg in the module at dir with `make image`'s flags and returns the
+// binary.
+func buildBinary(dir, pkg string) ([]byte, error) {
+	tmp, err := os.MkdirTemp("", "image-test-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	out := filepath.Join(tmp, "bin")
 	cmd := exec.Command("go", "build", "-C", dir, "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", out, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", pkg, err, b)
+		return nil, fmt.Errorf("building %s: %w\n%s", pkg, err, b)
 	}
-	bin, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
+	return os.ReadFile(out)
 }
 
 // gateBinary is cmd/gate built with `make image`'s flags. `make test` builds it once, before
@@ -45,7 +59,11 @@ func gateBinary(t *testing.T) []byte {
 	t.Helper()
 	p := os.Getenv("STARTUPGATE_GATE_BINARY")
 	if p == "" {
-		return build(t, "../..", "./cmd/gate")
+		bin, err := buildBinary("../..", "./cmd/gate")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bin
 	}
 	bin, err := os.ReadFile(p)
 	if err != nil {
@@ -173,10 +191,10 @@ func sameConfig(t *testing.T, img v1.Image, id string) bool {
 // TestGateImage builds the real gate into an image, opens the tarball, and runs the /gate it
 // holds: a command that needs no cluster prints the gate's admission policy.
 func TestGateImage(t *testing.T) {
-	_, img, _ := verifiedImage(t, gateBinary(t))
-	gate, _, err := onlyFile(img)
+	bin := gateBinary(t)
+	_, gate, err := verify(buildTar(t, bin, meta), bin)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("Verify: %v", err)
 	}
 	exe := filepath.Join(t.TempDir(), "gate")
 	if err := os.WriteFile(exe, gate, 0o755); err != nil {
