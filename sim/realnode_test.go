@@ -30,8 +30,9 @@ import (
 // taints it at CREATE; the example init DaemonSet (deploy/startup-daemonset.yaml, its image
 // replaced by the node's busybox image, as nothing can be pulled here) runs on it as a real
 // container until its readiness probe passes; the gate releases the node; and a workload
-// Pod that waited for it only then starts there. This package's real nodes use indexes 10
-// to 19.
+// Pod that waited for it only then starts there. Then the kubelet restarts: the node keeps
+// its boot ID, its release and its workload, and the gate, which gates reboots here, does
+// not take the restart for one. This package's real nodes use indexes 10 to 19.
 func TestRealNodeJoin(t *testing.T) {
 	if why := node.Unsupported(); why != "" {
 		t.Skip(why)
@@ -40,10 +41,15 @@ func TestRealNodeJoin(t *testing.T) {
 	ctx := context.Background()
 	rc := sharedPlane(t)
 	cs := kubernetes.NewForConfigOrDie(rc)
-	cfg := ScopeConfig(config.DefaultConfig(), name)
+	cfg, err := config.LoadConfig([]byte(realNodeConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = ScopeConfig(cfg, name)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	r := cfg.EffectiveRules()[0]
 	g := gateundertest.New(rc, cs, gateundertest.InProcess, cfg, &scenario.Scenario{Name: name}, name, gateundertest.Options{Run: name})
 	t.Cleanup(func() { _ = g.Stop(context.Background()) })
 	if err := g.Start(ctx, 1); err != nil {
@@ -63,16 +69,16 @@ func TestRealNodeJoin(t *testing.T) {
 		_ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
 	first := waitNode(t, cs, n, func(*corev1.Node) bool { return true })
-	if !cfg.EffectiveRules()[0].HasTaint(first) {
+	if !r.HasTaint(first) {
 		t.Fatalf("the kubelet's Node %s was registered without the startup taint: %v", name, first.Spec.Taints)
 	}
 	workload := startWaitingPod(t, cs, name)
 
-	released := waitNode(t, cs, n, func(nd *corev1.Node) bool { return nd.Annotations[config.DefaultCompletedAnnotation] != "" })
-	if cfg.EffectiveRules()[0].HasTaint(released) {
+	released := waitNode(t, cs, n, r.Completed)
+	if r.HasTaint(released) {
 		t.Errorf("node %s carries completedAt and still the taint: %v", name, released.Spec.Taints)
 	}
-	completed, err := strconv.ParseInt(released.Annotations[config.DefaultCompletedAnnotation], 10, 64)
+	completed, err := strconv.ParseInt(released.Annotations[r.CompletedAnnotation], 10, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +90,58 @@ func TestRealNodeJoin(t *testing.T) {
 	}
 	t.Logf("node %s: created %v, released %v (%ds later); workload Pod running in %s",
 		name, first.CreationTimestamp.Time, time.Unix(completed, 0), completed-first.CreationTimestamp.Unix(), pod.Status.ContainerStatuses[0].ContainerID)
+
+	restartKubelet(t, cs, n, released, pod)
+	after := waitNode(t, cs, n, func(*corev1.Node) bool { return true })
+	switch {
+	case after.Annotations[r.CompletedAnnotation] != released.Annotations[r.CompletedAnnotation]:
+		t.Errorf("completedAt %q after the kubelet's restart, %q before", after.Annotations[r.CompletedAnnotation], released.Annotations[r.CompletedAnnotation])
+	case r.HasTaint(after):
+		t.Errorf("the gate tainted node %s again after its kubelet restarted: %v", name, after.Spec.Taints)
+	}
+}
+
+// realNodeConfig gates reboots, so that a gate that took a kubelet restart for a reboot
+// would taint the node again.
+const realNodeConfig = `rules:
+  - name: default
+    taint: {key: ` + config.DefaultTaintKey + `, value: ` + config.DefaultTaintValue + `, effect: NoSchedule}
+    components: [{name: init, selector: ` + config.DefaultInitLabel + `}]
+    onReboot: gate
+`
+
+// restartKubelet restarts the node's kubelet and waits until the new one has reported the
+// node Ready. A kubelet restart is no reboot: the boot ID must stay, and the workload's
+// container must be the same one, not restarted.
+func restartKubelet(t *testing.T, cs kubernetes.Interface, n *node.Node, before *corev1.Node, pod *corev1.Pod) {
+	t.Helper()
+	at := metav1.NewTime(time.Now().Truncate(time.Second)) // heartbeats have whole seconds
+	if err := n.RestartKubelet(); err != nil {
+		t.Fatal(err)
+	}
+	var beat metav1.Time
+	back := waitNode(t, cs, n, func(nd *corev1.Node) bool {
+		for _, c := range nd.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				beat = c.LastHeartbeatTime
+				return c.Status == corev1.ConditionTrue && !beat.Before(&at)
+			}
+		}
+		return false
+	})
+	if back.Status.NodeInfo.BootID != before.Status.NodeInfo.BootID {
+		t.Errorf("boot ID %q after the kubelet's restart, %q before", back.Status.NodeInfo.BootID, before.Status.NodeInfo.BootID)
+	}
+	p, err := cs.CoreV1().Pods(pod.Namespace).Get(context.Background(), pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	was, now := pod.Status.ContainerStatuses[0], p.Status.ContainerStatuses[0]
+	if p.Status.Phase != corev1.PodRunning || now.ContainerID != was.ContainerID || now.RestartCount != 0 {
+		t.Errorf("workload Pod %s, container %s (restarts %d) after the kubelet's restart; container %s before",
+			p.Status.Phase, now.ContainerID, now.RestartCount, was.ContainerID)
+	}
+	t.Logf("kubelet of node %s restarted: Ready again by %s, boot ID %s kept", n.Name(), beat.Sub(at.Time), back.Status.NodeInfo.BootID)
 }
 
 // installInitDaemonSet applies deploy/startup-daemonset.yaml to namespace ns, with the

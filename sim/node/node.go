@@ -34,14 +34,15 @@ type Config struct {
 
 // Node is a running real node: its containerd and kubelet.
 type Node struct {
-	cfg        Config
-	dir        string
-	parts      string
-	bridge     string
-	cgroupRoot string
-	containerd *proc
-	kubelet    *proc
-	logs       []*os.File
+	cfg         Config
+	dir         string
+	parts       string
+	bridge      string
+	cgroupRoot  string
+	containerd  *proc
+	kubelet     *proc
+	kubeletArgs []string
+	logs        []*os.File
 }
 
 // Start starts the node's containerd, imports its images, then starts its kubelet, which
@@ -145,7 +146,21 @@ func (n *Node) start(ctx context.Context) error {
 	if len(n.cfg.Labels) > 0 {
 		args = append(args, "--node-labels", joinLabels(n.cfg.Labels))
 	}
+	n.kubeletArgs = args
 	n.kubelet, err = n.spawn("kubelet", filepath.Join(n.parts, "kubelet"), args...)
+	return err
+}
+
+// RestartKubelet stops the kubelet as a service manager restarting it would (SIGTERM) and
+// starts it again with the same flags, its log appended to. The containers, containerd
+// and the machine's boot stay: to the API, the node's kubelet went away and came back.
+func (n *Node) RestartKubelet() error {
+	if n.kubelet == nil {
+		return fmt.Errorf("node %s: its kubelet is not running", n.cfg.Name)
+	}
+	stop(n.kubelet, 10*time.Second)
+	var err error
+	n.kubelet, err = n.spawn("kubelet", filepath.Join(n.parts, "kubelet"), n.kubeletArgs...)
 	return err
 }
 
