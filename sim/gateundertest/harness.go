@@ -354,8 +354,9 @@ const restartDelay = time.Second
 // when it loses its lease — on a saturated apiserver a renewal can miss its deadline, and
 // the suite's leases are short — and a gate as deployed is restarted then: without it, a
 // scenario or a benchmark burst leaves the nodes the lost leader had not released tainted
-// for good. A replica killed on purpose (Kill, Stop) stays down until the fault restarts it. cmd and done are the process
-// this call watches; a failed restart is an error of the run, which Stop returns.
+// for good. A replica killed on purpose (Kill, Stop) stays down until the fault restarts
+// it. cmd and done are the process this call watches; a failed restart is an error of the
+// run, which Stop returns.
 func (h *Harness) supervise(ctx context.Context, r *Replica, cmd *exec.Cmd, done chan error) {
 	select {
 	case <-ctx.Done():

@@ -147,7 +147,13 @@ func (n *Node) start(ctx context.Context) error {
 		args = append(args, "--node-labels", joinLabels(n.cfg.Labels))
 	}
 	n.kubeletArgs = args
-	n.kubelet, err = n.spawn("kubelet", filepath.Join(n.parts, "kubelet"), args...)
+	return n.startKubelet()
+}
+
+// startKubelet starts the kubelet with the flags start gave it.
+func (n *Node) startKubelet() error {
+	var err error
+	n.kubelet, err = n.spawn("kubelet", filepath.Join(n.parts, "kubelet"), n.kubeletArgs...)
 	return err
 }
 
@@ -159,9 +165,7 @@ func (n *Node) RestartKubelet() error {
 		return fmt.Errorf("node %s: its kubelet is not running", n.cfg.Name)
 	}
 	stop(n.kubelet, 10*time.Second)
-	var err error
-	n.kubelet, err = n.spawn("kubelet", filepath.Join(n.parts, "kubelet"), n.kubeletArgs...)
-	return err
+	return n.startKubelet()
 }
 
 // proc is a running part of the node.
