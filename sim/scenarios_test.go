@@ -218,9 +218,17 @@ var negativeControls = []negativeControl{
 		sc.Timeline = timeline
 		sc.Timeout += 10 * time.Second
 	}, want: check.KindBoundWhileUnready},
-	// No settle time: every flap becomes a re-taint and a release, two writes each.
+	// No settle time: every flap the gate sees becomes a re-taint and a release, two writes
+	// each. The spells last 2s, not 300ms: on a busy machine the control once passed, the
+	// gate having read its cache only after each spell's end had arrived too, so that it saw
+	// every Pod ready again and wrote nothing.
 	{file: "continuous-flap", mutate: func(sc *scenario.Scenario) {
 		sc.GateConfig.Rules[1].SettleTime = metav1.Duration{Duration: time.Millisecond}
+		for i := range sc.Timeline {
+			if p := sc.Timeline[i].InitPod; p != nil && p.State == scenario.InitPodFlap {
+				p.Every = 2 * time.Second
+			}
+		}
 	}, want: "write(s) per rule release"},
 	// No out-of-service rule: the preempted node's StatefulSet Pod stays Terminating and
 	// its replacement never starts within the window.
