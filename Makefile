@@ -116,46 +116,38 @@ build: modules ## Build bin/gate, bin/kubectl-startupgate (the same binary, as a
 test-gate: modules ## Build bin/test/gate, the gate that the tests run as a process, with the plane's compiler flags.
 	GOFLAGS='$(TEST_GOFLAGS)' CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -gcflags='$(PLANE_GCFLAGS)' -buildvcs=false -o $(TEST_GATE) ./cmd/gate
 
-# verify runs first: it fails in a minute where the tests take many. lint runs beside the
-# tests: on a fresh machine it first builds the linter and type-checks every module, minutes
-# of CPU that the scenario suite, waiting out its timelines, leaves idle; its report follows
-# the tests'. -p 3 lets the nested modules and sim/bench build and run beside the scenario
-# suite for the same reason.
+# The linter builds from the start, niced, beside the other builds and then the tests, so
+# that it takes only the CPU they leave idle (module downloads, the scenario suite waiting out
+# its timelines); in a session of its own, so that a failure or an interrupt can stop the
+# whole build. lint runs after the tests, when every package it type-checks has been
+# compiled. verify runs before the tests: it fails in a minute where they take many. -p 3 lets
+# the nested modules and sim/bench build and run beside the scenario suite for the same reason.
 .PHONY: test
-test: controlplane karpenter node test-gate promtool verify ## Everything: verify, then every test with the race detector (the scenario suite on the embedded plane and the nested modules included) with lint beside them.
-	@mkdir -p $(OUT); $(MAKE) --no-print-directory lint >$(OUT)/lint.log 2>&1 & lint=$$!; \
+test: ## Everything: verify, then every test with the race detector (the scenario suite on the embedded plane and the nested modules included), then lint.
+	@mkdir -p $(OUT); setsid nice -n 19 $(MAKE) --no-print-directory $(GOLANGCI_LINT) >$(OUT)/lint.log 2>&1 & linter=$$!; \
+	trap 'kill -- -$$linter 2>/dev/null; exit 130' INT TERM; \
+	$(MAKE) --no-print-directory test-setup || { kill -- -$$linter 2>/dev/null; exit 1; }; \
 	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) hack/leftovers $(GO_TEST) -p 3 -parallel 4 -timeout $(TEST_TIMEOUT) $(TEST_PACKAGES); rc=$$?; \
-	if wait $$lint; then echo "make lint: no issues ($(OUT)/lint.log)"; else echo "make lint failed:"; cat $(OUT)/lint.log; rc=1; fi; \
+	if wait $$linter && $(MAKE) --no-print-directory lint >>$(OUT)/lint.log 2>&1; then echo "make lint: no issues ($(OUT)/lint.log)"; else echo "make lint failed:"; cat $(OUT)/lint.log; rc=1; fi; \
 	exit $$rc
 
-# The nested modules' tests run beside the root's, their output after it: each is one
-# package that would otherwise hold the machine to one core while it runs.
-.PHONY: test-unit
-test-unit: test-gate promtool ## Every test that needs no control plane, with the race detector; the nested modules' too.
-	@mkdir -p $(OUT); \
-	(cd deploy/helm && $(GO_TEST) ./...) >$(OUT)/test-unit-helm.log 2>&1 & helm=$$!; \
-	(cd hack/image && STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) $(GO_TEST) ./...) >$(OUT)/test-unit-image.log 2>&1 & image=$$!; \
-	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) $(GO_TEST) -skip '$(PLANE_TESTS)' $(UNIT_PACKAGES); rc=$$?; \
-	wait $$helm || rc=1; cat $(OUT)/test-unit-helm.log; \
-	wait $$image || rc=1; cat $(OUT)/test-unit-image.log; \
-	exit $$rc
+# What make test builds and checks before its tests.
+.PHONY: test-setup
+test-setup: controlplane karpenter node test-gate promtool verify
 
-.PHONY: test-deploy
-test-deploy: controlplane promtool ## The install paths only: the overlays and the chart rendered, proved equal and applied to the embedded plane; the image built and run.
-	$(GO_TEST) ./deploy/...
-
-# The linter is built and run with less garbage collection, as the plane is (hack/buildgc
-# says why): on a fresh machine both are a large part of make test's CPU. It type-checks
-# against packages compiled with the plane's flags, which the plane and the test gate have
-# already compiled, instead of compiling all of them again with Go's defaults.
+# The linter is built with less garbage collection, as the plane is (hack/buildgc says why).
 $(GOLANGCI_LINT):
 	@GOFLAGS=-toolexec=$(CURDIR)/hack/buildgc GOWORK=off hack/quietly $(TOOLS_DIR)/golangci-lint.log "building golangci-lint $(GOLANGCI_LINT_VERSION) into $(TOOLS_DIR) (first time only)" \
 		go build -C hack/tools -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
+# lint type-checks against the packages that make test and make test-unit compile, with their
+# flags and the race detector's, so that after them it compiles almost nothing: each module's
+# dependencies are not compiled a second time, which on a fresh machine was a tenth of make
+# test's CPU (docs/development.md).
 .PHONY: lint
 lint: modules $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml) over the root module, deploy/helm and hack/image.
 	@rc=0; for m in $(LINT_MODULES); do \
-		(cd $$m && GOGC=400 GOFLAGS="'-gcflags=$(PLANE_GCFLAGS)' -toolexec=$(CURDIR)/hack/buildgc" $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...) || rc=1; \
+		(cd $$m && GOGC=400 GOFLAGS='$(TEST_GOFLAGS) -race' $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...) || rc=1; \
 	done; exit $$rc
 
 .PHONY: verify
