@@ -135,6 +135,22 @@ test: ## Everything: verify, then every test with the race detector (the scenari
 	if wait $$linter && $(MAKE) --no-print-directory lint >>$(OUT)/lint.log 2>&1; then echo "make lint: no issues ($(OUT)/lint.log)"; else echo "make lint failed:"; cat $(OUT)/lint.log; rc=1; fi; \
 	exit $$rc
 
+# The nested modules' tests run beside the root's, their output after it: each is one
+# package that would otherwise hold the machine to one core while it runs.
+.PHONY: test-unit
+test-unit: test-gate promtool ## Every test that needs no control plane, with the race detector; the nested modules' too.
+	@mkdir -p $(OUT); \
+	(cd deploy/helm && $(GO_TEST) ./...) >$(OUT)/test-unit-helm.log 2>&1 & helm=$$!; \
+	(cd hack/image && STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) $(GO_TEST) ./...) >$(OUT)/test-unit-image.log 2>&1 & image=$$!; \
+	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) $(GO_TEST) -skip '$(PLANE_TESTS)' $(UNIT_PACKAGES); rc=$$?; \
+	wait $$helm || rc=1; cat $(OUT)/test-unit-helm.log; \
+	wait $$image || rc=1; cat $(OUT)/test-unit-image.log; \
+	exit $$rc
+
+.PHONY: test-deploy
+test-deploy: controlplane promtool ## The install paths only: the overlays and the chart rendered, proved equal and applied to the embedded plane; the image built and run.
+	$(GO_TEST) ./deploy/...
+
 # What make test builds and checks before its tests.
 .PHONY: test-setup
 test-setup: controlplane karpenter node test-gate promtool verify
