@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"regexp"
@@ -130,12 +131,16 @@ func notExported(want []string, scraped, registered map[string]bool) []string {
 func createObjects(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string) {
 	t.Helper()
 	initLabels := map[string]string{"startup.k8s.io/component": "init", scenario.Label: name}
+	// The DaemonSet selects one label more than the init Pod below has: were the Pod its
+	// orphan, the DaemonSet controller would adopt it, racing the status update here.
+	dsLabels := map[string]string{"daemonset": name}
+	maps.Copy(dsLabels, initLabels)
 	ds := &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: initLabels},
+			Selector: &metav1.LabelSelector{MatchLabels: dsLabels},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: initLabels},
+				ObjectMeta: metav1.ObjectMeta{Labels: dsLabels},
 				Spec: corev1.PodSpec{
 					NodeSelector: map[string]string{scenario.Label: "none"},
 					Containers:   []corev1.Container{{Name: "init", Image: "init"}},
