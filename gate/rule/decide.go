@@ -29,10 +29,10 @@ type Input struct {
 	// UnmetSince (continuous rules, after the first release) is when the caller first saw
 	// the requirements fail, or zero.
 	UnmetSince time.Time
-	// ReadyNotBefore, when set, is the earliest Ready transition a Pod's readiness counts
-	// from: a Pod Ready since earlier, or ready by its annotation alone, is not ready. The
-	// decision sets it for a node re-gated after a reboot.
-	ReadyNotBefore time.Time
+	// ReadyAfter, when set, is the moment a Pod's Ready transition must come after for its
+	// readiness to count: a Pod Ready since then or earlier, or ready by its annotation
+	// alone, is not ready. The decision sets it for a node re-gated after a reboot.
+	ReadyAfter time.Time
 }
 
 // Decision is the outcome of Decide for one node and one rule.
@@ -197,7 +197,7 @@ func componentsReady(in Input, comps []compiledComponent, rd Readiness) (bool, t
 				continue
 			}
 			has = true
-			if podReady(p, rd) && readyAfter(p, in.ReadyNotBefore) {
+			if podReady(p, rd) && readyAfter(p, in.ReadyAfter) {
 				readyPod = p
 				break
 			}
@@ -263,10 +263,11 @@ func podReady(p *corev1.Pod, rd Readiness) bool {
 	return true
 }
 
-// readyAfter reports whether the Pod's Ready condition turned true at or after notBefore
-// (always, when notBefore is zero).
-func readyAfter(p *corev1.Pod, notBefore time.Time) bool {
-	return notBefore.IsZero() || (hasPodReady(p) && !readySince(p).Before(notBefore))
+// readyAfter reports whether the Pod's Ready condition turned true after t (always, when t
+// is zero). Strictly after: a Pod's times have whole seconds, so a transition in t's own
+// second may as well have come before it.
+func readyAfter(p *corev1.Pod, t time.Time) bool {
+	return t.IsZero() || (hasPodReady(p) && readySince(p).After(t))
 }
 
 func hasPodReady(p *corev1.Pod) bool {

@@ -115,10 +115,14 @@ func (r *Rule) afterReboot(rd Readiness, in Input) Decision {
 	return Decision{Met: true, Reason: "released"}
 }
 
-// decideRegated waits for readiness that postdates the re-gate, within maxHold from it.
+// decideRegated waits for readiness that postdates the re-gate, within maxHold from it. The
+// re-gate has whole seconds, as a Pod's Ready transition has: one in the re-gate's own
+// second does not count, since a Pod Ready from before the reboot, whose unready write the
+// gate has not seen yet, can share it. A Pod ready again within that second is held
+// until its next transition or maxHold; a real reboot's warm-up takes longer.
 func (r *Rule) decideRegated(rd Readiness, in Input, b Boot) Decision {
 	fresh := in
-	fresh.ReadyNotBefore = b.RegatedAt
+	fresh.ReadyAfter = b.RegatedAt
 	met, readyAt, why, _ := r.requirements(rd, fresh)
 	if met {
 		return Decision{Release: true, Met: true, ReadyAt: readyAt,
