@@ -66,6 +66,9 @@ func (rn *run) play(ctx, gateCtx context.Context) {
 			if step.AfterBound && !rn.waitBound(ctx) {
 				return
 			}
+			if step.AfterReleased && !rn.waitReleased(ctx) {
+				return
+			}
 			rn.step(ctx, step)
 			rn.mu.Lock()
 			rn.steps++
@@ -100,13 +103,14 @@ func sequenced(steps []scenario.Step) [][]int {
 		if cond && lastCond >= 0 {
 			after[i] = append(after[i], lastCond)
 		}
-		if steps[i].AfterBound && lastBound >= 0 && (!cond || lastBound != lastCond) {
+		waits := steps[i].AfterBound || steps[i].AfterReleased
+		if waits && lastBound >= 0 && (!cond || lastBound != lastCond) {
 			after[i] = append(after[i], lastBound)
 		}
 		if cond {
 			lastCond = i
 		}
-		if steps[i].AfterBound {
+		if waits {
 			lastBound = i
 		}
 	}
@@ -470,6 +474,23 @@ func (rn *run) waitBound(ctx context.Context) bool {
 	defer tick.Stop()
 	for {
 		if check.WorkloadPods(rn.recorder.Snapshot()) >= rn.wantPods() {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+}
+
+// waitReleased waits until every gated node that has joined is released (false: ctx ended
+// first), for a step that is AfterReleased.
+func (rn *run) waitReleased(ctx context.Context) bool {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if check.Held(rn.recorder.Snapshot()) == 0 {
 			return true
 		}
 		select {

@@ -351,3 +351,16 @@ func WorkloadPods(records []record.NodeRecord) int {
 	}
 	return n
 }
+
+// Held counts the gated nodes, not deleted, that are not released yet: what a step that
+// waits for every joined node's release polls.
+func Held(records []record.NodeRecord) int {
+	n := 0
+	for i := range records {
+		r := &records[i]
+		if r.Gated && r.Deleted.IsZero() && r.Released.IsZero() {
+			n++
+		}
+	}
+	return n
+}

@@ -202,3 +202,26 @@ func TestPercentiles(t *testing.T) {
 		t.Errorf("empty (-want +got):\n%s", diff)
 	}
 }
+
+// TestHeld: a gated node counts until it is released or deleted; a node the gate does not
+// select never counts.
+func TestHeld(t *testing.T) {
+	at := record.Mark{RV: 1, Time: time.Unix(1, 0)}
+	for name, tc := range map[string]struct {
+		recs []record.NodeRecord
+		want int
+	}{
+		"none":               {nil, 0},
+		"gated, held":        {[]record.NodeRecord{{Gated: true}}, 1},
+		"gated, released":    {[]record.NodeRecord{{Gated: true, Released: at}}, 0},
+		"gated, deleted":     {[]record.NodeRecord{{Gated: true, Deleted: at}}, 0},
+		"not gated":          {[]record.NodeRecord{{}}, 0},
+		"one of two pending": {[]record.NodeRecord{{Gated: true, Released: at}, {Gated: true}}, 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := Held(tc.recs); got != tc.want {
+				t.Errorf("Held = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

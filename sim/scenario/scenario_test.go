@@ -68,15 +68,21 @@ func TestParseScenario(t *testing.T) {
 	}
 }
 
-// TestAfterBound: afterBound rides on a step's one action; it is no action of its own.
+// TestAfterBound: afterBound and afterReleased ride on a step's one action; neither is an
+// action of its own.
 func TestAfterBound(t *testing.T) {
 	sc, err := Parse([]byte("name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 2, prefix: n}\n" +
-		"  - at: 1s\n    afterBound: true\n    webhookOutage: {duration: 1s}\n"))
+		"  - at: 1s\n    afterBound: true\n    webhookOutage: {duration: 1s}\n" +
+		"  - at: 2s\n    afterReleased: true\n    reboot: {nodes: [s-n0]}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := sc.Timeline; s[0].AfterBound || !s[1].AfterBound || s[1].WebhookOutage == nil {
+	s := sc.Timeline
+	if s[0].AfterBound || !s[1].AfterBound || s[1].WebhookOutage == nil {
 		t.Errorf("timeline %+v; want only the outage after bound", s)
+	}
+	if s[0].AfterReleased || s[1].AfterReleased || !s[2].AfterReleased || s[2].Reboot == nil {
+		t.Errorf("timeline %+v; want only the reboot after released", s)
 	}
 }
 

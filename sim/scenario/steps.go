@@ -18,9 +18,14 @@ type Step struct {
 	// only once the fault has begun. The fault's window in the report is still the plan,
 	// from At. AfterBound steps keep their timeline order: each also waits for the one
 	// before it to finish, so two held past their offsets do not run at once.
-	AfterBound bool        `yaml:"afterBound"`
-	Join       *Join       `yaml:"join"`
-	Reregister *Reregister `yaml:"reregister"`
+	AfterBound bool `yaml:"afterBound"`
+	// AfterReleased holds the step, once At has passed, until every gated node that has
+	// joined is released. Every workload replica being bound does not imply it: under a
+	// slow plane the replicas fit on the nodes released first, and a reboot meant for
+	// released nodes would strike one still held. It keeps the AfterBound steps' order.
+	AfterReleased bool        `yaml:"afterReleased"`
+	Join          *Join       `yaml:"join"`
+	Reregister    *Reregister `yaml:"reregister"`
 	// Scale sets a workload's replicas (workloads that arrive after the nodes).
 	Scale *Scale `yaml:"scale"`
 	// NodeDelete deletes a node and the Pods bound to it.
