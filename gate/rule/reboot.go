@@ -92,8 +92,8 @@ func setAnnotation(n *corev1.Node, key, value string) {
 
 // afterReboot is the decision of a rule that gates reboots, once it has released the node.
 //
-// Readiness evidence postdates the reboot when a component's Pod turned Ready at or after
-// the second the rule put its taint back (the kubelet reports the new boot ID as soon as it
+// Readiness evidence postdates the reboot when a component's Pod turned Ready after the
+// second the rule put its taint back (the kubelet reports the new boot ID as soon as it
 // starts, before it restarts the Pods, so the re-gate comes first). A Pod Ready since
 // before, and the early-ready annotation, which a Pod keeps across a reboot, never count:
 // they are the stale init Pod of this node's previous boot, as a Pod older than the node is
