@@ -13,10 +13,10 @@ KUBE_VERSION="${KUBE_VERSION:-v1.36.3}"
 CONTAINERD_VERSION="${CONTAINERD_VERSION:-v2.4.2}"
 RUNC_VERSION="${RUNC_VERSION:-v1.5.2}"
 CNI_PLUGINS_VERSION="${CNI_PLUGINS_VERSION:-v1.10.0}"
-# The kubelet takes the plane's compiler flags, so that they reuse its compiled
-# packages; the others share nothing with it and take Go's defaults.
+# Every part takes the plane's compiler flags: the kubelet reuses its compiled packages, the
+# others its standard library, and all compile without DWARF or inlining as it does.
 PLANE_GCFLAGS="${PLANE_GCFLAGS:-all=-dwarf=false -l}"
-KEY="kubelet $KUBE_VERSION -gcflags=$PLANE_GCFLAGS, containerd $CONTAINERD_VERSION, runc $RUNC_VERSION, CNI plugins $CNI_PLUGINS_VERSION"
+KEY="kubelet $KUBE_VERSION, containerd $CONTAINERD_VERSION, runc $RUNC_VERSION, CNI plugins $CNI_PLUGINS_VERSION, -gcflags=$PLANE_GCFLAGS"
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/startupgate/node"
 DIR="$CACHE_ROOT/$KUBE_VERSION"
 
@@ -84,7 +84,7 @@ mkdir -p "$work/containerd"
 (
   cd "$work/containerd"
   printf 'module startupgate.local/containerdbuild\n\ngo 1.25\n\nrequire github.com/containerd/containerd/v2 %s\n' "$CONTAINERD_VERSION" >go.mod
-  logged env GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -tags "no_btrfs no_devmapper no_zfs" -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" -o "$work/bin/" \
+  logged env GOFLAGS="-mod=mod '-gcflags=$PLANE_GCFLAGS'" CGO_ENABLED=0 go build -trimpath -tags "no_btrfs no_devmapper no_zfs" -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" -o "$work/bin/" \
     github.com/containerd/containerd/v2/cmd/containerd \
     github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
     github.com/containerd/containerd/v2/cmd/ctr
@@ -95,7 +95,7 @@ mkdir -p "$work/runc"
 (
   cd "$work/runc"
   printf 'module startupgate.local/runcbuild\n\ngo 1.25\n\nrequire github.com/opencontainers/runc %s\n' "$RUNC_VERSION" >go.mod
-  logged env GOFLAGS=-mod=mod CGO_ENABLED=1 go build -trimpath -tags seccomp -ldflags "-s -w -X main.version=${RUNC_VERSION#v}" -o "$work/bin/runc" github.com/opencontainers/runc
+  logged env GOFLAGS="-mod=mod '-gcflags=$PLANE_GCFLAGS'" CGO_ENABLED=1 go build -trimpath -tags seccomp -ldflags "-s -w -X main.version=${RUNC_VERSION#v}" -o "$work/bin/runc" github.com/opencontainers/runc
 )
 
 # The CNI plugins a node's bridge network needs.
@@ -103,7 +103,7 @@ mkdir -p "$work/cni"
 (
   cd "$work/cni"
   printf 'module startupgate.local/cnibuild\n\ngo 1.25\n\nrequire github.com/containernetworking/plugins %s\n' "$CNI_PLUGINS_VERSION" >go.mod
-  logged env GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/bin/cni/" \
+  logged env GOFLAGS="-mod=mod '-gcflags=$PLANE_GCFLAGS'" CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/bin/cni/" \
     github.com/containernetworking/plugins/plugins/main/bridge \
     github.com/containernetworking/plugins/plugins/ipam/host-local \
     github.com/containernetworking/plugins/plugins/main/loopback
