@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -23,16 +24,36 @@ import (
 // apiserver-restart (its client connections are force-closed). A process shares no
 // client-go state with this one, as each run of `simulate` does.
 
-// exclusiveChildEnv marks the child process that runs TestExclusive's runs.
+// exclusiveLanes is how many children share the exclusive runs, each child with a plane of
+// its own: one child's runs, one after another, outlasted the rest of the package by
+// minutes (docs/development.md), mostly waiting out the autoscaler's timelines. The runs
+// are dealt in turn, not split by kind, as the Karpenter runs alone would make one lane
+// the longest.
+const exclusiveLanes = 2
+
+// exclusiveChildEnv marks a child process that runs TestExclusive's runs; its value is the
+// child's lane, 0 to exclusiveLanes-1.
 const exclusiveChildEnv = "STARTUPGATE_SIM_EXCLUSIVE_CHILD"
 
-// inExclusiveChild: this process is that child.
-var inExclusiveChild = os.Getenv(exclusiveChildEnv) != ""
+// exclusiveLane is this process's lane, or -1 when it is not a child.
+var exclusiveLane = lane(os.Getenv(exclusiveChildEnv))
 
-// exclusiveChild is the child process, started by TestMain when -run selects TestExclusive,
-// so that it runs from the start beside the other tests (TestExclusive itself, being
-// parallel, only starts when every other test has finished).
-var exclusiveChild atomic.Pointer[childTest]
+// inExclusiveChild: this process is one of those children.
+var inExclusiveChild = exclusiveLane >= 0
+
+// lane parses exclusiveChildEnv's value: -1 when it is unset or not a lane.
+func lane(v string) int {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n >= exclusiveLanes {
+		return -1
+	}
+	return n
+}
+
+// exclusiveChildren are the child processes, started by TestMain when -run selects
+// TestExclusive, so that they run from the start beside the other tests (TestExclusive
+// itself, being parallel, only starts when every other test has finished).
+var exclusiveChildren atomic.Pointer[[]*childTest]
 
 // childTest is this test binary running TestExclusive in a process of its own.
 type childTest struct {
@@ -41,9 +62,19 @@ type childTest struct {
 	done chan struct{}
 }
 
-// startExclusiveChild runs TestExclusive in a child process, with run (childPattern's) as
+// startExclusiveChildren starts a child for each lane, with run (childPattern's) as their
+// -test.run.
+func startExclusiveChildren(run string) *[]*childTest {
+	children := make([]*childTest, exclusiveLanes)
+	for i := range children {
+		children[i] = startExclusiveChild(run, i)
+	}
+	return &children
+}
+
+// startExclusiveChild runs TestExclusive's runs of one lane in a child process, with run as
 // its -test.run. The child gets SIGKILL if this process dies, and its planes with it.
-func startExclusiveChild(run string) *childTest {
+func startExclusiveChild(run string, lane int) *childTest {
 	c := &childTest{done: make(chan struct{})}
 	args := []string{"-test.run=" + run, "-test.v"}
 	for _, name := range []string{"test.timeout", "test.skip", "test.failfast"} {
@@ -52,7 +83,7 @@ func startExclusiveChild(run string) *childTest {
 		}
 	}
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), exclusiveChildEnv+"=1")
+	cmd.Env = append(os.Environ(), exclusiveChildEnv+"="+strconv.Itoa(lane))
 	cmd.Stdout, cmd.Stderr = &c.out, &c.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -67,9 +98,9 @@ func startExclusiveChild(run string) *childTest {
 	return c
 }
 
-// startExclusiveChildIfRun starts the child from TestMain when the -test.run pattern selects
-// TestExclusive and no -test.skip is given. Otherwise TestExclusive starts it itself, late,
-// if it runs at all.
+// startExclusiveChildIfRun starts the children from TestMain when the -test.run pattern
+// selects TestExclusive and no -test.skip is given. Otherwise TestExclusive starts them
+// itself, late, if it runs at all.
 func startExclusiveChildIfRun() {
 	if inExclusiveChild {
 		return
@@ -79,7 +110,7 @@ func startExclusiveChildIfRun() {
 		return
 	}
 	if pattern, ok := childPattern(run.Value.String()); ok {
-		exclusiveChild.Store(startExclusiveChild(pattern))
+		exclusiveChildren.Store(startExclusiveChildren(pattern))
 	}
 }
 
@@ -122,31 +153,39 @@ func splitTop(p string, sep byte) []string {
 }
 
 // TestExclusive runs every scenario that cannot share a plane, and every negative control
-// of a scenario that changes its plane, one after another on a plane of their own. In the
-// test process it waits for the child that runs them, and fails with it.
+// of a scenario that changes its plane, one after another in each lane, on the lane's own
+// plane. In the test process it waits for the children that run them, and fails with them.
 func TestExclusive(t *testing.T) {
 	if !inExclusiveChild {
 		t.Parallel()
-		c := exclusiveChild.Swap(nil) // taken once: with -count, each later run starts its own
-		if c == nil {
-			c = startExclusiveChild("^TestExclusive$")
+		children := exclusiveChildren.Swap(nil) // taken once: with -count, each later run starts its own
+		if children == nil {
+			children = startExclusiveChildren("^TestExclusive$")
 		}
-		<-c.done
-		t.Log("the child process (its own plane):\n| " + strings.ReplaceAll(strings.TrimRight(c.out.String(), "\n"), "\n", "\n| "))
-		if c.err != nil {
-			t.Fatalf("TestExclusive's child process: %v", c.err)
+		for i, c := range *children {
+			<-c.done
+			t.Logf("lane %d, a child process with its own plane:\n| %s", i, strings.ReplaceAll(strings.TrimRight(c.out.String(), "\n"), "\n", "\n| "))
+			if c.err != nil {
+				t.Errorf("TestExclusive's child process for lane %d: %v", i, c.err)
+			}
 		}
 		return
 	}
 	r, scs := suite(t)
+	var runs []func()
 	for _, sc := range scs {
 		if sc.Exclusive() {
-			t.Run("scenario/"+sc.Name, func(t *testing.T) { runPassing(t, r, sc) })
+			runs = append(runs, func() { t.Run("scenario/"+sc.Name, func(t *testing.T) { runPassing(t, r, sc) }) })
 		}
 	}
 	for _, nc := range negativeControls {
 		if changesPlane(t, nc.file) {
-			t.Run("control/"+nc.name(), func(t *testing.T) { nc.caught(t, sharedPlane(t)) })
+			runs = append(runs, func() { t.Run("control/"+nc.name(), func(t *testing.T) { nc.caught(t, sharedPlane(t)) }) })
+		}
+	}
+	for i, run := range runs {
+		if i%exclusiveLanes == exclusiveLane {
+			run()
 		}
 	}
 }
@@ -172,6 +211,15 @@ func TestChildPattern(t *testing.T) {
 	} {
 		if got, ok := childPattern(tt.run); got != tt.want || ok != tt.ok {
 			t.Errorf("childPattern(%q) = %q, %v; want %q, %v", tt.run, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestLane: a child's lane comes from its environment; anything else is no lane.
+func TestLane(t *testing.T) {
+	for v, want := range map[string]int{"": -1, "0": 0, strconv.Itoa(exclusiveLanes - 1): exclusiveLanes - 1, "-1": -1, "x": -1, strconv.Itoa(exclusiveLanes): -1} {
+		if got := lane(v); got != want {
+			t.Errorf("lane(%q) = %d, want %d", v, got, want)
 		}
 	}
 }
