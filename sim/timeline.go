@@ -18,6 +18,7 @@ import (
 	"github.com/startupgate/startupgate/sim/check"
 	"github.com/startupgate/startupgate/sim/faults"
 	"github.com/startupgate/startupgate/sim/kubelet"
+	"github.com/startupgate/startupgate/sim/record"
 	"github.com/startupgate/startupgate/sim/report"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
@@ -467,30 +468,23 @@ func (rn *run) wantPods() int {
 
 // waitBound waits until every workload replica asked for so far is bound (false: ctx ended
 // first), for a step that is AfterBound and for a late gate that is GateStartsAfterBound.
-// It polls the recorder, as waitSettled does, but counts only the bound Pods instead of
-// judging every invariant at each tick.
 func (rn *run) waitBound(ctx context.Context) bool {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if check.WorkloadPods(rn.recorder.Snapshot()) >= rn.wantPods() {
-			return true
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-tick.C:
-		}
-	}
+	return rn.waitFor(ctx, func(recs []record.NodeRecord) bool { return check.WorkloadPods(recs) >= rn.wantPods() })
 }
 
 // waitReleased waits until every gated node that has joined is released (false: ctx ended
 // first), for a step that is AfterReleased.
 func (rn *run) waitReleased(ctx context.Context) bool {
+	return rn.waitFor(ctx, func(recs []record.NodeRecord) bool { return check.Held(recs) == 0 })
+}
+
+// waitFor polls the recorder until done holds (false: ctx ended first). It polls as
+// waitSettled does, but asks only done instead of judging every invariant at each tick.
+func (rn *run) waitFor(ctx context.Context, done func([]record.NodeRecord) bool) bool {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if check.Held(rn.recorder.Snapshot()) == 0 {
+		if done(rn.recorder.Snapshot()) {
 			return true
 		}
 		select {

@@ -22,7 +22,8 @@ type Step struct {
 	// AfterReleased holds the step, once At has passed, until every gated node that has
 	// joined is released. Every workload replica being bound does not imply it: under a
 	// slow plane the replicas fit on the nodes released first, and a reboot meant for
-	// released nodes would strike one still held. It keeps the AfterBound steps' order.
+	// released nodes would strike one still held. A node never released holds the step
+	// until the run ends. It keeps the AfterBound steps' order.
 	AfterReleased bool        `yaml:"afterReleased"`
 	Join          *Join       `yaml:"join"`
 	Reregister    *Reregister `yaml:"reregister"`
