@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -24,36 +23,16 @@ import (
 // apiserver-restart (its client connections are force-closed). A process shares no
 // client-go state with this one, as each run of `simulate` does.
 
-// exclusiveLanes is how many children share the exclusive runs, each child with a plane of
-// its own: one child's runs, one after another, outlasted the rest of the package by
-// minutes (docs/development.md), mostly waiting out the autoscaler's timelines. The runs
-// are dealt in turn, not split by kind, as the Karpenter runs alone would make one lane
-// the longest.
-const exclusiveLanes = 2
-
-// exclusiveChildEnv marks a child process that runs TestExclusive's runs; its value is the
-// child's lane, 0 to exclusiveLanes-1.
+// exclusiveChildEnv marks the child process that runs TestExclusive's runs.
 const exclusiveChildEnv = "STARTUPGATE_SIM_EXCLUSIVE_CHILD"
 
-// exclusiveLane is this process's lane, or -1 when it is not a child.
-var exclusiveLane = lane(os.Getenv(exclusiveChildEnv))
+// inExclusiveChild: this process is that child.
+var inExclusiveChild = os.Getenv(exclusiveChildEnv) != ""
 
-// inExclusiveChild: this process is one of those children.
-var inExclusiveChild = exclusiveLane >= 0
-
-// lane parses exclusiveChildEnv's value: -1 when it is unset or not a lane.
-func lane(v string) int {
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 || n >= exclusiveLanes {
-		return -1
-	}
-	return n
-}
-
-// exclusiveChildren are the child processes, started by TestMain when -run selects
-// TestExclusive, so that they run from the start beside the other tests (TestExclusive
-// itself, being parallel, only starts when every other test has finished).
-var exclusiveChildren atomic.Pointer[[]*childTest]
+// exclusiveChild is the child process, started by TestMain when -run selects TestExclusive,
+// so that it runs from the start beside the other tests (TestExclusive itself, being
+// parallel, only starts when every other test has finished).
+var exclusiveChild atomic.Pointer[childTest]
 
 // childTest is this test binary running TestExclusive in a process of its own.
 type childTest struct {
@@ -62,19 +41,9 @@ type childTest struct {
 	done chan struct{}
 }
 
-// startExclusiveChildren starts a child for each lane, with run (childPattern's) as their
-// -test.run.
-func startExclusiveChildren(run string) *[]*childTest {
-	children := make([]*childTest, exclusiveLanes)
-	for i := range children {
-		children[i] = startExclusiveChild(run, i)
-	}
-	return &children
-}
-
-// startExclusiveChild runs TestExclusive's runs of one lane in a child process, with run as
+// startExclusiveChild runs TestExclusive in a child process, with run (childPattern's) as
 // its -test.run. The child gets SIGKILL if this process dies, and its planes with it.
-func startExclusiveChild(run string, lane int) *childTest {
+func startExclusiveChild(run string) *childTest {
 	c := &childTest{done: make(chan struct{})}
 	args := []string{"-test.run=" + run, "-test.v"}
 	for _, name := range []string{"test.timeout", "test.skip", "test.failfast"} {
@@ -83,7 +52,7 @@ func startExclusiveChild(run string, lane int) *childTest {
 		}
 	}
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), exclusiveChildEnv+"="+strconv.Itoa(lane))
+	cmd.Env = append(os.Environ(), exclusiveChildEnv+"=1")
 	cmd.Stdout, cmd.Stderr = &c.out, &c.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -98,9 +67,9 @@ func startExclusiveChild(run string, lane int) *childTest {
 	return c
 }
 
-// startExclusiveChildIfRun starts the children from TestMain when the -test.run pattern
-// selects TestExclusive and no -test.skip is given. Otherwise TestExclusive starts them
-// itself, late, if it runs at all.
+// startExclusiveChildIfRun starts the child from TestMain when the -test.run pattern selects
+// TestExclusive and no -test.skip is given. Otherwise TestExclusive starts it itself, late,
+// if it runs at all.
 func startExclusiveChildIfRun() {
 	if inExclusiveChild {
 		return
@@ -110,7 +79,7 @@ func startExclusiveChildIfRun() {
 		return
 	}
 	if pattern, ok := childPattern(run.Value.String()); ok {
-		exclusiveChildren.Store(startExclusiveChildren(pattern))
+		exclusiveChild.Store(startExclusiveChild(pattern))
 	}
 }
 
@@ -153,39 +122,31 @@ func splitTop(p string, sep byte) []string {
 }
 
 // TestExclusive runs every scenario that cannot share a plane, and every negative control
-// of a scenario that changes its plane, one after another in each lane, on the lane's own
-// plane. In the test process it waits for the children that run them, and fails with them.
+// of a scenario that changes its plane, one after another on a plane of their own. In the
+// test process it waits for the child that runs them, and fails with it.
 func TestExclusive(t *testing.T) {
 	if !inExclusiveChild {
 		t.Parallel()
-		children := exclusiveChildren.Swap(nil) // taken once: with -count, each later run starts its own
-		if children == nil {
-			children = startExclusiveChildren("^TestExclusive$")
+		c := exclusiveChild.Swap(nil) // taken once: with -count, each later run starts its own
+		if c == nil {
+			c = startExclusiveChild("^TestExclusive$")
 		}
-		for i, c := range *children {
-			<-c.done
-			t.Logf("lane %d, a child process with its own plane:\n| %s", i, strings.ReplaceAll(strings.TrimRight(c.out.String(), "\n"), "\n", "\n| "))
-			if c.err != nil {
-				t.Errorf("TestExclusive's child process for lane %d: %v", i, c.err)
-			}
+		<-c.done
+		t.Log("the child process (its own plane):\n| " + strings.ReplaceAll(strings.TrimRight(c.out.String(), "\n"), "\n", "\n| "))
+		if c.err != nil {
+			t.Fatalf("TestExclusive's child process: %v", c.err)
 		}
 		return
 	}
 	r, scs := suite(t)
-	var runs []func()
 	for _, sc := range scs {
 		if sc.Exclusive() {
-			runs = append(runs, func() { t.Run("scenario/"+sc.Name, func(t *testing.T) { runPassing(t, r, sc) }) })
+			t.Run("scenario/"+sc.Name, func(t *testing.T) { runPassing(t, r, sc) })
 		}
 	}
 	for _, nc := range negativeControls {
 		if changesPlane(t, nc.file) {
-			runs = append(runs, func() { t.Run("control/"+nc.name(), func(t *testing.T) { nc.caught(t, sharedPlane(t)) }) })
-		}
-	}
-	for i, run := range runs {
-		if i%exclusiveLanes == exclusiveLane {
-			run()
+			t.Run("control/"+nc.name(), func(t *testing.T) { nc.caught(t, sharedPlane(t)) })
 		}
 	}
 }
@@ -211,15 +172,6 @@ func TestChildPattern(t *testing.T) {
 	} {
 		if got, ok := childPattern(tt.run); got != tt.want || ok != tt.ok {
 			t.Errorf("childPattern(%q) = %q, %v; want %q, %v", tt.run, got, ok, tt.want, tt.ok)
-		}
-	}
-}
-
-// TestLane: a child's lane comes from its environment; anything else is no lane.
-func TestLane(t *testing.T) {
-	for v, want := range map[string]int{"": -1, "0": 0, strconv.Itoa(exclusiveLanes - 1): exclusiveLanes - 1, "-1": -1, "x": -1, strconv.Itoa(exclusiveLanes): -1} {
-		if got := lane(v); got != want {
-			t.Errorf("lane(%q) = %d, want %d", v, got, want)
 		}
 	}
 }
