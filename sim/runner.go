@@ -286,6 +286,9 @@ func (rn *run) late(res *report.Result, err error, what string, lateErr error) (
 // newRun prepares the run's parts: the gate Config scoped to the scenario's nodes, a fresh
 // namespace, the recorder, the gate under test and the fake kubelet.
 func (r *Runner) newRun(sc *scenario.Scenario, seed uint64) (*run, error) {
+	if err := gateundertest.CheckMode(r.Opts.Gate, sc); err != nil {
+		return nil, err
+	}
 	cfg := ScopeConfig(sc.GateConfig, sc.Name)
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -103,7 +103,7 @@ func runFlags(out io.Writer) *flag.FlagSet {
 	fs.SetOutput(out)
 	fs.StringVar(&opts.backend, "backend", "embedded", "control plane: embedded (etcd + apiserver + scheduler + controller-manager), kubeconfig, or kind")
 	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "kubeconfig for --backend kubeconfig (default: $KUBECONFIG, ~/.kube/config)")
-	fs.StringVar(&opts.gate, "gate", "in-process", "gate under test: in-process (webhook + controller), policy (MutatingAdmissionPolicy + controller), off (negative control), floor (policy + the trivial reference controller)")
+	fs.StringVar(&opts.gate, "gate", "in-process", "gate under test: in-process (webhook + controller), policy (MutatingAdmissionPolicy + controller), off (negative control), floor (policy + the trivial reference controller), installed (a gate already running in the cluster, as its chart installs it)")
 	fs.Uint64Var(&opts.seed, "seed", 1, "seed of every random choice; repetition i uses seed+i")
 	fs.IntVar(&opts.repeat, "repeat", 1, "run each scenario this many times, on consecutive seeds")
 	fs.IntVar(&opts.parallel, "parallel", 1, "run up to this many scenarios at once on the shared plane (an apiserver restart always runs alone)")

@@ -2,18 +2,9 @@ package gateundertest
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
-	"os"
 	"path/filepath"
-	"sync"
+	"reflect"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -29,6 +20,7 @@ import (
 	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/policy"
 	"github.com/startupgate/startupgate/gate/rule"
+	"github.com/startupgate/startupgate/internal/servingcert"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
 
@@ -46,15 +38,20 @@ const (
 	// Floor taints by the admission policy and releases with the trivial floor
 	// controller instead of the gate: the plane's own floor, the benchmark's reference.
 	Floor Mode = "floor"
+	// Installed is a gate that already runs in the cluster, installed as a user installs it
+	// (its chart, on a real node): the simulator starts none, checks that admission taints
+	// before the first join, and judges the run as with any gate. The scenario's gate
+	// config must be the installed one's, and no step may act on the gate.
+	Installed Mode = "installed"
 )
 
 // ParseMode validates a --gate value.
 func ParseMode(s string) (Mode, error) {
 	switch m := Mode(s); m {
-	case InProcess, Policy, Off, Floor:
+	case InProcess, Policy, Off, Floor, Installed:
 		return m, nil
 	}
-	return "", fmt.Errorf("--gate %q: want in-process, policy, off or floor", s)
+	return "", fmt.Errorf("--gate %q: want in-process, policy, off, floor or installed", s)
 }
 
 // webhookConfig loads the shipped MutatingWebhookConfiguration and points it at the
@@ -105,11 +102,11 @@ func loadManifest(path string, obj any) error {
 	return nil
 }
 
-// waitAdmission dry-run creates, for every rule that taints at creation, a probe node its
-// selector matches, until admission adds that rule's taint. Each rule has its own policy,
-// and the apiserver activates policies one by one: one rule's taint says nothing of
-// another's.
-func waitAdmission(ctx context.Context, cs kubernetes.Interface, cfg *config.Config, name string) error {
+// WaitAdmission dry-run creates, for every rule that taints at creation, a probe node its
+// selector matches (labelled for scenario name), until admission adds that rule's taint.
+// Each rule has its own policy, and the apiserver activates policies one by one: one
+// rule's taint says nothing of another's.
+func WaitAdmission(ctx context.Context, cs kubernetes.Interface, cfg *config.Config, name string) error {
 	for _, r := range cfg.Admitting() {
 		if err := waitRule(ctx, cs, r, name); err != nil {
 			return err
@@ -172,61 +169,34 @@ func ignoreNotFound(err error) error {
 	return err
 }
 
-var (
-	caOnce sync.Once
-	caCert *x509.Certificate
-	caKey  *ecdsa.PrivateKey
-	caPEM  []byte
-	caErr  error
-)
-
 // WriteServingCert writes tls.crt/tls.key for 127.0.0.1, signed by a per-process CA, and
 // returns the CA bundle the webhook configuration must trust. Real TLS, real verification.
 func WriteServingCert(dir string) ([]byte, error) {
-	caOnce.Do(func() {
-		if caKey, caErr = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); caErr != nil {
-			return
+	return servingcert.Write(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), servingcert.Loopback)
+}
+
+// CheckMode refuses a scenario that mode cannot run: an installed gate is the cluster's, and
+// the simulator can neither start it late, run it as a process, change its admission or
+// config, nor put faults between it and the apiserver.
+func CheckMode(mode Mode, sc *scenario.Scenario) error {
+	if mode != Installed {
+		return nil
+	}
+	switch {
+	case sc.GateProcess != nil:
+		return fmt.Errorf("scenario %s runs its gate as a process; --gate installed runs none", sc.Name)
+	case sc.GateStartsAt > 0:
+		return fmt.Errorf("scenario %s starts its gate late; --gate installed cannot", sc.Name)
+	case sc.Admission != "":
+		return fmt.Errorf("scenario %s sets admission %q; --gate installed keeps the installed gate's", sc.Name, sc.Admission)
+	}
+	for i := range sc.Timeline {
+		s := &sc.Timeline[i]
+		for _, a := range []any{s.WebhookOutage, s.WebhookLatency, s.GateCrash, s.LeaderFailover, s.WatchDrops, s.SuspendRule} {
+			if !reflect.ValueOf(a).IsNil() {
+				return fmt.Errorf("scenario %s: step %d acts on the gate under test (%T); --gate installed cannot", sc.Name, i+1, a)
+			}
 		}
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "startupgate-sim-ca"},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-			IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &caKey.PublicKey, caKey)
-		if err != nil {
-			caErr = err
-			return
-		}
-		caCert, caErr = x509.ParseCertificate(der)
-		caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	})
-	if caErr != nil {
-		return nil, fmt.Errorf("creating CA: %w", caErr)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		return nil, err
-	}
-	return caPEM, nil
+	return nil
 }

@@ -47,21 +47,22 @@ import (
 // Both relays pass traffic untouched until a fault step tells them otherwise: whRelay can
 // refuse, hang or delay admission calls; apiRelay can cut every connection (watch drops).
 type Harness struct {
-	off      bool // no gate at all
-	policy   bool // admission by MutatingAdmissionPolicy instead of the webhook
-	process  bool // replicas are cmd/gate child processes
-	floor    bool // the floor controller instead of the gate
-	reactive bool // no admission at all: the controller alone, tainting by backfill
-	cfg      config.Config
-	scenario string
-	ns       string
-	rc       *rest.Config // admin, direct
-	as       *rest.ImpersonationConfig
-	cs       kubernetes.Interface
-	webhook  scenario.WebhookSettings
-	shipped  bool
-	args     []string
-	run      string
+	off       bool // no gate at all
+	installed bool // a gate the cluster already runs
+	policy    bool // admission by MutatingAdmissionPolicy instead of the webhook
+	process   bool // replicas are cmd/gate child processes
+	floor     bool // the floor controller instead of the gate
+	reactive  bool // no admission at all: the controller alone, tainting by backfill
+	cfg       config.Config
+	scenario  string
+	ns        string
+	rc        *rest.Config // admin, direct
+	as        *rest.ImpersonationConfig
+	cs        kubernetes.Interface
+	webhook   scenario.WebhookSettings
+	shipped   bool
+	args      []string
+	run       string
 
 	// nodeWrites counts the in-process gate's successful Node writes.
 	nodeWrites atomic.Int64
@@ -118,7 +119,7 @@ type Replica struct {
 // with gate Config cfg; rc and cs are the plane's admin config and client.
 func New(rc *rest.Config, cs kubernetes.Interface, mode Mode, cfg config.Config, sc *scenario.Scenario, ns string, opts Options) *Harness {
 	return &Harness{
-		off: mode == Off, floor: mode == Floor, process: sc.GateProcess != nil && mode != Floor,
+		off: mode == Off, installed: mode == Installed, floor: mode == Floor, process: sc.GateProcess != nil && mode != Floor,
 		policy: mode == Policy || mode == Floor || sc.Admission == "policy", reactive: sc.Admission == "none",
 		cfg: cfg, scenario: sc.Name, ns: ns, rc: rc, cs: cs, webhook: sc.Webhook, as: opts.As, shipped: opts.Shipped, args: opts.Args, run: opts.Run,
 	}
@@ -197,10 +198,13 @@ func (r *Replica) PprofURL() string {
 }
 
 // Start installs admission (webhook or policy), starts the replicas and returns once a
-// dry-run CREATE shows admission tainting a probe node.
+// dry-run CREATE shows admission tainting a probe node. An installed gate is only waited for.
 func (h *Harness) Start(ctx context.Context, replicas int) error {
 	if h.off {
 		return nil
+	}
+	if h.installed {
+		return WaitAdmission(ctx, h.cs, &h.cfg, h.scenario)
 	}
 	var err error
 	if h.dir, err = os.MkdirTemp("", "startupgate-gate-"); err != nil {
@@ -257,7 +261,7 @@ func (h *Harness) Start(ctx context.Context, replicas int) error {
 	if h.reactive {
 		return nil
 	}
-	return waitAdmission(ctx, h.cs, &h.cfg, h.scenario)
+	return WaitAdmission(ctx, h.cs, &h.cfg, h.scenario)
 }
 
 // gateRC is the replicas' client config: through apiRelay, with high limits so that the
