@@ -83,6 +83,12 @@ type Embedded struct {
 	// LogDir receives the output of etcd, kube-apiserver, the scheduler and the
 	// controller-manager, one file each; the plane's temp dir (removed by Stop) if empty.
 	LogDir string
+	// PodIP, if set, is an address of this machine's on which the plane also serves real
+	// Pods (sim/node): the apiserver listens there and advertises it as the endpoint of the
+	// kubernetes Service, whose ClusterIP its certificate names, so that a Pod reaches it
+	// in-cluster through kube-proxy; Pods get ServiceAccount tokens; and the
+	// controller-manager runs what in-cluster clients and Services need.
+	PodIP string
 
 	env        *envtest.Environment
 	kubeconfig string
@@ -143,6 +149,12 @@ func (e *Embedded) Start(ctx context.Context) (*rest.Config, error) {
 	// A run's cleanup deletes its nodes and Pods by collection; with the default single
 	// worker, 5000 nodes took minutes, one etcd round trip after another.
 	api.Set("delete-collection-workers", "8")
+	if e.PodIP != "" {
+		if err := e.servePods(apiServer); err != nil {
+			_ = e.Stop()
+			return nil, err
+		}
+	}
 	for k, v := range e.APIServerArgs {
 		api.Set(k, v)
 	}
@@ -237,9 +249,13 @@ const DefaultNodeMonitorGracePeriod = 3 * time.Minute
 // lifecycle, taint eviction (NoExecute taints) and pod GC (which force-deletes the Pods of
 // an out-of-service node), and the namespace controller for clean-up.
 func (e *Embedded) controllerManagerArgs(grace time.Duration) []string {
+	controllers := "daemonset,nodelifecycle,replicaset,deployment,statefulset-controller,taint-eviction-controller,podgc,namespace"
+	if e.PodIP != "" {
+		controllers += "," + podControllers
+	}
 	return []string{
 		"--kubeconfig=" + e.kubeconfig, "--leader-elect=false", "--secure-port=0",
-		"--controllers=daemonset,nodelifecycle,replicaset,deployment,statefulset-controller,taint-eviction-controller,podgc,namespace",
+		"--controllers=" + controllers,
 		"--use-service-account-credentials=false",
 		"--node-monitor-period=1s", "--node-monitor-grace-period=" + grace.String(),
 		"--kube-api-qps=2000", "--kube-api-burst=4000",
