@@ -1,10 +1,7 @@
 package sim
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
 	"os"
 	"strconv"
 	"testing"
@@ -15,10 +12,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/sim/gateundertest"
@@ -55,7 +52,7 @@ func TestRealNodeJoin(t *testing.T) {
 	if err := g.Start(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	installInitDaemonSet(t, cs, name)
+	installInitDaemonSet(t, rc, name)
 
 	n, err := node.Start(ctx, node.Config{Name: name, Index: 10, Dir: t.TempDir(), Kubeconfig: plane.Kubeconfig(),
 		Labels: map[string]string{scenario.Label: name}})
@@ -144,82 +141,38 @@ func restartKubelet(t *testing.T, cs kubernetes.Interface, n *node.Node, before 
 	t.Logf("kubelet of node %s restarted: Ready again by %s, boot ID %s kept", n.Name(), beat.Sub(at.Time), back.Status.NodeInfo.BootID)
 }
 
-// installInitDaemonSet applies deploy/startup-daemonset.yaml to namespace ns, with the
-// node's image instead of the public one and a warm-up of 3 s, limited to this test's node.
-func installInitDaemonSet(t *testing.T, cs kubernetes.Interface, ns string) {
+// installInitDaemonSet applies deploy/startup-daemonset.yaml to namespace ns, as a real node
+// here runs it (node.ExampleInit) with a warm-up of 3 s, limited to this test's node.
+func installInitDaemonSet(t *testing.T, rc *rest.Config, ns string) {
 	t.Helper()
 	ctx := context.Background()
 	raw, err := os.ReadFile("../deploy/startup-daemonset.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	objs, err := node.ExampleInit(raw, "3")
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-	dec := utilyaml.NewDocumentDecoder(io.NopCloser(bytes.NewReader(raw)))
-	buf := make([]byte, len(raw))
-	for {
-		n, err := dec.Read(buf)
-		if errors.Is(err, io.EOF) {
-			break
+	c, err := client.New(rc, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
+	for _, o := range objs {
+		o.SetNamespace(ns)
+		switch o := o.(type) {
+		case *rbacv1.RoleBinding:
+			o.Subjects[0].Namespace = ns
+		case *appsv1.DaemonSet:
+			o.Spec.Template.Spec.NodeSelector = map[string]string{scenario.Label: ns}
 		}
-		if err != nil {
+		if err := c.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal(buf[:n], &meta); err != nil {
-			t.Fatal(err)
-		}
-		switch meta.Kind {
-		case "ServiceAccount":
-			createFrom(t, buf[:n], func(o *corev1.ServiceAccount) error {
-				o.Namespace = ns
-				_, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, o, metav1.CreateOptions{})
-				return err
-			})
-		case "Role":
-			createFrom(t, buf[:n], func(o *rbacv1.Role) error {
-				o.Namespace = ns
-				_, err := cs.RbacV1().Roles(ns).Create(ctx, o, metav1.CreateOptions{})
-				return err
-			})
-		case "RoleBinding":
-			createFrom(t, buf[:n], func(o *rbacv1.RoleBinding) error {
-				o.Namespace, o.Subjects[0].Namespace = ns, ns
-				_, err := cs.RbacV1().RoleBindings(ns).Create(ctx, o, metav1.CreateOptions{})
-				return err
-			})
-		case "DaemonSet":
-			createFrom(t, buf[:n], func(o *appsv1.DaemonSet) error {
-				o.Namespace = ns
-				spec := &o.Spec.Template.Spec
-				spec.NodeSelector = map[string]string{scenario.Label: ns}
-				c := &spec.Containers[0]
-				c.Image, c.ImagePullPolicy = node.ToolsImage, corev1.PullNever
-				for i := range c.Env {
-					if c.Env[i].Name == "WARMUP_SECONDS" {
-						c.Env[i].Value = "3"
-					}
-				}
-				_, err := cs.AppsV1().DaemonSets(ns).Create(ctx, o, metav1.CreateOptions{})
-				return err
-			})
-		default:
-			t.Fatalf("deploy/startup-daemonset.yaml has a %s this test does not install", meta.Kind)
-		}
-	}
-}
-
-// createFrom decodes one document into a new T and creates it with create.
-func createFrom[T any](t *testing.T, doc []byte, create func(*T) error) {
-	t.Helper()
-	o := new(T)
-	if err := yaml.UnmarshalStrict(doc, o); err != nil {
-		t.Fatal(err)
-	}
-	if err := create(o); err != nil {
-		t.Fatal(err)
 	}
 }
 

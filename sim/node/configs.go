@@ -59,9 +59,10 @@ state = %[2]q
 // socket is the node's containerd socket.
 func socket(dir string) string { return filepath.Join(dir, "containerd.sock") }
 
-// cniConfig: a bridge of the node's own with its Pod subnet. No masquerading and no port
-// maps, so the plugins write no iptables rules a killed run could leave behind; the Pods
-// talk to this machine, which is all a node here needs.
+// cniConfig: a bridge of the node's own with its Pod subnet, and the bridge as the Pods'
+// default gateway, so that they reach ClusterIPs (kube-proxy's rules on this machine). No
+// masquerading and no port maps, so the plugins write no iptables rules a killed run could
+// leave behind; the Pods talk to this machine, which is all a node here needs.
 func cniConfig(bridge, subnet, ipamDir string) string {
 	return fmt.Sprintf(`{
   "cniVersion": "1.0.0",
@@ -70,7 +71,7 @@ func cniConfig(bridge, subnet, ipamDir string) string {
     {
       "type": "bridge",
       "bridge": %[1]q,
-      "isGateway": true,
+      "isDefaultGateway": true,
       "ipMasq": false,
       "ipam": {"type": "host-local", "ranges": [[{"subnet": %[2]q}]], "dataDir": %[3]q}
     }
@@ -88,7 +89,8 @@ func cniConfig(bridge, subnet, ipamDir string) string {
 //     the plane on this machine talks to it;
 //   - no eviction thresholds: the disk and memory are the machine's, shared with everything
 //     else, and a node evicting its Pods for the machine's state would prove nothing;
-//   - the kubelet manages no iptables chains of its own.
+//   - the kubelet manages no iptables chains of its own;
+//   - the Pods' logs are kept in the node's directory, not the machine's /var/log/pods.
 func kubeletConfig(c kubeletSettings) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -112,11 +114,12 @@ evictionHard: {}
 makeIPTablesUtilChains: false
 resolvConf: ""
 registerNode: true
-`, c.cgroupRoot, "unix://"+c.socket, c.port, c.healthzPort, c.podCIDR)
+podLogsDir: %[6]q
+`, c.cgroupRoot, "unix://"+c.socket, c.port, c.healthzPort, c.podCIDR, c.podLogs)
 }
 
 // kubeletSettings are what differs between two nodes' kubelets.
 type kubeletSettings struct {
-	cgroupRoot, socket, podCIDR string
-	port, healthzPort           int
+	cgroupRoot, socket, podCIDR, podLogs string
+	port, healthzPort                    int
 }

@@ -42,6 +42,7 @@ type Node struct {
 	containerd  *proc
 	kubelet     *proc
 	kubeletArgs []string
+	kubeletPort int
 	logs        []*os.File
 }
 
@@ -84,7 +85,7 @@ func (n *Node) Dir() string { return n.dir }
 func (n *Node) PodCIDR() string { return fmt.Sprintf("10.244.%d.0/24", n.cfg.Index) }
 
 func (n *Node) start(ctx context.Context) error {
-	for _, d := range []string{"cni", "ipam", "kubelet", "runc", "images"} {
+	for _, d := range []string{"cni", "ipam", "kubelet", "runc", "images", "pod-logs"} {
 		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
 			return err
 		}
@@ -108,6 +109,7 @@ func (n *Node) start(ctx context.Context) error {
 		"cni/10-bridge.conflist": cniConfig(n.bridge, n.PodCIDR(), filepath.Join(n.dir, "ipam")),
 		"kubelet/kubeletconfig.yaml": kubeletConfig(kubeletSettings{
 			cgroupRoot: n.cgroupRoot, socket: socket(n.dir), podCIDR: n.PodCIDR(), port: port, healthzPort: healthz,
+			podLogs: filepath.Join(n.dir, "pod-logs"),
 		}),
 	}
 	for name, content := range files {
@@ -126,11 +128,11 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	for _, img := range images {
-		if out, err := n.ctr(ctx, "images", "import", img); err != nil {
-			return fmt.Errorf("importing %s: %w: %s", img, err, out)
+		if err := n.ImportImage(ctx, img); err != nil {
+			return err
 		}
 	}
-	ip, err := hostIP()
+	ip, err := HostIP()
 	if err != nil {
 		return err
 	}
@@ -147,6 +149,7 @@ func (n *Node) start(ctx context.Context) error {
 		args = append(args, "--node-labels", joinLabels(n.cfg.Labels))
 	}
 	n.kubeletArgs = args
+	n.kubeletPort = port
 	return n.startKubelet()
 }
 
@@ -176,18 +179,23 @@ type proc struct {
 	err  error         // its exit; read after done
 }
 
-// spawn starts a part with its output in the node's directory. It dies with this process
-// (a parent-death signal), and keeps this process's environment, so that hack/leftovers
-// finds it if it outlives the run.
+// spawn starts a part with its output in the node's directory.
 func (n *Node) spawn(name, path string, args ...string) (*proc, error) {
 	log, err := os.OpenFile(filepath.Join(n.dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	n.logs = append(n.logs, log)
+	return spawn(log, name, path, n.parts, args...)
+}
+
+// spawn starts a part with its output in log and the parts directory first in its PATH. It
+// dies with this process (a parent-death signal), and keeps this process's environment, so
+// that hack/leftovers finds it if it outlives the run.
+func spawn(log *os.File, name, path, parts string, args ...string) (*proc, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = append(os.Environ(), "PATH="+n.parts+":"+os.Getenv("PATH"))
+	cmd.Env = append(os.Environ(), "PATH="+parts+":"+os.Getenv("PATH"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
@@ -204,17 +212,38 @@ func (n *Node) Exited() error {
 		if p == nil {
 			continue
 		}
-		select {
-		case <-p.done:
-			if p.err == nil {
-				return fmt.Errorf("node %s: %s exited; its log is %s", n.cfg.Name, p.name, filepath.Join(n.dir, p.name+".log"))
-			}
-			return fmt.Errorf("node %s: %s exited (%w); its log is %s", n.cfg.Name, p.name, p.err, filepath.Join(n.dir, p.name+".log"))
-		default:
+		if err := p.exited(n.dir); err != nil {
+			return fmt.Errorf("node %s: %w", n.cfg.Name, err)
 		}
 	}
 	return nil
 }
+
+// exited returns nil while p runs, and otherwise how it exited and its log, in dir.
+func (p *proc) exited(dir string) error {
+	select {
+	case <-p.done:
+	default:
+		return nil
+	}
+	log := filepath.Join(dir, p.name+".log")
+	if p.err == nil {
+		return fmt.Errorf("%s exited; its log is %s", p.name, log)
+	}
+	return fmt.Errorf("%s exited (%w); its log is %s", p.name, p.err, log)
+}
+
+// ImportImage imports a docker archive (what make image writes) into the node's containerd,
+// where its kubelet finds it under the archive's tag: nothing is ever pulled.
+func (n *Node) ImportImage(ctx context.Context, tarball string) error {
+	if out, err := n.ctr(ctx, "images", "import", tarball); err != nil {
+		return fmt.Errorf("node %s: importing %s: %w: %s", n.cfg.Name, tarball, err, out)
+	}
+	return nil
+}
+
+// KubeletURL is the kubelet's API on this machine (read-only use: its stats summary).
+func (n *Node) KubeletURL() string { return fmt.Sprintf("https://127.0.0.1:%d", n.kubeletPort) }
 
 // ctr runs containerd's client against the node's containerd, in the CRI's namespace.
 func (n *Node) ctr(ctx context.Context, args ...string) ([]byte, error) {
@@ -239,9 +268,10 @@ func (n *Node) waitContainerd(ctx context.Context) error {
 	}
 }
 
-// hostIP is the node's InternalIP: an IPv4 address of this machine's that is not loopback
-// (the kubelet refuses a loopback node IP).
-func hostIP() (string, error) {
+// HostIP is every real node's InternalIP: an IPv4 address of this machine's that is not
+// loopback (the kubelet refuses a loopback node IP), nor a node's bridge. A plane that serves
+// real Pods listens on it too (controlplane.Embedded.PodIP).
+func HostIP() (string, error) {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
 		return "", err
@@ -262,4 +292,15 @@ func joinLabels(labels map[string]string) string {
 	}
 	sort.Strings(kv)
 	return strings.Join(kv, ",")
+}
+
+// KillContainer kills a running container with SIGKILL, as the kernel's OOM killer or a
+// crash would end it; its kubelet sees it exit and restarts it as the Pod says. id is the
+// container's ID in the Pod's status, with or without its containerd:// prefix.
+func (n *Node) KillContainer(ctx context.Context, id string) error {
+	id = strings.TrimPrefix(id, "containerd://")
+	if out, err := n.ctr(ctx, "tasks", "kill", "--signal", "SIGKILL", id); err != nil {
+		return fmt.Errorf("node %s: killing container %s: %w: %s", n.cfg.Name, id, err, out)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -64,6 +65,57 @@ func TestRealNode(t *testing.T) {
 		}
 		assertGone(t, n)
 	})
+	t.Run("kube-proxy stopped, then killed and swept", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // another package's may hold the machine's
+		defer cancel()
+		p := startProxy(ctx, t, plane.Kubeconfig())
+		if err := p.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		assertProxyGone(t)
+		p = startProxy(ctx, t, plane.Kubeconfig())
+		_ = syscall.Kill(-p.proc.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.proc.done
+		_ = p.lock.Close() // as the death of its owner would
+		p.proc, p.lock = nil, nil
+		if err := Sweep(); err != nil {
+			t.Fatal(err)
+		}
+		assertProxyGone(t)
+	})
+}
+
+// startProxy starts kube-proxy and waits for its Service rules.
+func startProxy(ctx context.Context, t *testing.T, kubeconfig string) *Proxy {
+	t.Helper()
+	p, err := StartProxy(ctx, t.TempDir(), kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Stop() })
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return chainExists("nat", "KUBE-SERVICES"), p.Exited()
+	})
+	if err != nil {
+		t.Fatalf("kube-proxy made no KUBE-SERVICES chain: %v\nits log ends:\n%s", err, tail(filepath.Join(p.dir, "kube-proxy.log"), 20))
+	}
+	return p
+}
+
+// assertProxyGone: kube-proxy's rules and its record are gone.
+func assertProxyGone(t *testing.T) {
+	t.Helper()
+	if chainExists("nat", "KUBE-SERVICES") {
+		t.Error("kube-proxy's KUBE-SERVICES chain is left in the nat table")
+	}
+	if _, err := os.Stat(proxyEntry); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("kube-proxy's registry record is left: %v", err)
+	}
+}
+
+// chainExists: the iptables chain is in the table.
+func chainExists(table, chain string) bool {
+	return exec.Command("iptables", "-t", table, "-n", "-L", chain).Run() == nil
 }
 
 // startReady starts a real node and waits for its Node to be Ready.
@@ -163,6 +215,11 @@ func assertGone(t *testing.T, n *Node) {
 	}
 	if _, err := os.Stat(filepath.Join(registry, strconv.Itoa(n.cfg.Index))); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("registry entry for index %d left", n.cfg.Index)
+	}
+	// The kubelets' chains go with the last node on the machine; another package's tests
+	// may run one meanwhile, and then their chains rightly stay.
+	if idle() && chainExists("filter", "KUBE-FIREWALL") && idle() {
+		t.Error("the kubelets' KUBE-FIREWALL chain is left, with no real node on this machine")
 	}
 }
 

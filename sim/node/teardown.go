@@ -52,7 +52,61 @@ func (n *Node) Stop() error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("stopping node %s: %w", n.cfg.Name, err)
 	}
-	return unregister(n.cfg.Index)
+	if err := unregister(n.cfg.Index); err != nil {
+		return err
+	}
+	return removeKubeletChains()
+}
+
+// kubeletChains are the iptables chains every kubelet makes, whatever its configuration
+// (KUBE-FIREWALL drops martian packets to 127.0.0.0/8; the others tell which iptables
+// backend is in use), by table. kube-proxy --cleanup leaves them: they are the kubelet's.
+var kubeletChains = map[string][]string{
+	"filter": {"KUBE-FIREWALL", "KUBE-KUBELET-CANARY"},
+	"mangle": {"KUBE-IPTABLES-HINT", "KUBE-KUBELET-CANARY"},
+	"nat":    {"KUBE-KUBELET-CANARY"},
+}
+
+// removeKubeletChains removes the kubelets' chains once no real node and no kube-proxy is
+// left on this machine: they are shared by every node here, and a kubelet that still runs
+// would make them again.
+func removeKubeletChains() error {
+	if !idle() {
+		return nil
+	}
+	for _, builtin := range []string{"INPUT", "OUTPUT"} {
+		// Once per jump: each kubelet and kube-proxy may have added its own.
+		for exec.Command("iptables", "-t", "filter", "-D", builtin, "-j", "KUBE-FIREWALL").Run() == nil {
+		}
+	}
+	var errs []error
+	for table, chains := range kubeletChains {
+		for _, chain := range chains {
+			if exec.Command("iptables", "-t", table, "-n", "-L", chain).Run() != nil {
+				continue // not there
+			}
+			for _, op := range []string{"-F", "-X"} {
+				if out, err := exec.Command("iptables", "-t", table, op, chain).CombinedOutput(); err != nil {
+					errs = append(errs, fmt.Errorf("iptables -t %s %s %s: %w: %s", table, op, chain, err, out))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// idle: no real node is registered on this machine, nor a kube-proxy.
+func idle() bool {
+	entries, err := os.ReadDir(registry)
+	if err != nil {
+		return true
+	}
+	for _, e := range entries {
+		if e.Name() != filepath.Base(proxyLock) {
+			return false
+		}
+	}
+	return true
 }
 
 // stop sends SIGTERM, and SIGKILL to the process group after grace.
@@ -317,8 +371,12 @@ func unregister(index int) error {
 }
 
 // Sweep removes what killed runs left behind: for every registered node whose containerd
-// no longer runs, its shims and containers, cgroups, mounts and bridge.
+// no longer runs, its shims and containers, cgroups, mounts and bridge; and the rules of a
+// kube-proxy that no longer runs.
 func Sweep() error {
+	if err := sweepDeadProxy(); err != nil {
+		return err
+	}
 	entries, err := os.ReadDir(registry)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -338,7 +396,7 @@ func Sweep() error {
 		}
 		errs = append(errs, sweep(index, string(dir)))
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, removeKubeletChains())...)
 }
 
 // sweep removes a dead node's leftovers and its registry entry.
