@@ -62,10 +62,10 @@ TEST_PACKAGES := ./...
 # the run when a process it started outlives it (a plane, a gate, a Karpenter).
 
 # make test-unit: everything but the tests that need the embedded control plane. sim and
-# deploy start one in TestMain; in cmd/gate, sim/bench and sim/autoscaler, the plane tests
-# are skipped by name. docs/development.md tells how to add one.
+# deploy start one in TestMain; in cmd/gate, sim/bench, sim/autoscaler, sim/node and
+# deploy/helm, the plane tests are skipped by name. docs/development.md tells how to add one.
 PLANE_PACKAGES := sim|deploy
-PLANE_TESTS    := ^(TestStatusOnEmbeddedPlane|TestBenchSmall|TestKarpenterScaleUp|TestRealNode)$$
+PLANE_TESTS    := ^(TestStatusOnEmbeddedPlane|TestBenchSmall|TestKarpenterScaleUp|TestRealNode|TestChartOnRealNodes)$$
 UNIT_PACKAGES   = $(shell go list ./... | grep -vE '^github.com/startupgate/startupgate/($(PLANE_PACKAGES))$$')
 
 # golangci-lint, pinned by hack/tools/go.mod and built once into the per-user cache.
@@ -140,7 +140,7 @@ test: ## Everything: verify, then every test with the race detector (the scenari
 .PHONY: test-unit
 test-unit: test-gate promtool ## Every test that needs no control plane, with the race detector; the nested modules' too.
 	@mkdir -p $(OUT); \
-	(cd deploy/helm && $(GO_TEST) ./...) >$(OUT)/test-unit-helm.log 2>&1 & helm=$$!; \
+	(cd deploy/helm && $(GO_TEST) -skip '$(PLANE_TESTS)' ./...) >$(OUT)/test-unit-helm.log 2>&1 & helm=$$!; \
 	(cd hack/image && STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) $(GO_TEST) ./...) >$(OUT)/test-unit-image.log 2>&1 & image=$$!; \
 	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) $(GO_TEST) -skip '$(PLANE_TESTS)' $(UNIT_PACKAGES); rc=$$?; \
 	wait $$helm || rc=1; cat $(OUT)/test-unit-helm.log; \
@@ -148,8 +148,8 @@ test-unit: test-gate promtool ## Every test that needs no control plane, with th
 	exit $$rc
 
 .PHONY: test-deploy
-test-deploy: controlplane promtool ## The install paths only: the overlays and the chart rendered, proved equal and applied to the embedded plane; the image built and run.
-	$(GO_TEST) ./deploy/...
+test-deploy: controlplane node test-gate promtool ## The install paths only: the overlays and the chart rendered, proved equal and applied to the embedded plane; the image built and run; the chart installed onto real nodes.
+	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) hack/leftovers $(GO_TEST) ./deploy/...
 
 # What make test builds and checks before its tests.
 .PHONY: test-setup

@@ -13,8 +13,9 @@ import (
 
 // TestHelmChartModule runs the chart's own tests: rendering with the Helm SDK, the proof
 // that each install equals its kustomize overlay, lint, schema errors and the upgrade of the
-// self-signed pair. The rendered chart itself is applied to the real apiserver here, in
-// TestOverlaysApply.
+// self-signed pair; and the chart installed with the Helm SDK onto real nodes, its gate
+// serving a real kubelet's Node and fake nodes' bursts (TestChartOnRealNodes). The rendered
+// chart itself is applied to the real apiserver here too, in TestOverlaysApply.
 func TestHelmChartModule(t *testing.T) {
 	testModule(t, "helm")
 }
@@ -26,10 +27,12 @@ func TestImageModule(t *testing.T) {
 }
 
 // testModule runs `go test -race -vet=all ./...` in the module at dir. GOFLAGS (make test's
-// no-DWARF flag) is inherited, so the nested builds share the root build's packages.
+// no-DWARF flag) is inherited, so the nested builds share the root build's packages. The
+// timeout is make test's, not go test's default of 10 minutes, which the real nodes' test
+// can come near on a loaded machine.
 func testModule(t *testing.T, dir string) {
 	t.Helper()
-	cmd := exec.Command("go", "test", "-race", "-vet=all", "./...")
+	cmd := exec.Command("go", "test", "-race", "-vet=all", "-timeout", "30m", "./...")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -1,0 +1,689 @@
+package helm_test
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/kube"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/gate/rule"
+	"github.com/startupgate/startupgate/sim"
+	"github.com/startupgate/startupgate/sim/controlplane"
+	"github.com/startupgate/startupgate/sim/gateundertest"
+	"github.com/startupgate/startupgate/sim/node"
+	"github.com/startupgate/startupgate/sim/scenario"
+)
+
+// The chart on real nodes: the image make image builds, imported into a real node's
+// containerd, installed with the Helm SDK as `helm install` does, onto a node labelled as
+// the system pool the project grew from deploys it (kubernetes.azure.com/mode=system), and
+// then everything that path must deliver: the webhook served from the Pods through the
+// chart's Service and certificate, probes, leader election across two replicas, metrics
+// scraped from a Pod's IP, a real node gated and released by it, a burst of fake nodes with
+// no Pod early, and the Pods' containers killed under a burst. The plane serves real Pods
+// (controlplane.Embedded.PodIP) and kube-proxy makes ClusterIPs work; the apiserver reaches
+// the webhook through its Service's ClusterIP, which kube-proxy forwards to a Pod on the
+// node's bridge (a route this machine has, as every node's bridge is its own).
+
+const (
+	systemLabel = "kubernetes.azure.com/mode"
+	// gateImage is what the chart is told to run: make image's tarball, tagged so.
+	gateImageRepo = "startupgate.local/startupgate"
+	gateImageTag  = "test"
+	// This package's real nodes use indexes 20 to 29 (sim's 10 to 19, sim/node's below).
+	systemIndex = 20
+	workerIndex = 21
+)
+
+// TestChartOnRealNodes is one cluster, with each check a subtest in order: each needs what
+// the one before it built.
+func TestChartOnRealNodes(t *testing.T) {
+	if why := node.Unsupported(); why != "" {
+		t.Skip(why)
+	}
+	c := newCluster(t)
+	ctx := context.Background()
+	inProcess := c.inProcessCreates(t)
+
+	began := time.Now()
+	if err := c.install(ctx, chartDir, releaseName, namespace, c.values()); err != nil {
+		t.Fatal(err)
+	}
+	served, err := c.serving(ctx, namespace, releaseName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("helm install to the webhook serving through its Service: %s", served.Sub(began).Round(time.Millisecond))
+
+	t.Run("leader election and metrics", func(t *testing.T) { c.checkReplicas(t) })
+	t.Run("Node CREATE latency", func(t *testing.T) {
+		installed := c.creates(t, "installed")
+		t.Logf("Node CREATE through the webhook, %d sequential dry runs: the chart's Pods p50 %s, p99 %s; the in-process gate on this plane p50 %s, p99 %s",
+			createSamples, installed.p50, installed.p99, inProcess.p50, inProcess.p99)
+	})
+	t.Run("a real node is gated and released", func(t *testing.T) { c.realNodeJoins(t) })
+	t.Run("a burst of fake nodes", func(t *testing.T) { c.burst(t, "chart-burst", nil) })
+	t.Run("gate containers killed under a burst", func(t *testing.T) {
+		c.burst(t, "chart-burst-kill", func(ctx context.Context, _ sim.Live) { c.killGate(ctx, t) })
+	})
+	t.Run("memory after the bursts", func(t *testing.T) {
+		var names []string
+		for _, p := range c.gatePods(t) {
+			names = append(names, p.Name)
+		}
+		c.logMemory(t, names)
+	})
+	// Last: the broken release's webhook refuses every Node CREATE from here on.
+	t.Run("a broken chart is caught", func(t *testing.T) { c.brokenChart(t) })
+}
+
+// createSamples is how many Node CREATEs each latency figure is taken from.
+const createSamples = 200
+
+// latency is a sample's median and 99th percentile.
+type latency struct{ p50, p99 time.Duration }
+
+// creates times createSamples dry-run Node CREATEs, one after another, for nodes the
+// scenario name's gate admits, each of which must come back tainted: the cost admission
+// adds to a kubelet's registration.
+func (c *cluster) creates(t *testing.T, name string) latency {
+	t.Helper()
+	r := defaultRule()
+	var took []time.Duration
+	for i := range createSamples {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, i), Labels: map[string]string{scenario.Label: name}}}
+		began := time.Now()
+		out, err := c.cs.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		took = append(took, time.Since(began))
+		if err != nil || !r.HasTaint(out) {
+			t.Fatalf("Node CREATE %s: %v; taints %v", n.Name, err, out.Spec.Taints)
+		}
+	}
+	slices.Sort(took)
+	return latency{p50: took[len(took)/2].Round(10 * time.Microsecond), p99: took[len(took)*99/100].Round(10 * time.Microsecond)}
+}
+
+// inProcessCreates times the same CREATEs through the simulator's in-process gate on this
+// plane (its webhook served from the test process, through the harness's relay), before the
+// chart is installed: the figure the chart's Pods are compared with.
+func (c *cluster) inProcessCreates(t *testing.T) latency {
+	t.Helper()
+	const name = "in-process"
+	cfg := sim.ScopeConfig(*defaultConfig(), name)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	g := gateundertest.New(c.rc, c.cs, gateundertest.InProcess, cfg, &scenario.Scenario{Name: name}, name, gateundertest.Options{Run: name})
+	if err := g.Start(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	l := c.creates(t, name)
+	if err := g.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// cluster is the plane, kube-proxy, and the system node with the gate's image.
+type cluster struct {
+	dir    string
+	plane  *controlplane.Embedded
+	rc     *rest.Config
+	cs     kubernetes.Interface
+	system *node.Node
+}
+
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	ctx := context.Background()
+	ip, err := node.HostIP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{dir: t.TempDir()}
+	c.plane = &controlplane.Embedded{PodIP: ip, LogDir: keptDir(t, "plane")}
+	if c.rc, err = c.plane.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.plane.Stop() })
+	c.rc.QPS, c.rc.Burst = 1000, 2000 // no client-side wait in the latencies measured
+	c.cs = kubernetes.NewForConfigOrDie(c.rc)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // another package's test may hold the machine's
+	defer cancel()
+	proxy, err := node.StartProxy(pctx, c.dir, c.plane.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := proxy.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	image := buildImage(t, c.dir)
+	c.system = c.startNode(t, "system-0", systemIndex, map[string]string{systemLabel: "system"})
+	if err := c.system.ImportImage(ctx, image); err != nil {
+		t.Fatal(err)
+	}
+	c.waitNode(t, c.system, nodeReady)
+	return c
+}
+
+// keptDir is a directory for logs that outlive the test when $STARTUPGATE_KEEP_LOGS names
+// a directory, and a temporary one otherwise.
+func keptDir(t *testing.T, name string) string {
+	t.Helper()
+	if d := os.Getenv("STARTUPGATE_KEEP_LOGS"); d != "" {
+		p := filepath.Join(d, name)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	return t.TempDir()
+}
+
+// buildImage writes make image's tarball for the gate binary the tests run (make test's
+// bin/test/gate, or one built here), with hack/image, the builder make image runs.
+func buildImage(t *testing.T, dir string) string {
+	t.Helper()
+	bin, err := gateundertest.GateBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tar := filepath.Join(dir, "startupgate.tar")
+	cmd := exec.Command("go", "run", ".", "-binary", bin, "-out", tar, "-tag", gateImageRepo+":"+gateImageTag, "-arch", runtime.GOARCH)
+	cmd.Dir = "../../hack/image"
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the gate's image: %v\n%s", err, out)
+	}
+	return tar
+}
+
+// startNode starts a real node; it is stopped, and its Node deleted, when the test ends.
+func (c *cluster) startNode(t *testing.T, name string, index int, labels map[string]string) *node.Node {
+	t.Helper()
+	n, err := node.Start(context.Background(), node.Config{Name: name, Index: index, Dir: c.dir, Kubeconfig: c.plane.Kubeconfig(), Labels: labels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Stop(); err != nil {
+			t.Error(err)
+		}
+		_ = c.cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	return n
+}
+
+// values are the chart's values for this cluster: the imported image, never pulled, and
+// the system pool; everything else is the chart's default (two replicas, the webhook with
+// failurePolicy Fail, the self-signed certificate).
+func (c *cluster) values() map[string]any {
+	return map[string]any{
+		"image":        map[string]any{"repository": gateImageRepo, "tag": gateImageTag, "pullPolicy": "Never"},
+		"nodeSelector": map[string]any{systemLabel: "system"},
+	}
+}
+
+// install is `helm install --create-namespace` of the chart in dir, without --wait: serving
+// says when the release works.
+func (c *cluster) install(ctx context.Context, dir, release, ns string, vals map[string]any) error {
+	kubeconfig := c.plane.Kubeconfig()
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig, flags.Namespace = &kubeconfig, &ns
+	cfg := action.NewConfiguration()
+	cfg.SetLogger(slog.NewTextHandler(io.Discard, nil))
+	if err := cfg.Init(flags, ns, "secret"); err != nil {
+		return err
+	}
+	ch, err := loader.Load(dir)
+	if err != nil {
+		return err
+	}
+	in := action.NewInstall(cfg)
+	in.ReleaseName, in.Namespace, in.CreateNamespace = release, ns, true
+	in.WaitStrategy, in.Timeout = kube.HookOnlyStrategy, time.Minute
+	if _, err := in.RunWithContext(ctx, ch, vals); err != nil {
+		return fmt.Errorf("helm install %s: %w", release, err)
+	}
+	return nil
+}
+
+// serving waits for the release to work, step by step, and says which step did not: its
+// Pods ready, then a Node CREATE tainted by its webhook through its Service (a dry run, so
+// no Node is left). It returns when the webhook first served.
+func (c *cluster) serving(ctx context.Context, ns, release string) (time.Time, error) {
+	if err := c.podsReady(ctx, ns, release); err != nil {
+		return time.Time{}, fmt.Errorf("step \"the gate's Pods are ready\": %w", err)
+	}
+	if err := gateundertest.WaitAdmission(ctx, c.cs, defaultConfig(), release); err != nil {
+		return time.Time{}, fmt.Errorf("step \"the webhook taints a Node CREATE through its Service\": %w", err)
+	}
+	return time.Now(), nil
+}
+
+// podsReady waits for the release's Deployment to have every replica ready, and otherwise
+// says what its Pods wait for.
+func (c *cluster) podsReady(ctx context.Context, ns, release string) error {
+	var d *appsv1.Deployment
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if d, err = c.cs.AppsV1().Deployments(ns).Get(ctx, release, metav1.GetOptions{}); err != nil {
+			return false, nil //nolint:nilerr // not created yet
+		}
+		return d.Spec.Replicas != nil && d.Status.ReadyReplicas == *d.Spec.Replicas, nil
+	})
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w; %s", err, c.podStates(ctx, ns))
+}
+
+// podStates describes each Pod in ns: phase, readiness, and what its containers wait for.
+func (c *cluster) podStates(ctx context.Context, ns string) string {
+	pods, err := c.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, p := range pods.Items {
+		s := fmt.Sprintf("Pod %s on %q: %s", p.Name, p.Spec.NodeName, p.Status.Phase)
+		for _, cs := range p.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil {
+				s += fmt.Sprintf(", %s waiting: %s %s", cs.Name, w.Reason, w.Message)
+			}
+			s += fmt.Sprintf(", %s ready=%t restarts=%d", cs.Name, cs.Ready, cs.RestartCount)
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return "no Pods in " + ns
+	}
+	return strings.Join(out, "; ")
+}
+
+// gatePods are the release's Pods.
+func (c *cluster) gatePods(t *testing.T) []corev1.Pod {
+	t.Helper()
+	pods, err := c.cs.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + releaseName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods.Items
+}
+
+// checkReplicas: both replicas run on the system node; one of them holds the lease; each
+// serves its metrics on its Pod IP; and the kubelet reports their memory.
+func (c *cluster) checkReplicas(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	pods := c.gatePods(t)
+	if len(pods) != 2 {
+		t.Fatalf("%d gate Pods, want the chart's 2: %s", len(pods), c.podStates(ctx, namespace))
+	}
+	var names []string
+	for _, p := range pods {
+		names = append(names, p.Name)
+		if p.Spec.NodeName != c.system.Name() {
+			t.Errorf("gate Pod %s runs on %q, not the system node %s", p.Name, p.Spec.NodeName, c.system.Name())
+		}
+		c.checkMetrics(t, p)
+	}
+	var holder string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := c.cs.CoordinationV1().Leases(namespace).Get(ctx, "startupgate.startup.k8s.io", metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return false, nil //nolint:nilerr // no leader yet
+		}
+		holder = *l.Spec.HolderIdentity
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("no gate replica took the lease: %v", err)
+	}
+	// controller-runtime names a candidate by its hostname, the Pod's name, and a UUID.
+	name, _, _ := strings.Cut(holder, "_")
+	if !slices.Contains(names, name) {
+		t.Errorf("the lease is held by %q, not by a gate Pod (%v)", holder, names)
+	}
+	t.Logf("lease held by %s, one of %v", name, names)
+	c.logMemory(t, names)
+}
+
+// checkMetrics scrapes a gate Pod's metrics on its Pod IP, as Prometheus would.
+func (c *cluster) checkMetrics(t *testing.T, p corev1.Pod) {
+	t.Helper()
+	url := fmt.Sprintf("http://%s:8080/metrics", p.Status.PodIP)
+	resp, err := http.Get(url) //nolint:gosec,noctx // the Pod's own address, in a test
+	if err != nil {
+		t.Errorf("scraping %s (Pod %s): %v", url, p.Name, err)
+		return
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "\nstartupgate_") {
+		t.Errorf("scraping %s (Pod %s): %s, %v; no startupgate_ metric in %d bytes", url, p.Name, resp.Status, err, len(body))
+	}
+}
+
+// logMemory logs the gate Pods' memory as their kubelet reports it (its stats summary, what
+// metrics-server and kubectl top read), once it has measured them.
+func (c *cluster) logMemory(t *testing.T, pods []string) {
+	t.Helper()
+	var got map[string]uint64
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		got, err = c.workingSets(ctx, pods)
+		return err == nil && len(got) == len(pods), nil
+	})
+	if err != nil {
+		t.Errorf("the kubelet reported the memory of %d of the gate's %d Pods within a minute", len(got), len(pods))
+	}
+	for name, ws := range got {
+		t.Logf("gate Pod %s: working set %.1f MiB (kubelet stats summary)", name, float64(ws)/(1<<20))
+	}
+}
+
+// workingSets reads the system node's stats summary for the named Pods' working sets;
+// a Pod the kubelet has not measured yet (no figure, or 0) is left out.
+func (c *cluster) workingSets(ctx context.Context, pods []string) (map[string]uint64, error) {
+	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // the kubelet's self-signed certificate, on loopback
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.system.KubeletURL()+"/stats/summary", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var summary struct {
+		Pods []struct {
+			PodRef struct{ Name string } `json:"podRef"`
+			Memory *struct {
+				WorkingSetBytes *uint64 `json:"workingSetBytes"`
+			} `json:"memory"`
+		} `json:"pods"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&summary); err != nil {
+		return nil, err
+	}
+	got := map[string]uint64{}
+	for _, p := range summary.Pods {
+		if slices.Contains(pods, p.PodRef.Name) && p.Memory != nil && p.Memory.WorkingSetBytes != nil && *p.Memory.WorkingSetBytes > 0 {
+			got[p.PodRef.Name] = *p.Memory.WorkingSetBytes
+		}
+	}
+	return got, nil
+}
+
+// realNodeJoins: a second real node registers with a real CREATE, which the gate's Pods
+// taint; the example init DaemonSet runs on it until its readiness probe passes; the gate
+// releases the node; and a workload Pod that waited for it only then starts there.
+func (c *cluster) realNodeJoins(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	const name = "worker-0"
+	c.installInit(t, name)
+	workload := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "waits-for-" + name, Namespace: "default"},
+		Spec: corev1.PodSpec{
+			NodeSelector:                  map[string]string{corev1.LabelHostname: name},
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			Containers: []corev1.Container{{Name: "work", Image: node.ToolsImage, ImagePullPolicy: corev1.PullNever,
+				Command: []string{"/bin/sleep", "3600"}}},
+		},
+	}
+	// The default ServiceAccount, which admission requires, is the controller-manager's to create.
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.cs.CoreV1().Pods("default").Create(ctx, workload, metav1.CreateOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("creating the workload Pod: %v", err)
+	}
+	r := defaultRule()
+	n := c.startNode(t, name, workerIndex, nil)
+	first := c.waitNode(t, n, func(*corev1.Node) bool { return true })
+	if !r.HasTaint(first) {
+		t.Fatalf("node %s was registered without the startup taint: %v", name, first.Spec.Taints)
+	}
+	released := c.waitNode(t, n, r.Completed)
+	if r.HasTaint(released) {
+		t.Errorf("node %s carries completedAt and still the taint: %v", name, released.Spec.Taints)
+	}
+	completed, err := strconv.ParseInt(released.Annotations[r.CompletedAnnotation], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pod *corev1.Pod
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pod, err = c.cs.CoreV1().Pods("default").Get(ctx, workload.Name, metav1.GetOptions{})
+		return err == nil && pod.Status.Phase == corev1.PodRunning, nil
+	}); err != nil {
+		t.Fatalf("the workload Pod never ran: %v (%+v)", err, pod.Status)
+	}
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && cond.LastTransitionTime.Unix() < completed {
+			t.Errorf("workload Pod scheduled at %v, before the node's release at %v", cond.LastTransitionTime.Time, time.Unix(completed, 0))
+		}
+	}
+	t.Logf("node %s: registered tainted at %v, released %ds later by the gate's Pods; workload running",
+		name, first.CreationTimestamp.Time, completed-first.CreationTimestamp.Unix())
+}
+
+// installInit applies deploy/startup-daemonset.yaml as a real node here runs it
+// (node.ExampleInit), with a warm-up of 3 s, on the named node only: the fake nodes of the
+// bursts have their own.
+func (c *cluster) installInit(t *testing.T, nodeName string) {
+	t.Helper()
+	raw, err := os.ReadFile("../startup-daemonset.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := node.ExampleInit(raw, "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(c.rc, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if ds, ok := o.(*appsv1.DaemonSet); ok {
+			ds.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: nodeName}
+		}
+		if err := cl.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// burstScenario is 100 fake nodes joining at once for 300 pending Pods, judged as every
+// scenario is: no Pod bound early, every node released.
+const burstScenario = `
+description: >-
+  The gate installed from its chart, on a real node, takes a burst of 100 nodes for 300
+  pending Pods. Hazard: a gate that works in-process and not as a Pod behind its Service.
+workloads:
+  - name: batch
+    replicas: 300
+init:
+  - name: init
+    ready: {after: 3s, jitter: 2s}
+timeline:
+  - at: 0s
+    join: {count: 100, prefix: f}
+expect:
+  violations: none
+  releasedWithin: 90s
+timeout: 4m
+`
+
+// burst runs the burst against the installed gate (the simulator's --gate installed);
+// started, if set, runs once admission works, before the first join.
+func (c *cluster) burst(t *testing.T, name string, started func(context.Context, sim.Live)) {
+	t.Helper()
+	sc, err := scenario.Parse([]byte("name: " + name + "\n" + burstScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := sim.Options{Gate: gateundertest.Installed, Plane: c.plane}
+	if started != nil {
+		opts.Hooks = &sim.Hooks{Started: started}
+	}
+	r, err := sim.NewRunner(c.rc, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(context.Background(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Passed {
+		t.Fatalf("%s failed: %v; errors %v; violations %v", name, res.Failures, res.Errors, res.Violations)
+	}
+	t.Logf("%s: %d nodes released by the gate's Pods, 0 Pods early; release after init ready p50 %.0f ms, p99 %.0f ms",
+		name, res.Released, res.ReleaseLatencyMS.P50, res.ReleaseLatencyMS.P99)
+}
+
+// killGate kills both gate containers at once, as a crash of each would, then tries a Node
+// CREATE at once: with failurePolicy Fail it is refused until a replica serves again, or
+// tainted. The burst that follows must lose nothing.
+func (c *cluster) killGate(ctx context.Context, t *testing.T) {
+	t.Helper()
+	for _, p := range c.gatePods(t) {
+		if err := c.system.KillContainer(ctx, p.Status.ContainerStatuses[0].ContainerID); err != nil {
+			t.Error(err)
+		}
+	}
+	r := defaultRule()
+	probe := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "probe-while-killed"}}
+	out, err := c.cs.CoreV1().Nodes().Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	switch {
+	case err != nil:
+		t.Logf("a Node CREATE right after the kill was refused, as failurePolicy Fail says: %v", err)
+	case !r.HasTaint(out):
+		t.Errorf("a Node CREATE right after the kill was admitted without the taint: %v", out.Spec.Taints)
+	default:
+		t.Logf("a Node CREATE right after the kill was tainted (a replica already served again)")
+	}
+	t.Cleanup(func() { c.checkRestarted(t) })
+}
+
+// checkRestarted: the kubelet restarted both killed containers, and they are ready again.
+func (c *cluster) checkRestarted(t *testing.T) {
+	t.Helper()
+	if err := c.podsReady(context.Background(), namespace, releaseName); err != nil {
+		t.Errorf("the gate's Pods after their containers were killed: %v", err)
+	}
+	for _, p := range c.gatePods(t) {
+		if n := p.Status.ContainerStatuses[0].RestartCount; n < 1 {
+			t.Errorf("gate Pod %s: %d restarts after its container was killed", p.Name, n)
+		}
+	}
+}
+
+// brokenChart is the negative control: a chart whose gate listens for the webhook on a port
+// other than the one its Service targets renders, lints and applies, and its Pods pass their
+// probes, but no Node CREATE gets through. serving must fail, naming that step.
+func (c *cluster) brokenChart(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "startupgate")
+	if err := os.CopyFS(dir, os.DirFS(chartDir)); err != nil {
+		t.Fatal(err)
+	}
+	tmpl := filepath.Join(dir, "templates", "deployment.yaml")
+	raw, err := os.ReadFile(tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(string(raw), "- --webhook-port=9443", "- --webhook-port=9444", 1)
+	if broken == string(raw) {
+		t.Fatal("the chart's Deployment no longer passes --webhook-port=9443; update this control")
+	}
+	if err := os.WriteFile(tmpl, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const release, ns = "broken", "broken-system"
+	if err := c.install(ctx, dir, release, ns, c.values()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.serving(ctx, ns, release+"-startupgate")
+	const step = `step "the webhook taints a Node CREATE through its Service"`
+	if err == nil || !strings.Contains(err.Error(), step) {
+		t.Fatalf("a gate that does not listen where its Service points: got %v, want a failure of %s", err, step)
+	}
+	t.Logf("caught: %v", err)
+}
+
+// defaultConfig is the chart's gate's: its values set no config.
+func defaultConfig() *config.Config {
+	cfg := config.DefaultConfig()
+	if err := cfg.Validate(); err != nil {
+		panic(err) // the contract's own defaults
+	}
+	return &cfg
+}
+
+// defaultRule is the rule of the default config.
+func defaultRule() *rule.Rule { return defaultConfig().EffectiveRules()[0] }
+
+// nodeReady: the Node reports Ready.
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// waitNode waits for the real node's Node to exist and satisfy ok, failing early if its
+// kubelet or containerd exits.
+func (c *cluster) waitNode(t *testing.T, n *node.Node, ok func(*corev1.Node) bool) *corev1.Node {
+	t.Helper()
+	var got *corev1.Node
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := n.Exited(); err != nil {
+			return false, err
+		}
+		nd, err := c.cs.CoreV1().Nodes().Get(ctx, n.Name(), metav1.GetOptions{})
+		if err != nil {
+			return false, nil //nolint:nilerr // not registered yet
+		}
+		got = nd
+		return ok(nd), nil
+	})
+	if err != nil {
+		t.Fatalf("node %s: %v (last seen: %+v)", n.Name(), errors.Join(err, c.system.Exited()), got)
+	}
+	return got
+}
