@@ -62,10 +62,10 @@ TEST_PACKAGES := ./...
 # the run when a process it started outlives it (a plane, a gate, a Karpenter).
 
 # make test-unit: everything but the tests that need the embedded control plane. sim and
-# deploy start one in TestMain; in cmd/gate, sim/bench, sim/autoscaler, sim/node and
-# deploy/helm, the plane tests are skipped by name. docs/development.md tells how to add one.
+# deploy start one in TestMain; in cmd/gate, sim/bench, sim/autoscaler, sim/controlplane,
+# sim/node and deploy/helm, the plane tests are skipped by name. docs/development.md tells how to add one.
 PLANE_PACKAGES := sim|deploy
-PLANE_TESTS    := ^(TestStatusOnEmbeddedPlane|TestBenchSmall|TestKarpenterScaleUp|TestRealNode|TestChartOnRealNodes)$$
+PLANE_TESTS    := ^(TestStatusOnEmbeddedPlane|TestBenchSmall|TestKarpenterScaleUp|TestRealNode|TestChartOnRealNodes|TestPlaneDiesWithItsParent)$$
 UNIT_PACKAGES   = $(shell go list ./... | grep -vE '^github.com/startupgate/startupgate/($(PLANE_PACKAGES))$$')
 
 # golangci-lint, pinned by hack/tools/go.mod and built once into the per-user cache.

@@ -140,9 +140,13 @@ func (e *Embedded) Start(ctx context.Context) (*rest.Config, error) {
 		_ = e.Stop()
 		return nil, err
 	}
-	e.env.ControlPlane.Etcd = &envtest.Etcd{Out: logs[0], Err: logs[0]}
+	// The paths are set, not left to envtest: it prefers $KUBEBUILDER_ASSETS, which make
+	// exports, to BinaryAssetsDirectory, and so would start the binaries without their
+	// parent-death wrappers.
+	e.env.ControlPlane.Etcd = &envtest.Etcd{Out: logs[0], Err: logs[0], Path: filepath.Join(assets, "etcd")}
 	apiServer := e.env.ControlPlane.GetAPIServer()
 	apiServer.Out, apiServer.Err = logs[1], logs[1]
+	apiServer.Path = filepath.Join(assets, "kube-apiserver")
 	api := apiServer.Configure()
 	// Bursts of thousands of nodes and pods must not be throttled by the apiserver itself.
 	api.Set("max-requests-inflight", "2000").Set("max-mutating-requests-inflight", "1000")
