@@ -24,7 +24,10 @@ import (
 	"helm.sh/helm/v4/pkg/kube"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
@@ -34,6 +37,7 @@ import (
 
 	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/rule"
+	"github.com/startupgate/startupgate/internal/servingcert"
 	"github.com/startupgate/startupgate/sim"
 	"github.com/startupgate/startupgate/sim/controlplane"
 	"github.com/startupgate/startupgate/sim/gateundertest"
@@ -100,6 +104,7 @@ func TestChartOnRealNodes(t *testing.T) {
 		}
 		c.logMemory(t, names)
 	})
+	t.Run("the self-signed kustomize overlay instead", func(t *testing.T) { c.kustomizeInstall(t) })
 	// Last: the broken release's webhook refuses every Node CREATE from here on.
 	t.Run("a broken chart is caught", func(t *testing.T) { c.brokenChart(t) })
 }
@@ -252,15 +257,21 @@ func (c *cluster) values() map[string]any {
 	}
 }
 
-// install is `helm install --create-namespace` of the chart in dir, without --wait: serving
-// says when the release works.
-func (c *cluster) install(ctx context.Context, dir, release, ns string, vals map[string]any) error {
+// helm is the Helm SDK's configuration for namespace ns of this cluster.
+func (c *cluster) helm(ns string) (*action.Configuration, error) {
 	kubeconfig := c.plane.Kubeconfig()
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig, flags.Namespace = &kubeconfig, &ns
 	cfg := action.NewConfiguration()
 	cfg.SetLogger(slog.NewTextHandler(io.Discard, nil))
-	if err := cfg.Init(flags, ns, "secret"); err != nil {
+	return cfg, cfg.Init(flags, ns, "secret")
+}
+
+// install is `helm install --create-namespace` of the chart in dir, without --wait: serving
+// says when the release works.
+func (c *cluster) install(ctx context.Context, dir, release, ns string, vals map[string]any) error {
+	cfg, err := c.helm(ns)
+	if err != nil {
 		return err
 	}
 	ch, err := loader.Load(dir)
@@ -607,6 +618,104 @@ func (c *cluster) checkRestarted(t *testing.T) {
 		if n := p.Status.ContainerStatuses[0].RestartCount; n < 1 {
 			t.Errorf("gate Pod %s: %d restarts after its container was killed", p.Name, n)
 		}
+	}
+}
+
+// kustomizeInstall replaces the release by the other install path, the one the operations
+// guide walks (kubectl apply -k deploy/overlays/self-signed, then generate-certs.sh), whose
+// objects have the same names: helm uninstall, the overlay built and applied with the image
+// and the system pool set as a user's patch would, the webhook's Secret and caBundle made as
+// the script makes them; then it must serve, and take a burst.
+func (c *cluster) kustomizeInstall(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := c.helm(namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	un := action.NewUninstall(cfg)
+	un.WaitStrategy, un.Timeout = kube.HookOnlyStrategy, time.Minute
+	if _, err := un.Run(releaseName); err != nil {
+		t.Fatalf("helm uninstall: %v", err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + releaseName})
+		return err == nil && len(pods.Items) == 0, nil
+	}); err != nil {
+		t.Fatalf("the chart's Pods after helm uninstall: %v; %s", err, c.podStates(ctx, namespace))
+	}
+	cl, err := client.New(c.rc, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range buildOverlay(t, "self-signed") {
+		if o.GetKind() == "Deployment" {
+			localImage(t, o)
+		}
+		if err := cl.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	c.selfSignedCert(t)
+	began := time.Now()
+	served, err := c.serving(ctx, namespace, "startupgate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kustomize overlay applied to the webhook serving: %s", served.Sub(began).Round(time.Millisecond))
+	c.burst(t, "kustomize-burst", nil)
+}
+
+// localImage sets the overlay's Deployment to the imported image, never pulled, on the
+// system pool.
+func localImage(t *testing.T, o *unstructured.Unstructured) {
+	t.Helper()
+	var d appsv1.Deployment
+	if err := k8sruntime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &d); err != nil {
+		t.Fatal(err)
+	}
+	c := &d.Spec.Template.Spec.Containers[0]
+	c.Image, c.ImagePullPolicy = gateImageRepo+":"+gateImageTag, corev1.PullNever
+	d.Spec.Template.Spec.NodeSelector = map[string]string{systemLabel: "system"}
+	m, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(&d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Object = m
+}
+
+// selfSignedCert does what generate-certs.sh does (this machine has no kubectl): a serving
+// certificate for the webhook Service in Secret startupgate-webhook-tls, and its CA as the
+// webhook's caBundle.
+func (c *cluster) selfSignedCert(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	svc := "startupgate-webhook"
+	names := servingcert.Names{DNS: []string{svc, svc + "." + namespace, svc + "." + namespace + ".svc", svc + "." + namespace + ".svc.cluster.local"}}
+	ca, err := servingcert.Write(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := map[string][]byte{"ca.crt": ca}
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		if data[f], err = os.ReadFile(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "startupgate-webhook-tls", Namespace: namespace}, Type: corev1.SecretTypeTLS, Data: data}
+	if _, err := c.cs.CoreV1().Secrets(namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wh, err := c.cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "startupgate", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range wh.Webhooks {
+		wh.Webhooks[i].ClientConfig.CABundle = ca
+	}
+	if _, err := c.cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, wh, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 
