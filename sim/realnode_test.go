@@ -197,24 +197,12 @@ func startWaitingPod(t *testing.T, cs kubernetes.Interface, ns string) string {
 	return pod.Name
 }
 
-// waitNode waits for the real node's Node to exist and satisfy ok, failing early if the
-// node's kubelet or containerd exits.
+// waitNode waits for the real node's Node to exist and satisfy ok (node.Node.Wait).
 func waitNode(t *testing.T, cs kubernetes.Interface, n *node.Node, ok func(*corev1.Node) bool) *corev1.Node {
 	t.Helper()
-	var got *corev1.Node
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := n.Exited(); err != nil {
-			return false, err
-		}
-		nd, err := cs.CoreV1().Nodes().Get(ctx, n.Name(), metav1.GetOptions{})
-		if err != nil {
-			return false, nil //nolint:nilerr // not registered yet
-		}
-		got = nd
-		return ok(nd), nil
-	})
+	got, err := n.Wait(context.Background(), cs, ok)
 	if err != nil {
-		t.Fatalf("node %s: %v (last seen: %+v)", n.Name(), err, got)
+		t.Fatal(err)
 	}
 	return got
 }

@@ -775,24 +775,12 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
-// waitNode waits for the real node's Node to exist and satisfy ok, failing early if its
-// kubelet or containerd exits.
+// waitNode waits for the real node's Node to exist and satisfy ok (node.Node.Wait).
 func (c *cluster) waitNode(t *testing.T, n *node.Node, ok func(*corev1.Node) bool) *corev1.Node {
 	t.Helper()
-	var got *corev1.Node
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := n.Exited(); err != nil {
-			return false, err
-		}
-		nd, err := c.cs.CoreV1().Nodes().Get(ctx, n.Name(), metav1.GetOptions{})
-		if err != nil {
-			return false, nil //nolint:nilerr // not registered yet
-		}
-		got = nd
-		return ok(nd), nil
-	})
+	got, err := n.Wait(context.Background(), c.cs, ok)
 	if err != nil {
-		t.Fatalf("node %s: %v (last seen: %+v)", n.Name(), errors.Join(err, c.system.Exited()), got)
+		t.Fatal(errors.Join(err, c.system.Exited()))
 	}
 	return got
 }

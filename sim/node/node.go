@@ -13,6 +13,11 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/startupgate/startupgate/internal/freeport"
 )
 
@@ -181,28 +186,32 @@ type proc struct {
 
 // spawn starts a part with its output in the node's directory.
 func (n *Node) spawn(name, path string, args ...string) (*proc, error) {
-	log, err := os.OpenFile(filepath.Join(n.dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
+	p, log, err := spawn(n.dir, name, path, n.parts, args...)
+	if log != nil {
+		n.logs = append(n.logs, log)
 	}
-	n.logs = append(n.logs, log)
-	return spawn(log, name, path, n.parts, args...)
+	return p, err
 }
 
-// spawn starts a part with its output in log and the parts directory first in its PATH. It
-// dies with this process (a parent-death signal), and keeps this process's environment, so
-// that hack/leftovers finds it if it outlives the run.
-func spawn(log *os.File, name, path, parts string, args ...string) (*proc, error) {
+// spawn starts a part with its output appended to dir/NAME.log, which it returns for the
+// caller to close, and the parts directory first in its PATH. It dies with this process (a
+// parent-death signal), and keeps this process's environment, so that hack/leftovers finds
+// it if it outlives the run.
+func spawn(dir, name, path, parts string, args ...string) (*proc, *os.File, error) {
+	log, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Env = append(os.Environ(), "PATH="+parts+":"+os.Getenv("PATH"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", name, err)
+		return nil, log, fmt.Errorf("starting %s: %w", name, err)
 	}
 	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
 	go func() { p.err = cmd.Wait(); close(p.done) }()
-	return p, nil
+	return p, log, nil
 }
 
 // Exited returns nil while the node's containerd and kubelet run, and otherwise says which
@@ -292,6 +301,27 @@ func joinLabels(labels map[string]string) string {
 	}
 	sort.Strings(kv)
 	return strings.Join(kv, ",")
+}
+
+// Wait polls the node's Node until it exists and ok holds, for up to two minutes, and
+// fails at once if the node's containerd or kubelet exits. It returns the Node last seen.
+func (n *Node) Wait(ctx context.Context, cs kubernetes.Interface, ok func(*corev1.Node) bool) (*corev1.Node, error) {
+	var got *corev1.Node
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := n.Exited(); err != nil {
+			return false, err
+		}
+		nd, err := cs.CoreV1().Nodes().Get(ctx, n.cfg.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil //nolint:nilerr // not registered yet
+		}
+		got = nd
+		return ok(nd), nil
+	})
+	if err != nil {
+		return got, fmt.Errorf("node %s: %w (last seen: %+v)", n.cfg.Name, err, got)
+	}
+	return got, nil
 }
 
 // KillContainer kills a running container with SIGKILL, as the kernel's OOM killer or a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -113,11 +112,6 @@ func assertProxyGone(t *testing.T) {
 	}
 }
 
-// chainExists: the iptables chain is in the table.
-func chainExists(table, chain string) bool {
-	return exec.Command("iptables", "-t", table, "-n", "-L", chain).Run() == nil
-}
-
 // startReady starts a real node and waits for its Node to be Ready.
 func startReady(t *testing.T, cs kubernetes.Interface, kubeconfig string, index int) *Node {
 	t.Helper()
@@ -129,20 +123,13 @@ func startReady(t *testing.T, cs kubernetes.Interface, kubeconfig string, index 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = n.Stop() })
-	err = wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := n.Exited(); err != nil {
-			return false, err
-		}
-		node, err := cs.CoreV1().Nodes().Get(ctx, n.Name(), metav1.GetOptions{})
-		if err != nil {
-			return false, nil //nolint:nilerr // not registered yet
-		}
+	_, err = n.Wait(context.Background(), cs, func(node *corev1.Node) bool {
 		for _, c := range node.Status.Conditions {
 			if c.Type == corev1.NodeReady {
-				return c.Status == corev1.ConditionTrue, nil
+				return c.Status == corev1.ConditionTrue
 			}
 		}
-		return false, nil
+		return false
 	})
 	if err != nil {
 		t.Fatalf("node %s not Ready: %v\nkubelet's log ends:\n%s", n.Name(), err, tail(filepath.Join(n.Dir(), "kubelet.log"), 20))

@@ -53,28 +53,32 @@ func StartProxy(ctx context.Context, dir, kubeconfig string) (*Proxy, error) {
 	if p.lock, err = lockProxy(ctx); err != nil {
 		return nil, err
 	}
-	if err := claimProxy(p.dir); err != nil {
-		return nil, errors.Join(err, p.Stop())
-	}
-	healthz, err := freeport.Get()
-	if err != nil {
-		return nil, err
-	}
-	metrics, err := freeport.Get()
-	if err != nil {
-		return nil, err
-	}
-	cfg := filepath.Join(p.dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte(proxyConfig(kubeconfig, healthz, metrics)), 0o644); err != nil {
-		return nil, err
-	}
-	if p.log, err = os.OpenFile(filepath.Join(p.dir, "kube-proxy.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
-		return nil, err
-	}
-	if p.proc, err = spawn(p.log, "kube-proxy", filepath.Join(parts, "kube-proxy"), parts, "--config", cfg, "--v", "2"); err != nil {
+	if err := p.start(kubeconfig); err != nil {
 		return nil, errors.Join(err, p.Stop())
 	}
 	return p, nil
+}
+
+// start claims the machine's kube-proxy record and runs kube-proxy; the caller holds the
+// lock, and stops p if start fails, which lets the lock go and removes what was made.
+func (p *Proxy) start(kubeconfig string) error {
+	if err := claimProxy(p.dir); err != nil {
+		return err
+	}
+	healthz, err := freeport.Get()
+	if err != nil {
+		return err
+	}
+	metrics, err := freeport.Get()
+	if err != nil {
+		return err
+	}
+	cfg := filepath.Join(p.dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(proxyConfig(kubeconfig, healthz, metrics)), 0o644); err != nil {
+		return err
+	}
+	p.proc, p.log, err = spawn(p.dir, "kube-proxy", filepath.Join(p.parts, "kube-proxy"), p.parts, "--config", cfg, "--v", "2")
+	return err
 }
 
 // proxyConfig is kube-proxy's configuration. It leaves the machine's sysctls alone: no

@@ -82,8 +82,8 @@ func removeKubeletChains() error {
 	var errs []error
 	for table, chains := range kubeletChains {
 		for _, chain := range chains {
-			if exec.Command("iptables", "-t", table, "-n", "-L", chain).Run() != nil {
-				continue // not there
+			if !chainExists(table, chain) {
+				continue
 			}
 			for _, op := range []string{"-F", "-X"} {
 				if out, err := exec.Command("iptables", "-t", table, op, chain).CombinedOutput(); err != nil {
@@ -93,6 +93,11 @@ func removeKubeletChains() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// chainExists: the iptables chain is in the table.
+func chainExists(table, chain string) bool {
+	return exec.Command("iptables", "-t", table, "-n", "-L", chain).Run() == nil
 }
 
 // idle: no real node is registered on this machine, nor a kube-proxy.
