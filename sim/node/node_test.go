@@ -2,7 +2,10 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -42,6 +45,7 @@ func TestRealNode(t *testing.T) {
 
 	t.Run("stopped", func(t *testing.T) {
 		n := startReady(t, cs, plane.Kubeconfig(), 1)
+		assertNoImageGC(t, n)
 		runReadyPod(t, cs, n.Name())
 		if err := n.Stop(); err != nil {
 			t.Fatal(err)
@@ -109,6 +113,36 @@ func assertProxyGone(t *testing.T) {
 	}
 	if _, err := os.Stat(proxyEntry); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("kube-proxy's registry record is left: %v", err)
+	}
+}
+
+// assertNoImageGC: the running kubelet took the configuration that turns its image garbage
+// collection off, as its /configz reports; an imported image it deleted could not come back.
+func assertNoImageGC(t *testing.T, n *Node) {
+	t.Helper()
+	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // the kubelet's self-signed certificate, on loopback
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, n.KubeletURL()+"/configz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var configz struct {
+		Config struct {
+			High *int `json:"imageGCHighThresholdPercent"`
+		} `json:"kubeletconfig"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&configz); err != nil {
+		t.Fatalf("the kubelet's /configz: %v", err)
+	}
+	switch got := configz.Config.High; {
+	case got == nil:
+		t.Error("the kubelet's /configz has no imageGCHighThresholdPercent")
+	case *got != 100:
+		t.Errorf("the kubelet's imageGCHighThresholdPercent is %d, want 100 (no image garbage collection)", *got)
 	}
 }
 
