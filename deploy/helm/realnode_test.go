@@ -167,36 +167,26 @@ type cluster struct {
 
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	ctx := context.Background()
-	ip, err := node.HostIP()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cluster{dir: t.TempDir()}
-	c.plane = &controlplane.Embedded{PodIP: ip, LogDir: keptDir(t, "plane")}
-	if c.rc, err = c.plane.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.plane.Stop() })
-	c.rc.QPS, c.rc.Burst = 1000, 2000 // no client-side wait in the latencies measured
-	c.cs = kubernetes.NewForConfigOrDie(c.rc)
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // another package's test may hold the machine's
+	// Long enough to wait out another package's test that holds the machine's kube-proxy.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	proxy, err := node.StartProxy(pctx, c.dir, c.plane.Kubeconfig())
+	c := &cluster{dir: t.TempDir()}
+	nc, err := node.StartCluster(ctx, node.ClusterConfig{
+		Dir: c.dir, PlaneLogs: keptDir(t, "plane"), Image: buildImage(t, c.dir),
+		System: node.Config{Name: "system-0", Index: systemIndex, Labels: map[string]string{systemLabel: "system"}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := proxy.Stop(); err != nil {
+		if err := nc.Stop(); err != nil {
 			t.Error(err)
 		}
 	})
-	image := buildImage(t, c.dir)
-	c.system = c.startNode(t, "system-0", systemIndex, map[string]string{systemLabel: "system"})
-	if err := c.system.ImportImage(ctx, image); err != nil {
-		t.Fatal(err)
-	}
-	c.waitNode(t, c.system, nodeReady)
+	c.plane, c.system = nc.Plane, nc.System
+	c.rc = rest.CopyConfig(nc.Config)
+	c.rc.QPS, c.rc.Burst = 1000, 2000 // no client-side wait in the latencies measured
+	c.cs = kubernetes.NewForConfigOrDie(c.rc)
 	return c
 }
 
@@ -764,16 +754,6 @@ func defaultConfig() *config.Config {
 
 // defaultRule is the rule of the default config.
 func defaultRule() *rule.Rule { return defaultConfig().EffectiveRules()[0] }
-
-// nodeReady: the Node reports Ready.
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
 
 // waitNode waits for the real node's Node to exist and satisfy ok (node.Node.Wait).
 func (c *cluster) waitNode(t *testing.T, n *node.Node, ok func(*corev1.Node) bool) *corev1.Node {

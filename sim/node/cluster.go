@@ -1,0 +1,99 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/startupgate/startupgate/sim/controlplane"
+)
+
+// ClusterConfig says what StartCluster builds.
+type ClusterConfig struct {
+	// Dir holds kube-proxy's and the system node's state.
+	Dir string
+	// PlaneLogs keeps the plane's logs there ("" for a temporary directory).
+	PlaneLogs string
+	// System is the system node: its name, index and labels (Dir and Kubeconfig are filled).
+	System Config
+	// Image is an image tarball imported into the system node's containerd before it is
+	// Ready, so that a Pod of it never pulls.
+	Image string
+}
+
+// Cluster is what the gate's image needs to run as users run it: the embedded plane serving
+// real Pods (its apiserver on HostIP, so that Pods reach it and it reaches their webhook),
+// kube-proxy for ClusterIPs, and a real system node that holds the image.
+type Cluster struct {
+	Plane  *controlplane.Embedded
+	Config *rest.Config
+	Client kubernetes.Interface
+	Proxy  *Proxy
+	System *Node
+}
+
+// StartCluster starts the plane, kube-proxy and the system node, imports the image, and
+// returns once the system node is Ready. kube-proxy waits for any other on this machine
+// (one at a time) until ctx ends. On an error it stops what it started.
+func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
+	ip, err := HostIP()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Plane: &controlplane.Embedded{PodIP: ip, LogDir: cfg.PlaneLogs}}
+	if err := c.start(ctx, cfg); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	return c, nil
+}
+
+func (c *Cluster) start(ctx context.Context, cfg ClusterConfig) error {
+	var err error
+	if c.Config, err = c.Plane.Start(ctx); err != nil {
+		return err
+	}
+	if c.Client, err = kubernetes.NewForConfig(c.Config); err != nil {
+		return err
+	}
+	if c.Proxy, err = StartProxy(ctx, cfg.Dir, c.Plane.Kubeconfig()); err != nil {
+		return err
+	}
+	sys := cfg.System
+	sys.Dir, sys.Kubeconfig = cfg.Dir, c.Plane.Kubeconfig()
+	if c.System, err = Start(ctx, sys); err != nil {
+		return err
+	}
+	if err := c.System.ImportImage(ctx, cfg.Image); err != nil {
+		return err
+	}
+	if _, err := c.System.Wait(ctx, c.Client, Ready); err != nil {
+		return fmt.Errorf("the system node is not Ready: %w", err)
+	}
+	return nil
+}
+
+// Stop stops the system node, kube-proxy and the plane, in that order, each that started.
+func (c *Cluster) Stop() error {
+	var errs []error
+	if c.System != nil {
+		errs = append(errs, c.System.Stop())
+	}
+	if c.Proxy != nil {
+		errs = append(errs, c.Proxy.Stop())
+	}
+	return errors.Join(append(errs, c.Plane.Stop())...)
+}
+
+// Ready reports whether the Node reports itself Ready.
+func Ready(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
