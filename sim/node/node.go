@@ -62,9 +62,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Absolute: its sockets are addresses, where a relative path would read as a host.
+	dir, err := filepath.Abs(filepath.Join(cfg.Dir, "startupgate-node-"+cfg.Name))
+	if err != nil {
+		return nil, err
+	}
 	n := &Node{
 		cfg:        cfg,
-		dir:        filepath.Join(cfg.Dir, "startupgate-node-"+cfg.Name),
+		dir:        dir,
 		parts:      parts,
 		bridge:     bridgeName(cfg.Index),
 		cgroupRoot: cgroupRootName(cfg.Index),
@@ -90,13 +95,14 @@ func (n *Node) Dir() string { return n.dir }
 func (n *Node) PodCIDR() string { return fmt.Sprintf("10.244.%d.0/24", n.cfg.Index) }
 
 func (n *Node) start(ctx context.Context) error {
+	// First: a killed node's entry may name this very directory, and sweeping it empties it.
+	if err := register(n); err != nil {
+		return err
+	}
 	for _, d := range []string{"cni", "ipam", "kubelet", "runc", "images", "pod-logs"} {
 		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
 			return err
 		}
-	}
-	if err := register(n); err != nil {
-		return err
 	}
 	if err := makeCgroupRoot(n.cgroupRoot); err != nil {
 		return err

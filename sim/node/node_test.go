@@ -44,7 +44,7 @@ func TestRealNode(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(rc)
 
 	t.Run("stopped", func(t *testing.T) {
-		n := startReady(t, cs, plane.Kubeconfig(), 1)
+		n := startReady(t, cs, plane.Kubeconfig(), 1, t.TempDir())
 		assertNoImageGC(t, n)
 		runReadyPod(t, cs, n.Name())
 		if err := n.Stop(); err != nil {
@@ -53,13 +53,9 @@ func TestRealNode(t *testing.T) {
 		assertGone(t, n)
 	})
 	t.Run("killed then swept", func(t *testing.T) {
-		n := startReady(t, cs, plane.Kubeconfig(), 2)
+		n := startReady(t, cs, plane.Kubeconfig(), 2, t.TempDir())
 		runReadyPod(t, cs, n.Name())
-		for _, p := range []*proc{n.kubelet, n.containerd} {
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-			<-p.done
-		}
-		n.kubelet, n.containerd = nil, nil
+		kill(n)
 		if processesWith(socket(n.dir)) == nil {
 			t.Fatal("no shim outlived the killed containerd: the sweep has nothing to prove")
 		}
@@ -67,6 +63,20 @@ func TestRealNode(t *testing.T) {
 			t.Fatal(err)
 		}
 		assertGone(t, n)
+	})
+	t.Run("killed, restarted", func(t *testing.T) {
+		dir := t.TempDir()
+		killed := startReady(t, cs, plane.Kubeconfig(), 3, dir)
+		kill(killed)
+		// Its Node goes too, so that Ready below is the new kubelet's.
+		if err := cs.CoreV1().Nodes().Delete(context.Background(), killed.Name(), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		again := startReady(t, cs, plane.Kubeconfig(), 3, dir) // its Start sweeps what the killed one left
+		if err := again.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		assertGone(t, again)
 	})
 	t.Run("kube-proxy stopped, then killed and swept", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // another package's may hold the machine's
@@ -146,26 +156,27 @@ func assertNoImageGC(t *testing.T, n *Node) {
 	}
 }
 
-// startReady starts a real node and waits for its Node to be Ready.
-func startReady(t *testing.T, cs kubernetes.Interface, kubeconfig string, index int) *Node {
+// kill kills the node's kubelet and containerd, as a killed run's death would.
+func kill(n *Node) {
+	for _, p := range []*proc{n.kubelet, n.containerd} {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+	n.kubelet, n.containerd = nil, nil
+}
+
+// startReady starts a real node in dir and waits for its Node to be Ready.
+func startReady(t *testing.T, cs kubernetes.Interface, kubeconfig string, index int, dir string) *Node {
 	t.Helper()
 	n, err := Start(context.Background(), Config{
-		Name: "real-" + strconv.Itoa(index), Index: index, Dir: t.TempDir(), Kubeconfig: kubeconfig,
+		Name: "real-" + strconv.Itoa(index), Index: index, Dir: dir, Kubeconfig: kubeconfig,
 		Labels: map[string]string{"startupgate.test/real-node": "true"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = n.Stop() })
-	_, err = n.Wait(context.Background(), cs, func(node *corev1.Node) bool {
-		for _, c := range node.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				return c.Status == corev1.ConditionTrue
-			}
-		}
-		return false
-	})
-	if err != nil {
+	if _, err = n.Wait(context.Background(), cs, Ready); err != nil {
 		t.Fatalf("node %s not Ready: %v\nkubelet's log ends:\n%s", n.Name(), err, tail(filepath.Join(n.Dir(), "kubelet.log"), 20))
 	}
 	return n

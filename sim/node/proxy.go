@@ -46,6 +46,9 @@ func StartProxy(ctx context.Context, dir, kubeconfig string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, err
+	}
 	p := &Proxy{dir: filepath.Join(dir, "kube-proxy"), parts: parts}
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		return nil, err
