@@ -72,6 +72,10 @@ UNIT_PACKAGES   = $(shell go list ./... | grep -vE '^github.com/startupgate/star
 TOOLS_DIR     := $(CACHE_DIR)/tools
 GOLANGCI_LINT_VERSION := $(shell awk '$$1 == "github.com/golangci/golangci-lint/v2" { print $$2 }' hack/tools/go.mod)
 GOLANGCI_LINT := $(TOOLS_DIR)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+# helm, pinned by deploy/helm/go.mod's tool directive (the SDK its tests install the chart
+# with), built once into the same cache: make demo installs the chart with it.
+HELM_VERSION  := $(shell awk '$$1 == "helm.sh/helm/v4" { print $$2 }' deploy/helm/go.mod)
+HELM          := $(TOOLS_DIR)/helm-$(HELM_VERSION)
 
 # make fuzz: each target this long, one worker each (the machines have 2 cores).
 FUZZTIME      ?= 5m
@@ -213,9 +217,19 @@ simulate: controlplane karpenter build ## Run every scenario in scenarios/ on th
 	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate hack/leftovers bin/simulate run --gate-log $(OUT)/gate.log --plane-logs $(OUT)/plane --parallel 4 --json $(OUT)/scenarios.json --junit $(OUT)/scenarios.xml --html $(OUT)/scenarios.html $(SCENARIOS)
 
 .PHONY: demo
-demo: controlplane karpenter build ## The autoscale demo, no Docker: Karpenter launches nodes for a Deployment scaled from 0, the gate holds each until its init Pod is Ready; out/demo.html.
+demo: controlplane karpenter build ## The autoscale demo, no Docker: Karpenter launches nodes for a Deployment scaled from 0, the gate holds each until its init Pod is Ready; out/demo.html. As root, the gate runs from its chart and image on a real system node.
 	@mkdir -p $(OUT)
-	hack/leftovers bin/simulate demo --html $(OUT)/demo.html --gate-log $(OUT)/demo-gate.log --plane-logs $(OUT)/demo-plane
+	@chart=(); if [[ $$(id -u) == 0 ]]; then \
+		$(MAKE) --no-print-directory node image $(HELM) && chart=(--image $(IMAGE_TAR) --image-ref $(IMG) --helm $(HELM)) || exit 1; \
+	fi; \
+	hack/leftovers bin/simulate demo "$${chart[@]}" --html $(OUT)/demo.html --gate-log $(OUT)/demo-gate.log --plane-logs $(OUT)/demo-plane
+
+.PHONY: helm
+helm: $(HELM) ## Build the helm CLI that deploy/helm/go.mod pins into the per-user cache (first time only), for make demo.
+
+$(HELM):
+	@GOFLAGS="-toolexec=$(CURDIR)/hack/buildgc '-gcflags=$(PLANE_GCFLAGS)'" GOWORK=off hack/quietly $(TOOLS_DIR)/helm.log "building helm $(HELM_VERSION) into $(TOOLS_DIR) (first time only)" \
+		go build -C deploy/helm -trimpath -ldflags='-s -w' -o $(HELM) helm.sh/helm/v4/cmd/helm
 
 .PHONY: soak
 soak: controlplane karpenter build ## Every scenario on consecutive seeds until SOAK_RUNS runs; out/soak.json has each run's seed, result and reproduce command.

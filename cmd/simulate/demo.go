@@ -23,8 +23,6 @@ import (
 	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/sim"
 	"github.com/startupgate/startupgate/sim/autoscaler"
-	"github.com/startupgate/startupgate/sim/controlplane"
-	"github.com/startupgate/startupgate/sim/gateundertest"
 	"github.com/startupgate/startupgate/sim/report"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
@@ -34,17 +32,24 @@ const demoScenario = "scenarios/demo/karpenter-autoscale.yaml"
 
 // runDemo runs the autoscale demo on the embedded plane: Karpenter launches the nodes a
 // Deployment scaled from 0 needs, the gate holds each until its init Pod is Ready, and the
-// console prints a line per NodeClaim and node as each step happens.
+// console prints a line per NodeClaim and node as each step happens. The gate runs from its
+// chart on a real node when it can (demonode.go).
 func runDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	file := fs.String("scenario", demoScenario, "the demo's scenario file")
 	htmlOut := fs.String("html", "out/demo.html", "write the HTML timeline here")
-	gateLog := fs.String("gate-log", "", "write the gate's logs here (default: a temporary file)")
-	planeLogs := fs.String("plane-logs", "", "keep the plane's and Karpenter's logs in this directory")
+	gateLog := fs.String("gate-log", "", "write the simulator's logs, and an in-process gate's, here (default: a temporary file); a gate from the chart logs through its Pods")
+	planeLogs := fs.String("plane-logs", "", "keep the plane's, Karpenter's and the real node's logs in this directory")
+	var o chartOpts
+	fs.StringVar(&o.image, "image", "", "the gate's image tarball (make image): with it, on a machine that can run a real node, the gate runs from its Helm chart on a real system node; else in the simulator's process")
+	fs.StringVar(&o.imageRef, "image-ref", "ghcr.io/startupgate/startupgate:dev", "the name:tag of the image in that tarball")
+	fs.StringVar(&o.helm, "helm", "helm", "the helm binary that installs the chart")
+	fs.StringVar(&o.chart, "chart", "deploy/helm/startupgate", "the chart to install")
 	if err := fs.Parse(args); err != nil {
 		return 2, err
 	}
+	o.planeLogs = *planeLogs
 	sc, err := scenario.Load(*file)
 	if err != nil {
 		return 2, err
@@ -56,20 +61,15 @@ func runDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 2, err
 	}
-	backend, err := newBackend("embedded", "", *planeLogs)
-	if err != nil {
-		return 2, err
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Fprintf(stdout, "starting the embedded control plane (gate logs: %s)\n", logPath)
-	rc, err := backend.Start(ctx)
+	fmt.Fprintf(stdout, "the simulator's logs (and an in-process gate's): %s\n", logPath)
+	d, err := startDemoPlane(ctx, stdout, o)
 	if err != nil {
 		return 1, err
 	}
-	defer func() { _ = backend.Stop() }()
-	plane := backend.(*controlplane.Embedded)
-	fmt.Fprintf(stdout, "control plane up in %.1fs; starting Karpenter and the gate\n", plane.StartDuration().Seconds())
+	defer func() { _ = d.stop() }()
+	rc := d.rc
 	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
 		return 1, err
@@ -78,13 +78,13 @@ func runDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := cfg.Validate(); err != nil {
 		return 2, err
 	}
-	t := &tracker{out: stdout, cfg: &cfg, init: sc.Init, nodes: map[string]*nodeSteps{}}
+	t := &tracker{out: stdout, cfg: &cfg, init: sc.Init, pool: sc.Name, nodes: map[string]*nodeSteps{}}
 	watching := make(chan struct{})
 	hooks := &sim.Hooks{Started: func(ctx context.Context, l sim.Live) {
 		t.start = time.Now()
 		go t.watch(ctx, l, dyn, sc.Name, watching)
 	}}
-	runner, err := sim.NewRunner(rc, sim.Options{Gate: gateundertest.InProcess, Plane: plane, Hooks: hooks})
+	runner, err := sim.NewRunner(rc, sim.Options{Gate: d.gate, Plane: d.plane, Hooks: hooks})
 	if err != nil {
 		return 1, err
 	}
@@ -93,7 +93,7 @@ func runDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		return 1, err
 	}
 	<-watching
-	rep := &report.Report{Backend: backend.Name(), Gate: string(gateundertest.InProcess), Seed: 1, Scenarios: []*report.Result{res}}
+	rep := &report.Report{Backend: d.plane.Name(), Gate: string(d.gate), Seed: 1, Scenarios: []*report.Result{res}}
 	if err := rep.WriteHTML(*htmlOut); err != nil {
 		return 1, fmt.Errorf("writing %s: %w", *htmlOut, err)
 	}
@@ -118,6 +118,7 @@ type tracker struct {
 	out   io.Writer
 	cfg   *config.Config
 	init  []scenario.InitDaemonSet
+	pool  string // the scenario's node label value: its nodes, not a system node
 	start time.Time
 
 	mu    sync.Mutex
@@ -176,6 +177,9 @@ func (t *tracker) line(name, format string, args ...any) {
 
 // node prints a node's creation (with or without the gate's taint) and its release.
 func (t *tracker) node(n *corev1.Node) {
+	if n.Labels[scenario.Label] != t.pool {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s, ok := t.nodes[n.Name]

@@ -97,3 +97,41 @@ func readYAML(t *testing.T, path string, into any) {
 		t.Fatalf("%s: %v", path, err)
 	}
 }
+
+// TestChartOnNode: the demo runs the gate from its chart only given an image on a machine
+// that can run a real node, and otherwise says why not.
+func TestChartOnNode(t *testing.T) {
+	for _, tc := range []struct {
+		image, unsupported string
+		want               bool
+		why                string
+	}{
+		{image: "out/startupgate.tar", want: true},
+		{image: "", why: "no --image given"},
+		{image: "out/startupgate.tar", unsupported: "not root", why: "cannot run a real node (not root)"},
+		{image: "", unsupported: "not root", why: "no --image given"},
+	} {
+		got, why := chartOnNode(tc.image, tc.unsupported)
+		if got != tc.want || !strings.Contains(why, tc.why) || (tc.want && why != "") {
+			t.Errorf("chartOnNode(%q, %q) = %v, %q; want %v, a reason with %q", tc.image, tc.unsupported, got, why, tc.want, tc.why)
+		}
+	}
+}
+
+// TestSplitImageRef: the chart's image.repository and image.tag from make image's name:tag,
+// a registry's port left in the repository.
+func TestSplitImageRef(t *testing.T) {
+	for _, tc := range []struct{ ref, repo, tag string }{
+		{ref: "ghcr.io/startupgate/startupgate:dev", repo: "ghcr.io/startupgate/startupgate", tag: "dev"},
+		{ref: "localhost:5000/startupgate:0.1.0", repo: "localhost:5000/startupgate", tag: "0.1.0"},
+		{ref: "localhost:5000/startupgate"},
+		{ref: "startupgate:"},
+		{ref: ":dev"},
+		{ref: ""},
+	} {
+		repo, tag, err := splitImageRef(tc.ref)
+		if repo != tc.repo || tag != tc.tag || (err == nil) != (tc.repo != "") {
+			t.Errorf("splitImageRef(%q) = %q, %q, %v; want %q, %q", tc.ref, repo, tag, err, tc.repo, tc.tag)
+		}
+	}
+}
