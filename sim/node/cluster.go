@@ -37,7 +37,7 @@ type Cluster struct {
 }
 
 // StartCluster starts the plane, kube-proxy and the system node, imports the image, and
-// returns once the system node is Ready. kube-proxy waits for any other on this machine
+// returns once the system node is Ready and kube-proxy routes the apiserver's Service. kube-proxy waits for any other on this machine
 // (one at a time) until ctx ends. On an error it stops what it started.
 func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	ip, err := HostIP()
@@ -73,7 +73,7 @@ func (c *Cluster) start(ctx context.Context, cfg ClusterConfig) error {
 	if _, err := c.System.Wait(ctx, c.Client, Ready); err != nil {
 		return fmt.Errorf("the system node is not Ready: %w", err)
 	}
-	return nil
+	return c.Proxy.WaitService(ctx, "default/kubernetes")
 }
 
 // Stop stops the system node, kube-proxy and the plane, in that order, each that started.

@@ -98,7 +98,7 @@ func TestRealNode(t *testing.T) {
 	})
 }
 
-// startProxy starts kube-proxy and waits for its Service rules.
+// startProxy starts kube-proxy and waits for its rules for the apiserver's Service.
 func startProxy(ctx context.Context, t *testing.T, kubeconfig string) *Proxy {
 	t.Helper()
 	p, err := StartProxy(ctx, t.TempDir(), kubeconfig)
@@ -106,11 +106,8 @@ func startProxy(ctx context.Context, t *testing.T, kubeconfig string) *Proxy {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Stop() })
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		return chainExists("nat", "KUBE-SERVICES"), p.Exited()
-	})
-	if err != nil {
-		t.Fatalf("kube-proxy made no KUBE-SERVICES chain: %v\nits log ends:\n%s", err, tail(filepath.Join(p.dir, "kube-proxy.log"), 20))
+	if err := p.WaitService(ctx, "default/kubernetes"); err != nil {
+		t.Fatalf("%v\nits log ends:\n%s", err, tail(filepath.Join(p.dir, "kube-proxy.log"), 20))
 	}
 	return p
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/startupgate/startupgate/internal/freeport"
 )
@@ -106,6 +109,25 @@ iptables:
   syncPeriod: 1s
   minSyncPeriod: 0s
 `, kubeconfig, ClusterCIDR, healthz, metrics)
+}
+
+// WaitService waits, up to a minute, until kube-proxy's rules route the Service's
+// ClusterIP (its iptables rules name the Service in a comment, "namespace/name:port"). A Pod
+// that dials a ClusterIP before then gets no answer, and its client's dial times out: the
+// gate's first container, started right after the system node was Ready, waited 30 s on
+// the apiserver's Service and exited.
+func (p *Proxy) WaitService(ctx context.Context, namespacedName string) error {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := p.Exited(); err != nil {
+			return false, err
+		}
+		out, err := exec.CommandContext(ctx, "iptables", "-w", "-t", "nat", "-S", "KUBE-SERVICES").Output()
+		return err == nil && bytes.Contains(out, []byte(namespacedName+":")), nil
+	})
+	if err != nil {
+		return fmt.Errorf("kube-proxy routed no ClusterIP of Service %s: %w", namespacedName, err)
+	}
+	return nil
 }
 
 // Exited returns nil while kube-proxy runs, and otherwise how it exited and where its log is.
