@@ -20,14 +20,14 @@ type ClusterConfig struct {
 	PlaneLogs string
 	// System is the system node: its name, index and labels (Dir and Kubeconfig are filled).
 	System Config
-	// Image is an image tarball imported into the system node's containerd before it is
-	// Ready, so that a Pod of it never pulls.
+	// Image is an image tarball imported into the system node's containerd before
+	// StartCluster returns, so that a Pod of it never pulls ("" for none).
 	Image string
 }
 
-// Cluster is what the gate's image needs to run as users run it: the embedded plane serving
-// real Pods (its apiserver on HostIP, so that Pods reach it and it reaches their webhook),
-// kube-proxy for ClusterIPs, and a real system node that holds the image.
+// Cluster is what the gate's image needs to run as users run it: the embedded plane
+// serving real Pods (its apiserver on HostIP, so that Pods reach it and it reaches their
+// webhook), kube-proxy for ClusterIPs, and a real system node that holds the image.
 type Cluster struct {
 	Plane  *controlplane.Embedded
 	Config *rest.Config
@@ -37,8 +37,9 @@ type Cluster struct {
 }
 
 // StartCluster starts the plane, kube-proxy and the system node, imports the image, and
-// returns once the system node is Ready and kube-proxy routes the apiserver's Service. kube-proxy waits for any other on this machine
-// (one at a time) until ctx ends. On an error it stops what it started.
+// returns once the system node is Ready and kube-proxy routes the apiserver's Service. As
+// kube-proxy runs one at a time on a machine, it waits for another run's until ctx ends.
+// On an error it stops what it started.
 func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	ip, err := HostIP()
 	if err != nil {
@@ -67,8 +68,10 @@ func (c *Cluster) start(ctx context.Context, cfg ClusterConfig) error {
 	if c.System, err = Start(ctx, sys); err != nil {
 		return err
 	}
-	if err := c.System.ImportImage(ctx, cfg.Image); err != nil {
-		return err
+	if cfg.Image != "" {
+		if err := c.System.ImportImage(ctx, cfg.Image); err != nil {
+			return err
+		}
 	}
 	if _, err := c.System.Wait(ctx, c.Client, Ready); err != nil {
 		return fmt.Errorf("the system node is not Ready: %w", err)

@@ -90,8 +90,7 @@ func cniConfig(bridge, subnet, ipamDir string) string {
 //   - no eviction thresholds: the disk and memory are the machine's, shared with everything
 //     else, and a node evicting its Pods for the machine's state would prove nothing;
 //   - no image garbage collection (a high threshold of 100): on a disk fuller than 85% the
-//     kubelet deletes unused images, and an imported image cannot be pulled back. A CI run
-//     lost the gate's image between two installs that way;
+//     kubelet deletes unused images, and an imported image cannot be pulled back;
 //   - the kubelet manages no iptables chains of its own;
 //   - the Pods' logs are kept in the node's directory, not the machine's /var/log/pods.
 func kubeletConfig(c kubeletSettings) string {

@@ -49,6 +49,9 @@ type Node struct {
 	kubeletArgs []string
 	kubeletPort int
 	logs        []*os.File
+	// registered: the node holds its index in the registry, so its cgroups, bridge and
+	// directory are its own to tear down. Without it Stop does nothing.
+	registered bool
 }
 
 // Start starts the node's containerd, imports its images, then starts its kubelet, which
@@ -74,6 +77,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		bridge:     bridgeName(cfg.Index),
 		cgroupRoot: cgroupRootName(cfg.Index),
 	}
+	// First: a killed node's entry may name this very directory, and sweeping it empties
+	// it. A live node's entry fails Start before anything of that node's is touched.
+	if err := register(n); err != nil {
+		return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
+	}
+	n.registered = true
 	if err := n.start(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("node %s: %w", cfg.Name, err), n.Stop())
 	}
@@ -95,10 +104,6 @@ func (n *Node) Dir() string { return n.dir }
 func (n *Node) PodCIDR() string { return fmt.Sprintf("10.244.%d.0/24", n.cfg.Index) }
 
 func (n *Node) start(ctx context.Context) error {
-	// First: a killed node's entry may name this very directory, and sweeping it empties it.
-	if err := register(n); err != nil {
-		return err
-	}
 	for _, d := range []string{"cni", "ipam", "kubelet", "runc", "images", "pod-logs"} {
 		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
 			return err

@@ -78,6 +78,20 @@ func TestRealNode(t *testing.T) {
 		}
 		assertGone(t, again)
 	})
+	t.Run("an index in use", func(t *testing.T) {
+		live := startReady(t, cs, plane.Kubeconfig(), 4, t.TempDir())
+		other, err := Start(context.Background(), Config{Name: "real-4b", Index: 4, Dir: t.TempDir(), Kubeconfig: plane.Kubeconfig()})
+		if err == nil {
+			_ = other.Stop()
+			t.Fatal("a second node started on index 4, which a live node holds")
+		}
+		if err := live.Exited(); err != nil {
+			t.Fatalf("the live node on that index, after the second's failed Start: %v", err)
+		}
+		if entry, err := os.ReadFile(filepath.Join(registry, "4")); err != nil || string(entry) != live.dir {
+			t.Errorf("the live node's registry record, after the second's failed Start: %q, %v", entry, err)
+		}
+	})
 	t.Run("kube-proxy stopped, then killed and swept", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // another package's may hold the machine's
 		defer cancel()

@@ -111,21 +111,22 @@ iptables:
 `, kubeconfig, ClusterCIDR, healthz, metrics)
 }
 
-// WaitService waits, up to a minute, until kube-proxy's rules route the Service's
-// ClusterIP (its iptables rules name the Service in a comment, "namespace/name:port"). A Pod
-// that dials a ClusterIP before then gets no answer, and its client's dial times out: the
-// gate's first container, started right after the system node was Ready, waited 30 s on
-// the apiserver's Service and exited.
+// WaitService waits, up to a minute, until kube-proxy routes the Service's ClusterIP:
+// its iptables rule names the Service in a comment, "namespace/name:portname cluster IP"
+// ("namespace/name cluster IP" for an unnamed port), and exists once the Service has
+// endpoints. A Pod that dials the ClusterIP before then gets no answer until its dial times
+// out.
 func (p *Proxy) WaitService(ctx context.Context, namespacedName string) error {
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := p.Exited(); err != nil {
 			return false, err
 		}
 		out, err := exec.CommandContext(ctx, "iptables", "-w", "-t", "nat", "-S", "KUBE-SERVICES").Output()
-		return err == nil && bytes.Contains(out, []byte(namespacedName+":")), nil
+		return err == nil && (bytes.Contains(out, []byte(`"`+namespacedName+":")) ||
+			bytes.Contains(out, []byte(`"`+namespacedName+` cluster IP"`))), nil
 	})
 	if err != nil {
-		return fmt.Errorf("kube-proxy routed no ClusterIP of Service %s: %w", namespacedName, err)
+		return fmt.Errorf("kube-proxy routed no ClusterIP of Service %s (its log: %s): %w", namespacedName, filepath.Join(p.dir, "kube-proxy.log"), err)
 	}
 	return nil
 }
@@ -139,11 +140,15 @@ func (p *Proxy) Exited() error {
 }
 
 // Stop stops kube-proxy and removes its iptables rules (kube-proxy --cleanup). It may be
-// called again.
+// called again: once its lock is let go, the rules and the record may be another run's, so
+// it does nothing.
 func (p *Proxy) Stop() error {
 	if p.proc != nil {
 		stop(p.proc, 10*time.Second)
 		p.proc = nil
+	}
+	if p.lock == nil {
+		return nil
 	}
 	err := cleanupProxy(p.parts)
 	if p.log != nil {

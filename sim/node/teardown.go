@@ -34,6 +34,9 @@ const cgroupMount = "/sys/fs/cgroup"
 // processes in the node's cgroups, the cgroups, mounts under its directory, and its bridge.
 // The logs stay. Stop may be called again, and after a failed Start.
 func (n *Node) Stop() error {
+	if !n.registered {
+		return nil
+	}
 	var errs []error
 	if n.kubelet != nil {
 		stop(n.kubelet, 10*time.Second)
@@ -55,6 +58,7 @@ func (n *Node) Stop() error {
 	if err := unregister(n.cfg.Index); err != nil {
 		return err
 	}
+	n.registered = false
 	return removeKubeletChains()
 }
 
