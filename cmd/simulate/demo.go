@@ -34,7 +34,7 @@ const demoScenario = "scenarios/demo/karpenter-autoscale.yaml"
 // Deployment scaled from 0 needs, the gate holds each until its init Pod is Ready, and the
 // console prints a line per NodeClaim and node as each step happens. The gate runs from its
 // chart on a real node when it can (demonode.go).
-func runDemo(args []string, stdout, stderr io.Writer) (int, error) {
+func runDemo(args []string, stdout, stderr io.Writer) (code int, err error) {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	file := fs.String("scenario", demoScenario, "the demo's scenario file")
@@ -68,7 +68,13 @@ func runDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	defer func() { _ = d.stop() }()
+	defer func() {
+		// A teardown that left mounts, cgroups or rules behind fails the demo.
+		if serr := d.stop(); serr != nil {
+			fmt.Fprintf(stderr, "simulate: stopping the demo's plane and nodes: %v\n", serr)
+			code = max(code, 1)
+		}
+	}()
 	rc := d.rc
 	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {

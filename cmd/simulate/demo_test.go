@@ -107,9 +107,9 @@ func TestChartOnNode(t *testing.T) {
 		why                string
 	}{
 		{image: "out/startupgate.tar", want: true},
-		{image: "", why: "no --image given"},
+		{image: "", why: "in the simulator's process"},
 		{image: "out/startupgate.tar", unsupported: "not root", why: "cannot run a real node (not root)"},
-		{image: "", unsupported: "not root", why: "no --image given"},
+		{image: "", unsupported: "not root", why: "in the simulator's process"},
 	} {
 		got, why := chartOnNode(tc.image, tc.unsupported)
 		if got != tc.want || !strings.Contains(why, tc.why) || (tc.want && why != "") {
@@ -127,6 +127,7 @@ func TestSplitImageRef(t *testing.T) {
 		{ref: "localhost:5000/startupgate"},
 		{ref: "startupgate:"},
 		{ref: ":dev"},
+		{ref: "ghcr.io/startupgate/startupgate@sha256:f1cbe27a"},
 		{ref: ""},
 	} {
 		repo, tag, err := splitImageRef(tc.ref)

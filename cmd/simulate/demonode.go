@@ -31,8 +31,8 @@ const (
 	// systemPoolLabel marks the system node the chart's nodeSelector is set to, as the
 	// system the project grew from deploys it.
 	systemPoolLabel = "kubernetes.azure.com/mode"
-	// demoNodeIndex is the demo's real node's index (sim/node.Config): sim/node's tests use
-	// 1 to 9, sim's 10 to 19, deploy/helm's 20 to 29, so the demo runs beside any of them.
+	// demoNodeIndex is the demo's real node's index (sim/node.Config), one no test uses
+	// (docs/development.md lists them), so the demo can run beside make test.
 	demoNodeIndex = 30
 	// The chart's release, its namespace, and so its Deployment's name.
 	demoRelease   = "startupgate"
@@ -58,7 +58,7 @@ type demoPlane struct {
 func chartOnNode(image, unsupported string) (bool, string) {
 	switch {
 	case image == "":
-		return false, "no --image given: the gate runs in the simulator's process"
+		return false, "the gate runs in the simulator's process (as root, make demo runs it from its chart on a real node)"
 	case unsupported != "":
 		return false, "this machine cannot run a real node (" + unsupported + "): the gate runs in the simulator's process"
 	}
@@ -92,19 +92,22 @@ func startInProcessPlane(ctx context.Context, out io.Writer, planeLogs string) (
 }
 
 func startChartPlane(ctx context.Context, out io.Writer, o chartOpts) (*demoPlane, error) {
-	dir, err := nodesDir(o.planeLogs)
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	dir, removeDir, err := nodesDir(o.planeLogs)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(out, "starting the embedded control plane, kube-proxy and a real system node (%s=system) with the gate's image %s\n", systemPoolLabel, o.imageRef)
+	fmt.Fprintf(out, "starting the embedded control plane, kube-proxy (after any other run's on this machine) and a real system node (%s=system) with the gate's image %s\n", systemPoolLabel, o.imageRef)
 	cl, err := node.StartCluster(ctx, node.ClusterConfig{
 		Dir: dir, PlaneLogs: o.planeLogs, Image: o.image,
 		System: node.Config{Name: "system-0", Index: demoNodeIndex, Labels: map[string]string{systemPoolLabel: "system"}},
 	})
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, removeDir())
 	}
-	d := &demoPlane{plane: cl.Plane, rc: cl.Config, gate: gateundertest.Installed, stop: cl.Stop}
+	d := &demoPlane{plane: cl.Plane, rc: cl.Config, gate: gateundertest.Installed, stop: func() error { return errors.Join(cl.Stop(), removeDir()) }}
 	fmt.Fprintf(out, "control plane up in %.1fs, node %s Ready; helm install %s %s\n", cl.Plane.StartDuration().Seconds(), cl.System.Name(), demoRelease, o.chart)
 	began := time.Now()
 	if err := helmInstall(ctx, o, cl.Plane.Kubeconfig()); err != nil {
@@ -118,14 +121,33 @@ func startChartPlane(ctx context.Context, out io.Writer, o chartOpts) (*demoPlan
 	return d, nil
 }
 
-// nodesDir is where the real node keeps its state and its Pods' logs: beside the plane's
-// logs when they are kept, so the gate's logs are kept too, else a temporary directory.
-func nodesDir(planeLogs string) (string, error) {
-	if planeLogs == "" {
-		return os.MkdirTemp("", "startupgate-demo-nodes-")
+// check fails before anything starts when a part of the chart path is missing.
+func (o chartOpts) check() error {
+	if _, err := exec.LookPath(o.helm); err != nil {
+		return fmt.Errorf("--helm: %w (make helm builds it)", err)
 	}
-	dir := filepath.Join(planeLogs, "nodes")
-	return dir, os.MkdirAll(dir, 0o755)
+	for flag, path := range map[string]string{"--image": o.image, "--chart": o.chart} {
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("%s: %w", flag, err)
+		}
+	}
+	if _, _, err := splitImageRef(o.imageRef); err != nil {
+		return err
+	}
+	_, err := node.PartsDir()
+	return err
+}
+
+// nodesDir is where the real node keeps its state and its Pods' logs: beside the plane's
+// logs when they are kept, so the gate's logs are kept too, else a temporary directory,
+// which remove removes.
+func nodesDir(planeLogs string) (dir string, remove func() error, err error) {
+	if planeLogs == "" {
+		dir, err = os.MkdirTemp("", "startupgate-demo-nodes-")
+		return dir, func() error { return os.RemoveAll(dir) }, err
+	}
+	dir = filepath.Join(planeLogs, "nodes")
+	return dir, func() error { return nil }, os.MkdirAll(dir, 0o755)
 }
 
 // helmInstall runs helm install of the chart, set only to run the imported image, never
@@ -137,7 +159,8 @@ func helmInstall(ctx context.Context, o chartOpts, kubeconfig string) error {
 	}
 	cmd := exec.CommandContext(ctx, o.helm, "install", demoRelease, o.chart,
 		"--kubeconfig", kubeconfig, "--namespace", demoNamespace, "--create-namespace",
-		"--set", "image.repository="+repo, "--set", "image.tag="+tag, "--set", "image.pullPolicy=Never",
+		// --set-string: --set would make a tag of digits a number, which the chart's schema refuses.
+		"--set-string", "image.repository="+repo, "--set-string", "image.tag="+tag, "--set", "image.pullPolicy=Never",
 		"--set-string", "nodeSelector."+strings.ReplaceAll(systemPoolLabel, ".", `\.`)+"=system")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("helm install: %w: %s", err, out)
@@ -146,10 +169,10 @@ func helmInstall(ctx context.Context, o chartOpts, kubeconfig string) error {
 }
 
 // splitImageRef splits name:tag at the tag's colon (a registry's port has one before the
-// last slash).
+// last slash). A digest is refused: the chart's image is a repository and a tag.
 func splitImageRef(ref string) (repo, tag string, err error) {
 	i := strings.LastIndex(ref, ":")
-	if i <= strings.LastIndex(ref, "/") || i == len(ref)-1 || i == 0 {
+	if i <= strings.LastIndex(ref, "/") || i == len(ref)-1 || i == 0 || strings.Contains(ref, "@") {
 		return "", "", fmt.Errorf("--image-ref %q: want name:tag", ref)
 	}
 	return ref[:i], ref[i+1:], nil
