@@ -27,6 +27,7 @@ import (
 	"github.com/startupgate/startupgate/sim/controlplane"
 	"github.com/startupgate/startupgate/sim/gateundertest"
 	"github.com/startupgate/startupgate/sim/kubelet"
+	"github.com/startupgate/startupgate/sim/node"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
 
@@ -230,7 +231,7 @@ func checkNode(ctx context.Context, t *testing.T, cs kubernetes.Interface, cfg *
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ready(cur) {
+	if !node.Ready(cur) {
 		t.Errorf("node %s is not Ready: %v", name, cur.Status.Conditions)
 	}
 	if diff := cmp.Diff(n.Status.Allocatable, cur.Status.Allocatable); diff != "" {
@@ -247,15 +248,6 @@ func checkNode(ctx context.Context, t *testing.T, cs kubernetes.Interface, cfg *
 			t.Errorf("Pod %s runs on %s, not on Karpenter's node %s", p.Name, p.Spec.NodeName, name)
 		}
 	}
-}
-
-func ready(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func hasTaint(n *corev1.Node, t corev1.Taint) bool {
