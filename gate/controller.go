@@ -404,8 +404,10 @@ func (r *Reconciler) dryRun(ctx context.Context, f *facts, rl *rule.Rule) (time.
 
 // suspended is all a suspended rule does: it writes nothing, and says once per node, with a
 // Warning event, that its taint stays on until the rule resumes or an operator releases it.
+// It speaks only for the nodes it selects: a node outside its selector that carries the same
+// key is not one the rule would release.
 func (r *Reconciler) suspended(ctx context.Context, node *corev1.Node, rl *rule.Rule) {
-	if !rl.HasTaint(node) {
+	if !rl.HasTaint(node) || !rl.Matches(node) {
 		return
 	}
 	r.mu.Lock()

@@ -65,14 +65,17 @@ func TestSuspendedRuleWritesNothing(t *testing.T) {
 			testobj.NodeAnnotation(config.DefaultCompletedAnnotation+".cni", "1")),
 		componentPod("cni-released", "released", "cni"),
 		// Came up untainted while idle: a running gate backfills it.
-		testobj.Node("untainted", t0))
+		testobj.Node("untainted", t0),
+		// The gpu rule's key outside its selector (put there by hand): not the rule's to
+		// hold, so it says nothing of it.
+		testobj.Node("foreign", t0, testobj.Taints(gpuRuleTaint)))
 	before := gaugeValue(t, "startupgate_rule_suspended", "rule", "gpu")
 	RecordRules(cfg)
 	if v := gaugeValue(t, "startupgate_rule_suspended", "rule", "gpu"); v != 1 {
 		t.Errorf("startupgate_rule_suspended{rule=gpu} = %v (before %v), want 1", v, before)
 	}
 	for range 2 {
-		for _, name := range []string{"held", "released", "untainted"} {
+		for _, name := range []string{"held", "released", "untainted", "foreign"} {
 			e.reconcile(t, name)
 		}
 		e.clock.Step(time.Minute) // past every settle time
