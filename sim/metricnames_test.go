@@ -192,6 +192,22 @@ func createObjects(ctx context.Context, t *testing.T, cs kubernetes.Interface, n
 // _count, a counter's or gauge's own name.
 func scrape(ctx context.Context, t *testing.T, url string) map[string]bool {
 	t.Helper()
+	out := map[string]bool{}
+	for name, f := range scrapeFamilies(ctx, t, url) {
+		out[name] = true
+		switch f.GetType() {
+		case dto.MetricType_HISTOGRAM:
+			out[name+"_bucket"], out[name+"_sum"], out[name+"_count"] = true, true, true
+		case dto.MetricType_SUMMARY:
+			out[name+"_sum"], out[name+"_count"] = true, true
+		}
+	}
+	return out
+}
+
+// scrapeFamilies reads and parses the Prometheus text page at url.
+func scrapeFamilies(ctx context.Context, t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -210,17 +226,7 @@ func scrape(ctx context.Context, t *testing.T, url string) map[string]bool {
 	if err != nil {
 		t.Fatalf("parsing %s: %v", url, err)
 	}
-	out := map[string]bool{}
-	for name, f := range fams {
-		out[name] = true
-		switch f.GetType() {
-		case dto.MetricType_HISTOGRAM:
-			out[name+"_bucket"], out[name+"_sum"], out[name+"_count"] = true, true, true
-		case dto.MetricType_SUMMARY:
-			out[name+"_sum"], out[name+"_count"] = true, true
-		}
-	}
-	return out
+	return fams
 }
 
 var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)

@@ -53,6 +53,7 @@ func TestParseDefaults(t *testing.T) {
 		leaseDuration: 15 * time.Second,
 		renewDeadline: 10 * time.Second,
 		retryPeriod:   2 * time.Second,
+		warmStandby:   true,
 		metricsAddr:   ":8080",
 		probeAddr:     ":8081",
 		webhookPort:   9443,
@@ -165,7 +166,8 @@ func TestParseFlags(t *testing.T) {
 			args: []string{"--leader-elect", "--leader-election-namespace", "gate-system", "--metrics-bind-address", "0",
 				"--health-probe-bind-address", ":9090", "--webhook-port", "10250", "--cert-dir", "/certs", "--workers", "4",
 				"--kube-api-qps", "12.5", "--kube-api-burst", "25", "--print-policy",
-				"--leader-elect-lease-duration", "30s", "--leader-elect-renew-deadline", "20s", "--leader-elect-retry-period", "5s"},
+				"--leader-elect-lease-duration", "30s", "--leader-elect-renew-deadline", "20s", "--leader-elect-retry-period", "5s",
+				"--warm-standby=false"},
 			s: func(t *testing.T, s *settings) {
 				t.Helper()
 				want := settings{cfg: s.cfg, leaderElect: true, leaderNS: "gate-system", metricsAddr: "0", probeAddr: ":9090",

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -20,8 +21,12 @@ import (
 // expire instead of being released. make test hit it in watch-drops. The gate sets no
 // priorities, so it loses nothing but the priority queue's preference for live events
 // over the initial list, and a gate restart's backlog is one cache read per node.
-func controllerOptions(workers int) controller.Options {
-	return controller.Options{MaxConcurrentReconciles: workers, NewQueue: newQueue}
+//
+// warm starts the controller's watches before the replica leads (controller-runtime's
+// warmup): its informers list and watch while it stands by, and its queue collects what
+// they see, so a new leader reconciles from a synced cache at once.
+func controllerOptions(workers int, warm bool) controller.Options {
+	return controller.Options{MaxConcurrentReconciles: workers, NewQueue: newQueue, EnableWarmup: ptr.To(warm)}
 }
 
 // newQueue is client-go's workqueue with the per-item backoff the priority queue uses by

@@ -39,6 +39,11 @@ type Options struct {
 	Workers int
 	// Clock defaults to the real clock; tests inject a fake one.
 	Clock clock.PassiveClock
+	// ColdStandby keeps a replica that is not the leader from watching Nodes, init Pods and
+	// DaemonSets until it leads. By default a standby keeps its cache warm, so that a
+	// failover does not wait for a list of the whole cluster; a cold standby saves that
+	// memory (as much as the leader's cache) and the apiserver its watches.
+	ColdStandby bool
 }
 
 // CacheOptions restricts the manager's cache to what the gate reads: all Nodes, the
@@ -95,7 +100,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, cfg *config.Config, 
 			},
 		})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToNode)).
-		WithOptions(controllerOptions(opts.Workers)).
+		WithOptions(controllerOptions(opts.Workers, !opts.ColdStandby)).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("building node controller: %w", err)
@@ -104,7 +109,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, cfg *config.Config, 
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("startupgate-tolerations").
 		For(&appsv1.DaemonSet{}).
-		WithOptions(controllerOptions(1)).
+		WithOptions(controllerOptions(1, !opts.ColdStandby)).
 		Complete(&gate.TolerationChecker{Client: mgr.GetClient(), Recorder: recorder, Config: cfg})
 	if err != nil {
 		return fmt.Errorf("building toleration checker: %w", err)
