@@ -233,18 +233,25 @@ func (lg *large) measure(ctx context.Context, sz *LargeSize) error {
 			return err
 		}
 	}
-	fo := &failoverProbe{}
-	l = load{large: true, mode: benchPolicy, nodes: lg.opts.Failover, jitter: time.Second, static: sz.Nodes, workloads: max(1, lg.opts.Failover/10),
-		replicas: 2, failover: fo, probe: &gateProbe{static: sz.Nodes}}
-	r, err := lg.run(ctx, l, nil)
-	if err != nil {
-		return err
-	}
-	sz.Failover = fo.result(r)
-	return nil
+	sz.Failover, err = lg.failover(ctx, sz.Nodes, false)
+	return err
 }
 
-// before probes the before gate as the gate under test was: its own 10-node run.
+// failover runs two replicas, kills the leader as nodes join, and times the other's
+// takeover; before runs them as the before gate's replicas.
+func (lg *large) failover(ctx context.Context, static int, before bool) (*Failover, error) {
+	fo := &failoverProbe{}
+	l := load{large: true, before: before, mode: benchPolicy, nodes: lg.opts.Failover, jitter: time.Second, static: static,
+		workloads: max(1, lg.opts.Failover/10), replicas: 2, failover: fo, probe: &gateProbe{static: static}}
+	r, err := lg.run(ctx, l, nil)
+	if err != nil {
+		return nil, err
+	}
+	return fo.result(r), nil
+}
+
+// before probes the before gate as the gate under test was: its own 10-node run, then
+// its failover.
 func (lg *large) before(ctx context.Context, sz *LargeSize) error {
 	if err := lg.swap(true); err != nil {
 		return err
@@ -252,6 +259,9 @@ func (lg *large) before(ctx context.Context, sz *LargeSize) error {
 	probe := &gateProbe{static: sz.Nodes, idle: lg.opts.Idle, updates: min(lg.opts.Updates, sz.Nodes), nodes: lg.staticNames(),
 		heapProfile: lg.profilePath(fmt.Sprintf("bench-large-before-heap-%d.pprof", sz.Nodes))}
 	_, err := lg.run(ctx, load{large: true, before: true, mode: benchPolicy, nodes: 10, jitter: time.Second, static: sz.Nodes, workloads: 1, probe: probe}, nil)
+	if err == nil {
+		sz.BeforeFailover, err = lg.failover(ctx, sz.Nodes, true)
+	}
 	if serr := lg.swap(false); err == nil {
 		err = serr
 	}

@@ -51,7 +51,9 @@ type LargeSize struct {
 	Gate     *Burst    `json:"gate,omitempty"`
 	Floor    *Burst    `json:"floor,omitempty"`
 	Failover *Failover `json:"failover,omitempty"`
-	Errors   []string  `json:"errors,omitempty"`
+	// BeforeFailover is the before gate's failover, when one was given.
+	BeforeFailover *Failover `json:"before_failover,omitempty"`
+	Errors         []string  `json:"errors,omitempty"`
 }
 
 // GateFigures are a fresh gate's, on the plane at one size, before anything joins.
@@ -238,18 +240,8 @@ func (r *LargeReport) rows() []largeRow {
 		{"burst: gate p99, populated / empty", static(func(s *LargeSize) string { return burstRatio(s.Gate, empty.Gate) })},
 		{"burst: floor p50 / p99 (ms)", at(func(s *LargeSize) string { return burstCell(s.Floor) })},
 		{"burst: floor p99, populated / empty", static(func(s *LargeSize) string { return burstRatio(s.Floor, empty.Floor) })},
-		{"failover: leader exit to new leader (s)", at(func(s *LargeSize) string {
-			if s.Failover == nil || s.Failover.ExitToLeaderS == 0 {
-				return notMeasured
-			}
-			return fmt.Sprintf("%.1f", s.Failover.ExitToLeaderS)
-		})},
-		{"failover: leader exit to first release by the new one (s)", at(func(s *LargeSize) string {
-			if s.Failover == nil || s.Failover.ExitToReleaseS == 0 {
-				return notMeasured
-			}
-			return fmt.Sprintf("%.1f", s.Failover.ExitToReleaseS)
-		})},
+		{"failover: leader exit to new leader (s)", at(func(s *LargeSize) string { return s.Failover.toLeader() })},
+		{"failover: leader exit to first release by the new one (s)", at(func(s *LargeSize) string { return s.Failover.toRelease() })},
 	}
 	for i := range r.Sizes {
 		if r.Sizes[i].Before != nil {
@@ -287,7 +279,24 @@ func (r *LargeReport) beforeRows(at, static func(func(s *LargeSize) string) func
 			}
 			return fmt.Sprintf("%.0f (%d reports)", b.UpdateCPUMSPer1000, b.Updates)
 		}))},
+		{"before gate: failover, leader exit to new leader (s)", at(func(s *LargeSize) string { return s.BeforeFailover.toLeader() })},
+		{"before gate: failover, leader exit to first release (s)", at(func(s *LargeSize) string { return s.BeforeFailover.toRelease() })},
 	}
+}
+
+// toLeader and toRelease are a failover's cells; nil or zero reads "not measured".
+func (f *Failover) toLeader() string {
+	if f == nil {
+		return notMeasured
+	}
+	return positive("%.1f", f.ExitToLeaderS)
+}
+
+func (f *Failover) toRelease() string {
+	if f == nil {
+		return notMeasured
+	}
+	return positive("%.1f", f.ExitToReleaseS)
 }
 
 // targets are the issue's targets, judged at the largest size measured.

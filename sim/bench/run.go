@@ -52,6 +52,8 @@ type load struct {
 func (l load) name() string {
 	if l.large {
 		switch {
+		case l.failover != nil && l.before:
+			return fmt.Sprintf("lg%d-before-failover-%d", l.static, l.nodes)
 		case l.failover != nil:
 			return fmt.Sprintf("lg%d-failover-%d", l.static, l.nodes)
 		case l.before:
