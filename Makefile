@@ -123,23 +123,29 @@ build: modules ## Build bin/gate, bin/kubectl-startupgate (the same binary, as a
 test-gate: modules ## Build bin/test/gate, the gate that the tests run as a process, with the plane's compiler flags.
 	GOFLAGS='$(TEST_GOFLAGS)' CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -gcflags='$(PLANE_GCFLAGS)' -buildvcs=false -o $(TEST_GATE) ./cmd/gate
 
-# The linter builds from the start, niced, beside the other builds and then the tests, so
-# that it takes only the CPU they leave idle (module downloads, the scenario suite waiting out
-# its timelines); in a session of its own, so that a failure or an interrupt can stop the
-# whole build, and so with its session's nice raised too: the kernel's autogroup scheduling
-# shares the CPU evenly between sessions whatever their processes' nice, and the plane built
-# much slower beside it (docs/development.md). lint runs after the tests, when every package
-# it type-checks has been compiled. verify runs before the tests: it fails in a minute where
-# they take many. -p 3 lets the nested modules and sim/bench build and run beside the
-# scenario suite for the same reason.
+# The linter builds and then lints from the start, niced, beside the other builds and then
+# the tests, so that it takes only the CPU they leave idle (module downloads, the scenario
+# suite waiting out its timelines); in a session of its own, so that a failure or an
+# interrupt can stop the whole build, and so with its session's nice raised too: the
+# kernel's autogroup scheduling shares the CPU evenly between sessions whatever their
+# processes' nice, and the plane built much slower beside it (docs/development.md). Niced,
+# it finds almost every package it type-checks already compiled by the tests, with their
+# flags; run after them instead, it was the last minutes of a cold run. verify runs before
+# the tests: it fails in a minute where they take many. -p 3 lets the nested modules and
+# sim/bench build and run beside the scenario suite for the same reason.
 .PHONY: test
-test: ## Everything: verify, then every test with the race detector (the scenario suite on the embedded plane and the nested modules included), then lint.
+test: ## Everything: verify, then every test with the race detector (the scenario suite on the embedded plane and the nested modules included), lint beside them.
+	@hack/thp $(MAKE) --no-print-directory test-all
+
+# make test under hack/thp, which says why it sets transparent huge pages for the run.
+.PHONY: test-all
+test-all:
 	@mkdir -p $(OUT); setsid sh -c '{ echo 19 >/proc/self/autogroup; } 2>/dev/null; exec nice -n 19 "$$@"' sh \
-		$(MAKE) --no-print-directory $(GOLANGCI_LINT) >$(OUT)/lint.log 2>&1 & linter=$$!; \
+		$(MAKE) --no-print-directory lint >$(OUT)/lint.log 2>&1 & linter=$$!; \
 	trap 'kill -- -$$linter 2>/dev/null; exit 130' INT TERM; \
 	$(MAKE) --no-print-directory test-setup || { kill -- -$$linter 2>/dev/null; exit 1; }; \
 	STARTUPGATE_GATE_BINARY=$(abspath $(TEST_GATE)) hack/leftovers $(GO_TEST) -p 3 -parallel 4 -timeout $(TEST_TIMEOUT) $(TEST_PACKAGES); rc=$$?; \
-	if wait $$linter && $(MAKE) --no-print-directory lint >>$(OUT)/lint.log 2>&1; then echo "make lint: no issues ($(OUT)/lint.log)"; else echo "make lint failed:"; cat $(OUT)/lint.log; rc=1; fi; \
+	if wait $$linter; then echo "make lint: no issues ($(OUT)/lint.log)"; else echo "make lint failed:"; cat $(OUT)/lint.log; rc=1; fi; \
 	exit $$rc
 
 # The nested modules' tests run beside the root's, their output after it: each is one
@@ -169,7 +175,7 @@ $(GOLANGCI_LINT):
 		go build -C hack/tools -trimpath -ldflags='-s -w' -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 # lint type-checks against the packages that make test and make test-unit compile, with their
-# flags and the race detector's, so that after them it compiles almost nothing: each module's
+# flags and the race detector's, so that beside them it compiles almost nothing: each module's
 # dependencies are not compiled a second time, which on a fresh machine was a tenth of make
 # test's CPU (docs/development.md).
 .PHONY: lint
