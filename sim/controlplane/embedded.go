@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,6 +90,10 @@ type Embedded struct {
 	// in-cluster through kube-proxy; Pods get ServiceAccount tokens; and the
 	// controller-manager runs what in-cluster clients and Services need.
 	PodIP string
+	// NodeMonitorPeriod is how often the controller-manager's node lifecycle controller
+	// checks every Node; DefaultNodeMonitorPeriod if zero. Each pass copies every Node, so
+	// a plane of tens of thousands wants the controller-manager's own default, 5 s.
+	NodeMonitorPeriod time.Duration
 
 	env        *envtest.Environment
 	kubeconfig string
@@ -248,6 +253,11 @@ func (e *Embedded) schedulerArgs() []string {
 // node's heartbeat: see the fake kubelet's lease renewal.
 const DefaultNodeMonitorGracePeriod = 3 * time.Minute
 
+// DefaultNodeMonitorPeriod is how often the embedded controller-manager checks its nodes:
+// a node that stops reporting is seen within a second, so the scenarios that stop kubelets
+// stay short.
+const DefaultNodeMonitorPeriod = time.Second
+
 // controllerManagerArgs are the controller-manager's flags. It runs the controllers a
 // scenario needs: the DaemonSet, ReplicaSet, Deployment and StatefulSet controllers, node
 // lifecycle, taint eviction (NoExecute taints) and pod GC (which force-deletes the Pods of
@@ -261,7 +271,7 @@ func (e *Embedded) controllerManagerArgs(grace time.Duration) []string {
 		"--kubeconfig=" + e.kubeconfig, "--leader-elect=false", "--secure-port=0",
 		"--controllers=" + controllers,
 		"--use-service-account-credentials=false",
-		"--node-monitor-period=1s", "--node-monitor-grace-period=" + grace.String(),
+		"--node-monitor-period=" + cmp.Or(e.NodeMonitorPeriod, DefaultNodeMonitorPeriod).String(), "--node-monitor-grace-period=" + grace.String(),
 		"--kube-api-qps=2000", "--kube-api-burst=4000",
 		"--concurrent-daemonset-syncs=8", "--concurrent-replicaset-syncs=8",
 	}
