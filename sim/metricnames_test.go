@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/startupgate/startupgate/gate/config"
@@ -65,19 +66,7 @@ func TestMetricNamesExported(t *testing.T) {
 
 	const name = "metric-names"
 	cfg := ScopeConfig(config.DefaultConfig(), name)
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	sc := &scenario.Scenario{Name: name, GateProcess: &scenario.GateProcess{Replicas: 1}}
-	g := gateundertest.New(rc, cs, gateundertest.InProcess, cfg, sc, "default", gateundertest.Options{})
-	t.Cleanup(func() { _ = g.Stop(context.Background()) })
-	if err := g.Start(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	leader, err := g.WaitLeader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, leader := startGateProcesses(ctx, t, rc, cs, cfg, name, 1, gateundertest.Options{})
 
 	createObjects(ctx, t, cs, name)
 	released := func(ctx context.Context) (bool, error) {
@@ -89,7 +78,7 @@ func TestMetricNamesExported(t *testing.T) {
 	}
 	// The release's histograms are observed right after its write.
 	var scraped map[string]bool
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		scraped = scrape(ctx, t, leader.MetricsURL())
 		return scraped["startupgate_hold_seconds_bucket"] && scraped["startupgate_component_missing_toleration"], nil
 	})
@@ -109,6 +98,27 @@ func TestMetricNamesExported(t *testing.T) {
 			t.Logf("%s: not on /metrics, checked against the registered collectors", m)
 		}
 	}
+}
+
+// startGateProcesses runs replicas cmd/gate processes (leader-elected, as deployed) with
+// cfg on the plane at rc, stopped when the test ends, and returns them with their leader.
+func startGateProcesses(ctx context.Context, t *testing.T, rc *rest.Config, cs kubernetes.Interface, cfg config.Config,
+	name string, replicas int, opts gateundertest.Options) (*gateundertest.Harness, *gateundertest.Replica) {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	sc := &scenario.Scenario{Name: name, GateProcess: &scenario.GateProcess{Replicas: replicas}}
+	g := gateundertest.New(rc, cs, gateundertest.InProcess, cfg, sc, "default", opts)
+	t.Cleanup(func() { _ = g.Stop(context.Background()) })
+	if err := g.Start(ctx, replicas); err != nil {
+		t.Fatal(err)
+	}
+	leader, err := g.WaitLeader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, leader
 }
 
 // notExported returns the names in want that are neither scraped nor allowed otherwise.

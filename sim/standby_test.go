@@ -39,21 +39,8 @@ func TestWarmStandby(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 
-			cfg := ScopeConfig(config.DefaultConfig(), name)
-			if err := cfg.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			sc := &scenario.Scenario{Name: name, GateProcess: &scenario.GateProcess{Replicas: 2}}
 			opts := gateundertest.Options{Shipped: true, Args: []string{fmt.Sprintf("--warm-standby=%v", warm)}}
-			g := gateundertest.New(rc, cs, gateundertest.InProcess, cfg, sc, "default", opts)
-			t.Cleanup(func() { _ = g.Stop(context.Background()) })
-			if err := g.Start(ctx, 2); err != nil {
-				t.Fatal(err)
-			}
-			leader, err := g.WaitLeader(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g, leader := startGateProcesses(ctx, t, rc, cs, ScopeConfig(config.DefaultConfig(), name), name, 2, opts)
 			var standby *gateundertest.Replica
 			for _, r := range g.Replicas() {
 				if r != leader {
@@ -61,7 +48,7 @@ func TestWarmStandby(t *testing.T) {
 				}
 			}
 			// The leader has seen the Node: the standby, started with it, had as long.
-			err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 				adds, _ := queueAdds(ctx, t, leader.MetricsURL())
 				return adds >= 1, nil
 			})
