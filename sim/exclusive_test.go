@@ -145,7 +145,7 @@ func TestExclusive(t *testing.T) {
 		}
 	}
 	for _, nc := range negativeControls {
-		if changesPlane(t, nc.file) {
+		if changesPlane(loadScenario(t, nc.file)) {
 			t.Run("control/"+nc.name(), func(t *testing.T) { nc.caught(t, sharedPlane(t)) })
 		}
 	}

@@ -73,10 +73,11 @@ func runPassing(t *testing.T, r *Runner, sc *scenario.Scenario) {
 func TestNegativeControls(t *testing.T) {
 	rc := sharedPlane(t)
 	for _, nc := range negativeControls {
-		if changesPlane(t, nc.file) {
+		sc := loadScenario(t, nc.file)
+		if changesPlane(sc) {
 			continue // in TestExclusive
 		}
-		if loadScenario(t, nc.file).Exclusive() {
+		if sc.Exclusive() {
 			// A large burst runs alone, before the parallel controls are released: beside
 			// them, autoscale-burst's (200 nodes, 1000 Pods, no gate) slowed the shared
 			// plane's requests to seconds, and suspend-during-burst's control saw no init
@@ -329,13 +330,11 @@ func TestKubeconfigBackend(t *testing.T) {
 	assertPassed(t, runFile(t, rc, "basic-join", Options{Gate: gateundertest.InProcess}, nil))
 }
 
-// changesPlane reports whether scenarios/FILE.yaml changes the plane it runs on: its
+// changesPlane reports whether the scenario changes the plane it runs on: its
 // controller-manager, or what an autoscaler does there (one Karpenter acts on every
 // NodePool and pending Pod of the plane, so two controls running at once would each
 // launch nodes for the other).
-func changesPlane(t *testing.T, file string) bool {
-	t.Helper()
-	sc := loadScenario(t, file)
+func changesPlane(sc *scenario.Scenario) bool {
 	return sc.Plane != nil || sc.Autoscaler != nil
 }
 
