@@ -40,8 +40,13 @@ type LargeSize struct {
 	NodeProtobufBytes int    `json:"node_protobuf_bytes"`
 	NodeJSONBytes     int    `json:"node_json_bytes"`
 	EtcdBytes         uint64 `json:"etcd_db_bytes"`
-	APIServerRSS      uint64 `json:"apiserver_rss_bytes"`
-	EtcdRSS           uint64 `json:"etcd_rss_bytes"`
+	// RSS is each process's resident memory after the fill, by name: the plane's and the
+	// simulator's, which holds the static nodes' kubelet.
+	RSS map[string]uint64 `json:"rss_bytes,omitempty"`
+	// Reached is how many static nodes the fill registered when it stopped short of
+	// Nodes (zero: it did not): the machine's memory ran low first, and Errors says how
+	// low. Nothing is measured at such a size, and no larger size runs.
+	Reached int `json:"reached_nodes,omitempty"`
 	// GateFigures are the gate under test's, read before the burst.
 	GateFigures
 	// Before are the same figures of the --large-before-gate binary, when one was given:
@@ -199,12 +204,13 @@ func (r *LargeReport) rows() []largeRow {
 			return fmt.Sprintf("%d / %d", s.NodeProtobufBytes, s.NodeJSONBytes)
 		})},
 		{"etcd database (MiB)", static(func(s *LargeSize) string { return mibOr(s.EtcdBytes) })},
-		{"kube-apiserver / etcd RSS (MiB)", static(func(s *LargeSize) string {
-			if s.APIServerRSS == 0 {
-				return notMeasured
+		{"static nodes registered, when the fill stopped short", static(func(s *LargeSize) string {
+			if s.Reached == 0 {
+				return "–"
 			}
-			return fmt.Sprintf("%d / %d", s.APIServerRSS>>20, s.EtcdRSS>>20)
+			return fmt.Sprint(s.Reached)
 		})},
+		{"RSS after the fill: " + strings.Join(rssNames, " / ") + " (MiB)", static(func(s *LargeSize) string { return rssCell(s.RSS) })},
 		{"gate: process start to initial list reconciled (s)", at(func(s *LargeSize) string { return positive("%.1f", s.SyncS) })},
 		{"gate heap / RSS after sync (MiB)", at(func(s *LargeSize) string {
 			if s.HeapBytes == 0 {
@@ -299,12 +305,15 @@ func (f *Failover) toRelease() string {
 	return positive("%.1f", f.ExitToReleaseS)
 }
 
-// targets are the issue's targets, judged at the largest size measured.
+// targets are the issue's targets, judged at the largest size the fill reached.
 func (r *LargeReport) targets() []target {
 	if len(r.Sizes) == 0 {
 		return nil
 	}
 	last, empty := &r.Sizes[len(r.Sizes)-1], &r.Sizes[0]
+	for i := len(r.Sizes) - 1; i > 0 && last.Reached > 0; i-- {
+		last = &r.Sizes[i-1] // a size the fill did not reach was not measured
+	}
 	at := fmt.Sprintf(" (%d static nodes)", last.Nodes)
 	var out []target
 	heap := target{Name: "gate heap ≤ 300 MiB" + at, Measured: notMeasured}
@@ -340,6 +349,20 @@ func perNodeBytes(heap, empty uint64, nodes int) int64 {
 // their status once per statusReportPeriod, at msPer1000 CPU ms per 1000 reports.
 func reportsCPUPct(msPer1000 float64, nodes int) float64 {
 	return round2(float64(nodes) / statusReportPeriod * msPer1000 / 1000 / 1000 * 100)
+}
+
+// rssNames are the processes whose memory the report shows, in its order.
+var rssNames = []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "simulator"}
+
+func rssCell(rss map[string]uint64) string {
+	if len(rss) == 0 {
+		return notMeasured
+	}
+	cells := make([]string, len(rssNames))
+	for i, name := range rssNames {
+		cells[i] = mibOr(rss[name])
+	}
+	return strings.Join(cells, " / ")
 }
 
 func burstCell(b *Burst) string {

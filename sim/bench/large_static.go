@@ -65,6 +65,7 @@ func (lg *large) fill(ctx context.Context, n int, sz *LargeSize) error {
 	kc := rest.CopyConfig(lg.rc)
 	kc.UserAgent = sim.KubeletUserAgent
 	kc.QPS, kc.Burst = -1, 0
+	controlplane.Protobuf(kc) // as a kubelet speaks: JSON would cost the apiserver a slower decode of every Node
 	kc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &statusCounter{next: rt, n: &podsReady} })
 	kcs, err := kubernetes.NewForConfig(kc)
 	if err != nil {
@@ -96,9 +97,15 @@ func (lg *large) fill(ctx context.Context, n int, sz *LargeSize) error {
 	defer close(stop)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(staticWriters)
-	for i := have; i < n && gctx.Err() == nil; i++ {
+	end, stopped := have, ""
+	for ; end < n && gctx.Err() == nil; end++ {
+		if (end-have)%memoryCheckEvery == 0 {
+			if stopped = memoryLow(); stopped != "" {
+				break
+			}
+		}
+		name := staticName(end)
 		g.Go(func() error {
-			name := staticName(i)
 			if err := k.Register(gctx, name, nil, nil, staticReady); err != nil {
 				return err
 			}
@@ -122,21 +129,29 @@ func (lg *large) fill(ctx context.Context, n int, sz *LargeSize) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	for i := have; i < n; i++ {
+	for i := have; i < end; i++ {
 		lg.static.names = append(lg.static.names, staticName(i))
 	}
 	err = wait.PollUntilContextTimeout(ctx, time.Second, 15*time.Minute, true, func(context.Context) (bool, error) {
-		return podsReady.Load() >= int64(n-have), nil
+		return podsReady.Load() >= int64(end-have), nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for the static init Pods to be Ready (%d of %d): %w", podsReady.Load(), n-have, err)
+		return fmt.Errorf("waiting for the static init Pods to be Ready (%d of %d): %w", podsReady.Load(), end-have, err)
 	}
-	if err := lg.untainted(ctx, lg.static.names[max(have, n-200):]); err != nil {
+	if err := lg.untainted(ctx, lg.static.names[max(have, end-200):]); err != nil {
 		return err
 	}
 	sz.FillS = round2(time.Since(start).Seconds())
-	lg.progress("large: %d static nodes in %.0fs", n, sz.FillS)
-	return lg.planeFigures(ctx, sz)
+	lg.progress("large: %d static nodes in %.0fs", end, sz.FillS)
+	if err := lg.planeFigures(ctx, sz); err != nil {
+		return err
+	}
+	if stopped != "" {
+		sz.Reached = end
+		sz.Errors = append(sz.Errors, fmt.Sprintf("the fill stopped at %d static nodes: %s", end, stopped))
+		return fmt.Errorf("%w at %d static nodes: %s", errMemoryLow, end, stopped)
+	}
+	return nil
 }
 
 // untainted waits until none of names carries the not-ready taint any more.
@@ -168,6 +183,9 @@ func (lg *large) untainted(ctx context.Context, names []string) error {
 // planeFigures reads one static node as the apiserver serves it (protobuf, as it is
 // stored, and JSON), the database size and the plane's memory.
 func (lg *large) planeFigures(ctx context.Context, sz *LargeSize) error {
+	if len(lg.static.names) == 0 {
+		return nil
+	}
 	name := lg.static.names[len(lg.static.names)-1]
 	for _, f := range []struct {
 		accept string
@@ -190,8 +208,10 @@ func (lg *large) planeFigures(ctx context.Context, sz *LargeSize) error {
 			break
 		}
 	}
-	pids := controlplane.PlaneProcesses()
-	sz.APIServerRSS, sz.EtcdRSS = processRSS(pids["kube-apiserver"]), processRSS(pids["etcd"])
+	sz.RSS = map[string]uint64{"simulator": processRSS(os.Getpid())}
+	for name, pid := range controlplane.PlaneProcesses() {
+		sz.RSS[name] = processRSS(pid)
+	}
 	return nil
 }
 
