@@ -137,7 +137,7 @@ func (s *settings) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&s.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a non-leader waits before taking over a lease that stopped being renewed")
 	fs.DurationVar(&s.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leadership")
 	fs.DurationVar(&s.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew the lease")
-	fs.BoolVar(&s.warmStandby, "warm-standby", true, "with --leader-elect: a replica that is not the leader keeps watching Nodes and init Pods, so that it takes over without listing the cluster again; false saves its memory")
+	fs.BoolVar(&s.warmStandby, "warm-standby", true, "with --leader-elect: a replica that is not the leader keeps watching Nodes and DaemonSets as well as init Pods, so that it takes over without listing the cluster again; false saves the Nodes' memory")
 	fs.StringVar(&s.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&s.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.StringVar(&s.pprofAddr, "pprof-bind-address", "", "address of the Go profiler's /debug/pprof endpoints (empty: off); keep it on localhost")
