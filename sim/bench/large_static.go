@@ -62,21 +62,10 @@ func (lg *large) fill(ctx context.Context, n int, sz *LargeSize) error {
 	}
 	have := len(lg.static.names)
 	var podsReady atomic.Int64
-	kc := rest.CopyConfig(lg.rc)
-	kc.UserAgent = sim.KubeletUserAgent
-	kc.QPS, kc.Burst = -1, 0
-	controlplane.Protobuf(kc) // as a kubelet speaks: JSON would cost the apiserver a slower decode of every Node
-	kc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &statusCounter{next: rt, n: &podsReady} })
-	kcs, err := kubernetes.NewForConfig(kc)
-	if err != nil {
-		return err
-	}
 	kctx, kcancel := context.WithCancel(ctx)
 	defer kcancel()
-	k := &kubelet.Kubelet{Client: kcs, Namespace: staticNamespace, Scenario: staticScenario, Seed: lg.opts.Seed,
-		Version: controlplane.KubeVersion, Profile: lg.opts.Profile, LeaseRenew: staticReady,
-		Errors: func(err error) { lg.progress("static kubelet: %v", err) }}
-	if err := k.Start(kctx); err != nil {
+	k, err := lg.staticKubelet(kctx, &podsReady)
+	if err != nil {
 		return err
 	}
 	lg.progress("large: registering static nodes %d to %d", have, n)
@@ -95,35 +84,8 @@ func (lg *large) fill(ctx context.Context, n int, sz *LargeSize) error {
 		}
 	}()
 	defer close(stop)
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(staticWriters)
-	end, stopped := have, ""
-	for ; end < n && gctx.Err() == nil; end++ {
-		if (end-have)%memoryCheckEvery == 0 {
-			if stopped = memoryLow(); stopped != "" {
-				break
-			}
-		}
-		name := staticName(end)
-		g.Go(func() error {
-			if err := k.Register(gctx, name, nil, nil, staticReady); err != nil {
-				return err
-			}
-			err := kubelet.Retry(gctx, func() error {
-				_, err := lg.cs.CoreV1().Pods(staticNamespace).Create(gctx, staticInitPod(name), metav1.CreateOptions{})
-				if apierrors.IsAlreadyExists(err) {
-					return nil
-				}
-				return err
-			})
-			if err != nil {
-				return fmt.Errorf("creating the init Pod of %s: %w", name, err)
-			}
-			done.Add(1)
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	end, stopped, err := lg.register(ctx, k, have, n, &done)
+	if err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -152,6 +114,59 @@ func (lg *large) fill(ctx context.Context, n int, sz *LargeSize) error {
 		return fmt.Errorf("%w at %d static nodes: %s", errMemoryLow, end, stopped)
 	}
 	return nil
+}
+
+// staticKubelet starts the static nodes' kubelet, which counts into ready the init Pods it
+// has made Ready.
+func (lg *large) staticKubelet(ctx context.Context, ready *atomic.Int64) (*kubelet.Kubelet, error) {
+	kc := rest.CopyConfig(lg.rc)
+	kc.UserAgent = sim.KubeletUserAgent
+	kc.QPS, kc.Burst = -1, 0
+	controlplane.Protobuf(kc) // as a kubelet speaks: JSON would cost the apiserver a slower decode of every Node
+	kc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &statusCounter{next: rt, n: ready} })
+	kcs, err := kubernetes.NewForConfig(kc)
+	if err != nil {
+		return nil, err
+	}
+	k := &kubelet.Kubelet{Client: kcs, Namespace: staticNamespace, Scenario: staticScenario, Seed: lg.opts.Seed,
+		Version: controlplane.KubeVersion, Profile: lg.opts.Profile, LeaseRenew: staticReady,
+		Errors: func(err error) { lg.progress("static kubelet: %v", err) }}
+	return k, k.Start(ctx)
+}
+
+// register registers static nodes have to n-1 through k, each with its init Pod, at most
+// staticWriters at once, unless the machine's memory runs low first: it returns the index
+// past the last node registered, and why it stopped short ("" if it did not).
+func (lg *large) register(ctx context.Context, k *kubelet.Kubelet, have, n int, done *atomic.Int64) (int, string, error) {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(staticWriters)
+	end, stopped := have, ""
+	for ; end < n && gctx.Err() == nil; end++ {
+		if (end-have)%memoryCheckEvery == 0 {
+			if stopped = memoryLow(); stopped != "" {
+				break
+			}
+		}
+		name := staticName(end)
+		g.Go(func() error {
+			if err := k.Register(gctx, name, nil, nil, staticReady); err != nil {
+				return err
+			}
+			err := kubelet.Retry(gctx, func() error {
+				_, err := lg.cs.CoreV1().Pods(staticNamespace).Create(gctx, staticInitPod(name), metav1.CreateOptions{})
+				if apierrors.IsAlreadyExists(err) {
+					return nil
+				}
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("creating the init Pod of %s: %w", name, err)
+			}
+			done.Add(1)
+			return nil
+		})
+	}
+	return end, stopped, g.Wait()
 }
 
 // untainted waits until none of names carries the not-ready taint any more.
