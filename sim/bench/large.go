@@ -226,6 +226,11 @@ func (lg *large) sizes(ctx context.Context) error {
 
 // measure runs the size's bursts and failover.
 func (lg *large) measure(ctx context.Context, sz *LargeSize) error {
+	settled, err := lg.settle(ctx)
+	if err != nil {
+		return err
+	}
+	sz.SettleS = round2(settled.Seconds())
 	probe := &gateProbe{static: sz.Nodes, idle: lg.opts.Idle, updates: min(lg.opts.Updates, sz.Nodes), nodes: lg.staticNames(),
 		heapProfile: lg.profilePath(fmt.Sprintf("bench-large-gate-heap-%d.pprof", sz.Nodes))}
 	l := load{large: true, mode: benchPolicy, nodes: lg.opts.Burst, jitter: time.Second, static: sz.Nodes, workloads: lg.opts.Workloads, probe: probe}
@@ -269,6 +274,11 @@ func (lg *large) failover(ctx context.Context, static int, before bool) (*Failov
 // before probes the before gate as the gate under test was: its own 10-node run, then
 // its failover.
 func (lg *large) before(ctx context.Context, sz *LargeSize) error {
+	// After the bursts' clean-up, as after the fill: the gate under test was probed on a
+	// quiet plane, and so is this one.
+	if _, err := lg.settle(ctx); err != nil {
+		return err
+	}
 	if err := lg.swap(true); err != nil {
 		return err
 	}

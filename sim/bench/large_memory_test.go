@@ -3,6 +3,7 @@ package bench
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseMeminfo(t *testing.T) {
@@ -66,6 +67,24 @@ func TestLargeMarkdownStoppedFill(t *testing.T) {
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("bench-large.md has no %q:\n%s", want, md)
+		}
+	}
+}
+
+// TestQuiet: the plane counts as quiet under a quarter of a core, all processes together.
+func TestQuiet(t *testing.T) {
+	w := 10 * time.Second
+	for _, tc := range []struct {
+		spent map[string]float64
+		want  bool
+	}{
+		{nil, true},
+		{map[string]float64{"kube-apiserver": 1, "kube-scheduler": 1}, true},
+		{map[string]float64{"kube-apiserver": 1.5, "kube-scheduler": 1}, false},
+		{map[string]float64{"kube-controller-manager": 9}, false},
+	} {
+		if got := quiet(tc.spent, w); got != tc.want {
+			t.Errorf("quiet(%v, %s) = %v, want %v", tc.spent, w, got, tc.want)
 		}
 	}
 }

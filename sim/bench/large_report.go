@@ -33,8 +33,11 @@ type LargeReport struct {
 // LargeSize is every figure at one number of static nodes.
 type LargeSize struct {
 	Nodes int `json:"static_nodes"`
-	// FillS is how long registering the static nodes added since the last size took.
-	FillS float64 `json:"fill_s"`
+	// FillS is how long registering the static nodes added since the last size took;
+	// SettleS how long the plane then took to go quiet, before the gate was probed
+	// (large_settle.go).
+	FillS   float64 `json:"fill_s"`
+	SettleS float64 `json:"settle_s"`
 	// NodeProtobufBytes and NodeJSONBytes are one static node as the apiserver serves it:
 	// protobuf is how it is stored in etcd.
 	NodeProtobufBytes int    `json:"node_protobuf_bytes"`
@@ -197,6 +200,12 @@ func (r *LargeReport) rows() []largeRow {
 	empty := &r.Sizes[0]
 	rows := []largeRow{
 		{"time to register them (s)", static(func(s *LargeSize) string { return positive("%.0f", s.FillS) })},
+		{"then, until the plane was quiet, before the probe (s)", static(func(s *LargeSize) string {
+			if s.FillS == 0 {
+				return notMeasured
+			}
+			return fmt.Sprintf("%.0f", s.SettleS)
+		})},
 		{"one Node as stored: protobuf / JSON (bytes)", static(func(s *LargeSize) string {
 			if s.NodeProtobufBytes == 0 {
 				return notMeasured
