@@ -63,8 +63,11 @@ func revisionOf(info *debug.BuildInfo) string {
 
 // String is the line a --version flag prints: "startupgate 0.1.0 (commit abc1234)".
 func String() string {
-	return fmt.Sprintf("startupgate %s (commit %s)", Version, short(Revision()))
+	return fmt.Sprintf("startupgate %s (commit %s)", Version, ShortRevision())
 }
+
+// ShortRevision is Revision in git's short form, as String prints it.
+func ShortRevision() string { return short(Revision()) }
 
 // short cuts a full commit hash to git's short form and keeps a "-dirty" suffix.
 func short(rev string) string {

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/startupgate/startupgate/internal/version"
 	"github.com/startupgate/startupgate/sim"
 	"github.com/startupgate/startupgate/sim/check"
 	"github.com/startupgate/startupgate/sim/gateundertest"
@@ -397,12 +397,9 @@ func machine() Machine {
 		if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
 			m.Commit += "+dirty"
 		}
-	} else if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 7 {
-				m.Commit = s.Value[:7]
-			}
-		}
+	} else {
+		// Not run from the repository: the commit stamped into the binary.
+		m.Commit = version.ShortRevision()
 	}
 	return m
 }
