@@ -86,11 +86,6 @@ func AddToManager(ctx context.Context, mgr manager.Manager, cfg *config.Config, 
 		return fmt.Errorf("indexing pods by node: %w", err)
 	}
 
-	if !opts.ColdStandby {
-		if err := startInformersTogether(ctx, mgr.GetCache()); err != nil {
-			return err
-		}
-	}
 	gate.RecordRules(cfg)
 	recorder := mgr.GetEventRecorder("startupgate")
 	writer := &gate.NodeWriter{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
@@ -135,20 +130,6 @@ func AddToManager(ctx context.Context, mgr manager.Manager, cfg *config.Config, 
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("adding health check: %w", err)
-	}
-	return nil
-}
-
-// startInformersTogether creates the Node and DaemonSet informers before the manager
-// starts, so that the cache starts them with the init Pods' (which the index above has
-// created) and their initial lists run at once. Left to the controllers, the Node
-// informer would start only once the manager had waited for the Pod informer to sync: on
-// a large cluster, two lists end to end where one would do.
-func startInformersTogether(ctx context.Context, c cache.Cache) error {
-	for _, obj := range []client.Object{&corev1.Node{}, &appsv1.DaemonSet{}} {
-		if _, err := c.GetInformer(ctx, obj); err != nil {
-			return fmt.Errorf("creating the %T informer: %w", obj, err)
-		}
 	}
 	return nil
 }
