@@ -260,7 +260,7 @@ bench: controlplane build ## Benchmark the gate against the plane's floor at 100
 LARGE_SIZES ?= 10000,50000
 
 .PHONY: bench-large
-bench-large: controlplane build ## Benchmark the gate on 10,000 and 50,000 static cloud-sized nodes beside the empty plane (long; LARGE_SIZES, LARGE_FLAGS); out/bench-large.json and .md.
+bench-large: controlplane build ## Benchmark the gate on 10,000 and 50,000 static cloud-sized nodes beside the empty plane, as far as memory allows (long; LARGE_SIZES, LARGE_FLAGS); out/bench-large.json and .md.
 	@mkdir -p $(OUT)
 	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate hack/leftovers bin/simulate bench --out $(OUT) --large=$(LARGE_SIZES) $(LARGE_FLAGS)
 
