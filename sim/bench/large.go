@@ -103,7 +103,7 @@ const largeGrace = 24 * time.Hour
 
 // largeMonitorPeriod is the controller-manager's node-monitor period in the large phase.
 // Each pass deep-copies every Node's status: at its default, 5 s, the pass and the garbage
-// it makes were a third of the controller-manager's CPU at 14,000 static nodes and grew
+// it makes were a third of the controller-manager's CPU at 11,000 static nodes and grew
 // with them, on the two cores the fill shares with the apiserver. With a grace period of a
 // day no node's health can change within a run, and the not-ready taint that a joining
 // node loses is removed on its update event, not by the pass.
