@@ -79,7 +79,7 @@ func (lg *large) fill(ctx context.Context, n int, sz *LargeSize) error {
 			case <-stop:
 				return
 			case <-t.C:
-				lg.progress("large: %d of %d static nodes registered, %d init Pods Ready", have+int(done.Load()), n, podsReady.Load())
+				lg.progress("large: %d of %d static nodes registered, %d with their init Pods Ready", have+int(done.Load()), n, have+int(podsReady.Load()))
 			}
 		}
 	}()
