@@ -568,10 +568,46 @@ func (c *cluster) burst(t *testing.T, name string, started func(context.Context,
 		t.Fatal(err)
 	}
 	if !res.Passed {
+		c.logGateLogs(t)
 		t.Fatalf("%s failed: %v; errors %v; violations %v", name, res.Failures, res.Errors, res.Violations)
 	}
 	t.Logf("%s: %d nodes released by the gate's Pods, 0 Pods early; release after init ready p50 %.0f ms, p99 %.0f ms",
 		name, res.Released, res.ReleaseLatencyMS.P50, res.ReleaseLatencyMS.P99)
+}
+
+// gateLogLines bounds what logGateLogs prints of each gate container's log: its last
+// lines, and before them its warnings, errors and leader election and start-up lines.
+const gateLogLines = 30
+
+// logGateLogs prints, for a failed run, what the gate's containers logged on the system
+// node. The gate runs in Pods here, not in the test's process, and their logs go with the
+// node's directory when the test ends: without them a late release cannot be told from a
+// lost lease, a restart or a stalled watch.
+func (c *cluster) logGateLogs(t *testing.T) {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(c.system.Dir(), "pod-logs", namespace+"_*", "*", "*.log"))
+	if err != nil || len(paths) == 0 {
+		t.Logf("no gate container logs under %s: %v", c.system.Dir(), err)
+		return
+	}
+	for _, path := range paths {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Logf("reading %s: %v", path, err)
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+		var notable []string
+		for _, l := range lines[:max(0, len(lines)-gateLogLines)] {
+			if strings.Contains(l, `"level":"error"`) || strings.Contains(l, `"level":"warn"`) || strings.Contains(l, "leader") ||
+				strings.Contains(l, "Starting") || strings.Contains(l, "Stopping") {
+				notable = append(notable, l)
+			}
+		}
+		t.Logf("%s: %d lines; notable before the last %d:\n%s\nlast %d:\n%s", path, len(lines), gateLogLines,
+			strings.Join(notable[max(0, len(notable)-gateLogLines):], "\n"), gateLogLines,
+			strings.Join(lines[max(0, len(lines)-gateLogLines):], "\n"))
+	}
 }
 
 // killGate kills both gate containers at once, as a crash of each would, then tries a Node
