@@ -47,16 +47,22 @@ func parseMeminfo(raw string) (meminfo, error) {
 		default:
 			continue
 		}
-		kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		b, err := parseKB(v)
 		if err != nil {
 			return meminfo{}, fmt.Errorf("/proc/meminfo: %s: %w", key, err)
 		}
-		*into = kb << 10
+		*into = b
 	}
 	if m.total == 0 {
 		return meminfo{}, errors.New("/proc/meminfo: no MemTotal")
 	}
 	return m, nil
+}
+
+// parseKB reads a /proc figure given in kB ("  1234 kB"), in bytes.
+func parseKB(v string) (uint64, error) {
+	kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+	return kb << 10, err
 }
 
 // low says why the fill must stop here, or "" if it may go on.

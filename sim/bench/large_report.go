@@ -361,7 +361,7 @@ func reportsCPUPct(msPer1000 float64, nodes int) float64 {
 }
 
 // rssNames are the processes whose memory the report shows, in its order.
-var rssNames = []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "simulator"}
+var rssNames = []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", simulatorProcess}
 
 func rssCell(rss map[string]uint64) string {
 	if len(rss) == 0 {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -223,8 +222,8 @@ func (lg *large) planeFigures(ctx context.Context, sz *LargeSize) error {
 			break
 		}
 	}
-	sz.RSS = map[string]uint64{"simulator": processRSS(os.Getpid())}
-	for name, pid := range controlplane.PlaneProcesses() {
+	sz.RSS = map[string]uint64{}
+	for name, pid := range benchProcesses() {
 		sz.RSS[name] = processRSS(pid)
 	}
 	return nil
@@ -241,8 +240,8 @@ func processRSS(pid int) uint64 {
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
 		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
+			b, _ := parseKB(v)
+			return b
 		}
 	}
 	return 0

@@ -124,12 +124,18 @@ func requestsPerNode(runs []RunResult, largest int) map[string]map[string]float6
 // benchmark itself) among the processes whose CPU a run reads.
 const simulatorProcess = "simulator"
 
+// benchProcesses are the pids, by name, of the processes whose cost a run reads: the
+// plane's and this one.
+func benchProcesses() map[string]int {
+	pids := controlplane.PlaneProcesses()
+	pids[simulatorProcess] = os.Getpid()
+	return pids
+}
+
 // processesCPU reads the cumulative CPU seconds of the plane's processes and of this one.
 func processesCPU() map[string]float64 {
 	out := map[string]float64{}
-	pids := controlplane.PlaneProcesses()
-	pids[simulatorProcess] = os.Getpid()
-	for name, pid := range pids {
+	for name, pid := range benchProcesses() {
 		if s, err := processCPU(pid); err == nil {
 			out[name] = s
 		}
