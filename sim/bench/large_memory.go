@@ -17,8 +17,8 @@ import (
 
 // memoryShare is the share of the machine's memory, 1/memoryShare, that the fill leaves
 // available. Each plane process is a Go process whose heap may grow to its next collection
-// goal, about twice its live data, after any reading: MemAvailable read between two
-// collections overstates what is free.
+// goal, one and a half times its live data at largeGOGC, after any reading: MemAvailable
+// read between two collections overstates what is free.
 const memoryShare = 4
 
 // memoryCheckEvery is how many registrations the fill makes between two readings.

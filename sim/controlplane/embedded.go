@@ -92,8 +92,13 @@ type Embedded struct {
 	PodIP string
 	// NodeMonitorPeriod is how often the controller-manager's node lifecycle controller
 	// checks every Node; DefaultNodeMonitorPeriod if zero. Each pass copies every Node, so
-	// a plane of tens of thousands wants the controller-manager's own default, 5 s.
+	// a plane of tens of thousands wants a longer one than the controller-manager's own
+	// default, 5 s (the large benchmark's is a minute).
 	NodeMonitorPeriod time.Duration
+	// Env is extra environment (KEY=value) for every process of the plane: etcd, the
+	// apiserver, the scheduler and the controller-manager, and nothing else. The large
+	// benchmark sets their garbage collector's target (GOGC) and etcd's quota through it.
+	Env []string
 
 	env        *envtest.Environment
 	kubeconfig string
@@ -135,7 +140,7 @@ func (e *Embedded) Start(ctx context.Context) (*rest.Config, error) {
 			return nil, fmt.Errorf("clearing the plane's log: %w", err)
 		}
 	}
-	assets, err := e.deathsigWrappers(bin)
+	assets, err := e.wrappers(bin)
 	if err != nil {
 		return nil, err
 	}
@@ -202,26 +207,40 @@ func (e *Embedded) Start(ctx context.Context) (*rest.Config, error) {
 // Kubeconfig is the admin kubeconfig file of the running plane.
 func (e *Embedded) Kubeconfig() string { return e.kubeconfig }
 
-// deathsigWrappers returns a directory of wrappers that start etcd and kube-apiserver with
-// a parent-death signal (setpriv --pdeathsig), so that they die with this process even when
+// wrappers returns a directory of wrappers that start etcd and kube-apiserver with a
+// parent-death signal (setpriv --pdeathsig), so that they die with this process even when
 // it is killed outright — envtest itself does not arrange that, and a crashed test would
-// otherwise leave them running. Without setpriv the real binaries are used.
-func (e *Embedded) deathsigWrappers(bin string) (string, error) {
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		return bin, nil //nolint:nilerr // no setpriv is no failure: the real binaries run unwrapped
+// otherwise leave them running — and with Env, which envtest has no way to pass. Without
+// setpriv and Env the real binaries are used.
+func (e *Embedded) wrappers(bin string) (string, error) {
+	prefix := "exec"
+	if len(e.Env) > 0 {
+		prefix += " env"
+		for _, kv := range e.Env {
+			prefix += " " + shellQuote(kv)
+		}
+	}
+	if setpriv, err := exec.LookPath("setpriv"); err == nil {
+		prefix += " " + shellQuote(setpriv) + " --pdeathsig KILL --"
+	} else if len(e.Env) == 0 {
+		return bin, nil // no setpriv is no failure: the real binaries run unwrapped
 	}
 	dir := filepath.Join(e.dir, "bin")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
 	for _, name := range []string{"etcd", "kube-apiserver"} {
-		script := fmt.Sprintf("#!/bin/sh\nexec %s --pdeathsig KILL -- %s \"$@\"\n", setpriv, filepath.Join(bin, name))
+		script := fmt.Sprintf("#!/bin/sh\n%s %s \"$@\"\n", prefix, shellQuote(filepath.Join(bin, name)))
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
 			return "", err
 		}
 	}
 	return dir, nil
+}
+
+// shellQuote quotes s as one word of a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func (e *Embedded) startChildren(bin string) error {
@@ -324,6 +343,9 @@ func (e *Embedded) startProcess(logName, path string, args []string) (*exec.Cmd,
 		return nil, fmt.Errorf("creating %s log: %w", logName, err)
 	}
 	cmd := exec.Command(path, args...)
+	if len(e.Env) > 0 {
+		cmd.Env = append(os.Environ(), e.Env...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {

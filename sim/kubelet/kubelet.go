@@ -94,6 +94,14 @@ type Kubelet struct {
 	ctx     context.Context
 }
 
+// stripManagedFields is the Pod informer's transform.
+func stripManagedFields(o any) (any, error) {
+	if m, ok := o.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+	}
+	return o, nil
+}
+
 // Start runs the Pod informer and the Lease heartbeat until ctx ends.
 func (k *Kubelet) Start(ctx context.Context) error {
 	k.ctx = ctx
@@ -101,7 +109,11 @@ func (k *Kubelet) Start(ctx context.Context) error {
 	k.readied, k.boots = map[string]bool{}, map[string]int{}
 	k.writers = make(chan struct{}, kubeletWriters)
 	k.written = map[types.UID]*corev1.Pod{}
-	f := informers.NewSharedInformerFactoryWithOptions(k.Client, 0, informers.WithNamespace(k.Namespace))
+	// Nothing here reads a Pod's managed fields, and an update without them keeps the
+	// stored ones; dropped, they do not grow this process with every Pod it drives (the
+	// large benchmark's kubelet drives tens of thousands).
+	f := informers.NewSharedInformerFactoryWithOptions(k.Client, 0, informers.WithNamespace(k.Namespace),
+		informers.WithTransform(stripManagedFields))
 	pi := f.Core().V1().Pods().Informer()
 	if _, err := pi.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { k.pod(o.(*corev1.Pod)) },
@@ -592,6 +604,7 @@ func (k *Kubelet) updatePod(p *corev1.Pod, mutate func(*corev1.Pod), status bool
 			return nil
 		}
 		if err == nil {
+			out.ManagedFields = nil // as the informer's copies
 			k.mu.Lock()
 			k.written[p.UID] = out
 			k.mu.Unlock()
