@@ -35,9 +35,9 @@ const (
 	staticNamespace = "bench-static"
 	// staticWriters bounds the registrations in flight.
 	staticWriters = 48
-	// staticReady is the static nodes' Ready report delay: never, within a run; their
-	// first status already says Ready.
-	staticReady = 1000 * time.Hour
+	// staticLease is the static nodes' Lease renewal period: never, within a run (the
+	// plane's grace period holds them Ready instead).
+	staticLease = 1000 * time.Hour
 )
 
 type staticNodes struct {
@@ -128,7 +128,7 @@ func (lg *large) staticKubelet(ctx context.Context, ready *atomic.Int64) (*kubel
 		return nil, err
 	}
 	k := &kubelet.Kubelet{Client: kcs, Namespace: staticNamespace, Scenario: staticScenario, Seed: lg.opts.Seed,
-		Version: controlplane.KubeVersion, Profile: lg.opts.Profile, LeaseRenew: staticReady,
+		Version: controlplane.KubeVersion, Profile: lg.opts.Profile, LeaseRenew: staticLease,
 		Errors: func(err error) { lg.progress("static kubelet: %v", err) }}
 	return k, k.Start(ctx)
 }
@@ -148,7 +148,7 @@ func (lg *large) register(ctx context.Context, k *kubelet.Kubelet, have, n int, 
 		}
 		name := staticName(end)
 		g.Go(func() error {
-			if err := k.Register(gctx, name, nil, nil, staticReady); err != nil {
+			if err := k.Register(gctx, name, nil, nil, kubelet.NoReadyReport); err != nil {
 				return err
 			}
 			err := kubelet.Retry(gctx, func() error {

@@ -94,6 +94,12 @@ type Kubelet struct {
 	ctx     context.Context
 }
 
+// NoReadyReport, as Register's readyAfter, registers a node without a later Ready report.
+// A pending report holds the whole created Node until it fires: a far-off one, for each of
+// the large benchmark's tens of thousands of static nodes, held most of this process's
+// memory.
+const NoReadyReport time.Duration = -1
+
 // stripManagedFields is the Pod informer's transform.
 func stripManagedFields(o any) (any, error) {
 	if m, ok := o.(metav1.Object); ok {
@@ -142,8 +148,9 @@ func (k *Kubelet) fail(err error) {
 }
 
 // Register creates the Node (admission runs here), its Lease, and after readyAfter reports
-// it Ready. It returns the CREATE's error: with a webhook that fails closed and is down,
-// registration fails, as it would for a real kubelet.
+// it Ready; with NoReadyReport it never does (a profile's Ready node has said so in its
+// first status). It returns the CREATE's error: with a webhook that fails closed and is
+// down, registration fails, as it would for a real kubelet.
 func (k *Kubelet) Register(ctx context.Context, name string, extraLabels map[string]string, taints []corev1.Taint, readyAfter time.Duration) error {
 	lbls := map[string]string{scenario.Label: k.Scenario, corev1.LabelHostname: name, corev1.LabelOSStable: "linux"}
 	for key, v := range extraLabels {
@@ -173,7 +180,9 @@ func (k *Kubelet) Register(ctx context.Context, name string, extraLabels map[str
 	if err := k.renewLease(ctx, created); err != nil {
 		return err
 	}
-	time.AfterFunc(readyAfter, func() { k.fail(k.reportReady(created)) })
+	if readyAfter != NoReadyReport {
+		time.AfterFunc(readyAfter, func() { k.fail(k.reportReady(created)) })
+	}
 	return nil
 }
 

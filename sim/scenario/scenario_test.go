@@ -26,6 +26,7 @@ func TestParseScenario(t *testing.T) {
 		{name: "missing description", yaml: "name: s\n", wantErr: "description is required"},
 		{name: "two actions in a step", yaml: "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 1}\n    reregister: {node: s-0}\n", wantErr: "exactly one action"},
 		{name: "no action in a step", yaml: base + "  - at: 1s\n", wantErr: "exactly one action"},
+		{name: "negative readyAfter", yaml: "name: s\ndescription: d\ntimeline:\n  - at: 0s\n    join: {count: 1, readyAfter: -1s}\n", wantErr: "join.readyAfter -1s must not be negative"},
 		{name: "afterBound is no action", yaml: base + "  - at: 1s\n    afterBound: true\n", wantErr: "exactly one action"},
 		{name: "status report under a second", yaml: base + "kubelet: {nodeStatusReportFrequency: 500ms}\n", wantErr: "6: kubelet.nodeStatusReportFrequency 500ms: at least 1s"},
 		{name: "negative status report", yaml: base + "kubelet: {nodeStatusReportFrequency: -1s}\n", wantErr: "6: kubelet.nodeStatusReportFrequency -1s"},

@@ -74,6 +74,9 @@ func (sc *Scenario) validateNodes(s *Step, joined map[string]bool) error {
 		if s.Join.Count > maxNodes-len(joined) {
 			return fmt.Errorf("join.count %d: a scenario joins at most %d nodes in all", s.Join.Count, maxNodes)
 		}
+		if s.Join.ReadyAfter < 0 {
+			return fmt.Errorf("join.readyAfter %v must not be negative", s.Join.ReadyAfter)
+		}
 		if s.Join.ReadyAfter == 0 {
 			s.Join.ReadyAfter = 200 * time.Millisecond
 		}
