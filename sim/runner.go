@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,6 +52,9 @@ type Hooks struct {
 	Shipped bool
 	// GateArgs are extra cmd/gate flags for the shipped gate.
 	GateArgs []string
+	// LeaderWithin is how long Shipped waits for a replica to lead; gateundertest.LeaderWait
+	// if zero.
+	LeaderWithin time.Duration
 	// Started runs once the gate is up, before the first join.
 	Started func(ctx context.Context, l Live)
 	// Settled runs once the run has settled and the recorder has caught up, before the
@@ -190,8 +194,15 @@ func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64
 	}
 	defer release(sc.Name)
 	outer := ctx // the settled hook's own work (the benchmark's memory phase) is not the run's
-	ctx, cancel := context.WithTimeout(ctx, sc.Timeout+2*time.Minute)
+	// The run's bound: its scenario's timeout, and two minutes to set up and judge. A Started
+	// hook's work (the large benchmark's probe of a fresh gate: its initial list of every
+	// Node, a minute of idle CPU, priced status reports) is not the run's either: the bound
+	// starts again once the hook returns.
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	bound := sc.Timeout + 2*time.Minute
+	boundTimer := time.AfterFunc(bound, cancel)
+	defer boundTimer.Stop()
 
 	if err := rn.cleanup(ctx); err != nil {
 		return nil, fmt.Errorf("clearing leftovers of %s: %w", sc.Name, err)
@@ -218,6 +229,9 @@ func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64
 	defer gcancel()
 	if err := rn.startGate(gctx); err != nil {
 		return nil, err
+	}
+	if h := rn.Opts.Hooks; h != nil && h.Started != nil && sc.GateStartsAt == 0 {
+		boundTimer.Reset(bound)
 	}
 	kctx, kcancel := context.WithCancel(ctx)
 	defer kcancel()
@@ -384,7 +398,7 @@ func (rn *run) startGate(ctx context.Context) error {
 		return nil
 	}
 	if h.Shipped && rn.harness.Process() {
-		if _, err := rn.harness.WaitLeader(ctx); err != nil {
+		if _, err := rn.harness.WaitLeaderWithin(ctx, cmp.Or(h.LeaderWithin, gateundertest.LeaderWait)); err != nil {
 			return err
 		}
 	}

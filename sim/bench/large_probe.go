@@ -51,7 +51,7 @@ const startedTimeout = 10 * time.Minute
 // started runs as the run's Started hook. A failure is kept for the report (the run goes
 // on: its burst is still worth measuring).
 func (p *gateProbe) started(ctx context.Context, live sim.Live, fo *failoverProbe, progress func(string, ...any)) {
-	r, err := live.Gate().WaitLeader(ctx)
+	r, err := live.Gate().WaitLeaderWithin(ctx, startedTimeout)
 	if err == nil {
 		err = p.sync(ctx, r)
 	}
@@ -225,7 +225,7 @@ func (f *failoverProbe) kill(ctx context.Context, live sim.Live, progress func(s
 			return ctx.Err()
 		case <-time.After(killDelay):
 		}
-		old, err := live.Gate().WaitLeader(ctx)
+		old, err := live.Gate().WaitLeaderWithin(ctx, startedTimeout)
 		if err != nil {
 			return err
 		}
@@ -233,14 +233,8 @@ func (f *failoverProbe) kill(ctx context.Context, live sim.Live, progress func(s
 		f.mu.Lock()
 		f.killed = time.Now()
 		f.mu.Unlock()
-		// WaitLeader gives up after 20s, about the shipped lease duration and retry period
-		// together: on a loaded plane the takeover can take a little longer.
-		var next *gateundertest.Replica
-		for range 3 {
-			if next, err = live.Gate().WaitLeader(ctx); err == nil {
-				break
-			}
-		}
+		// On a loaded plane the takeover can take longer than the lease and a retry period.
+		next, err := live.Gate().WaitLeaderWithin(ctx, 3*gateundertest.LeaderWait)
 		if err != nil {
 			return err
 		}

@@ -283,6 +283,7 @@ func (b *bench) hooks(h *sim.Hooks, l load, end *runEnd) {
 	}
 	if l.probe != nil {
 		h.Started = func(ctx context.Context, live sim.Live) { l.probe.started(ctx, live, l.failover, b.progress) }
+		h.LeaderWithin = startedTimeout // a fresh replica lists every static init Pod before it campaigns
 	}
 	h.Settled = func(ctx context.Context, live sim.Live) error {
 		end.settled, end.procCPU = time.Now(), processesCPU()

@@ -492,10 +492,21 @@ func stacksOfSlowStop() string {
 	return where
 }
 
-// WaitLeader waits up to 20s for a process replica to hold the lease, and returns it.
+// LeaderWait is how long WaitLeader waits: about the shipped lease duration and retry
+// period together.
+const LeaderWait = 20 * time.Second
+
+// WaitLeader waits up to LeaderWait for a process replica to hold the lease, and returns it.
 func (h *Harness) WaitLeader(ctx context.Context) (*Replica, error) {
+	return h.WaitLeaderWithin(ctx, LeaderWait)
+}
+
+// WaitLeaderWithin waits up to within for a process replica to hold the lease, and returns
+// it. A replica runs for the lease only once its cache holds the init Pods, which on a
+// plane of tens of thousands of nodes takes longer than LeaderWait.
+func (h *Harness) WaitLeaderWithin(ctx context.Context, within time.Duration) (*Replica, error) {
 	var r *Replica
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
 		r = h.leader(ctx)
 		return r != nil, nil
 	})
