@@ -94,7 +94,7 @@ type Kubelet struct {
 	ctx     context.Context
 }
 
-// NoReadyReport, as Register's readyAfter, registers a node without a later Ready report.
+// NoReadyReport is a readyAfter for Register: the node gets no later Ready report.
 // A pending report holds the whole created Node until it fires: a far-off one, for each of
 // the large benchmark's tens of thousands of static nodes, held most of this process's
 // memory.
