@@ -196,8 +196,7 @@ func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64
 	outer := ctx // the settled hook's own work (the benchmark's memory phase) is not the run's
 	// The run's bound: its scenario's timeout, and two minutes to set up and judge. A Started
 	// hook's work (the large benchmark's probe of a fresh gate: its initial list of every
-	// Node, a minute of idle CPU, priced status reports) is not the run's either: the bound
-	// starts again once the hook returns.
+	// Node, a minute of idle CPU, priced status reports) is not the run's (below).
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	bound := sc.Timeout + 2*time.Minute
@@ -227,11 +226,18 @@ func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64
 	defer func() { res, err = rn.late(res, err, "stopping the gate", rn.harness.Stop(context.Background())) }()
 	gctx, gcancel := context.WithCancel(ctx)
 	defer gcancel()
-	if err := rn.startGate(gctx); err != nil {
-		return nil, err
+	// The hooks' wait for a leader and the Started hook's work are not the run's: the bound
+	// is held while they run, and starts again after them.
+	hooked := rn.Opts.Hooks != nil && sc.GateStartsAt == 0
+	if hooked {
+		boundTimer.Stop()
 	}
-	if h := rn.Opts.Hooks; h != nil && h.Started != nil && sc.GateStartsAt == 0 {
+	err = rn.startGate(gctx)
+	if hooked {
 		boundTimer.Reset(bound)
+	}
+	if err != nil {
+		return nil, err
 	}
 	kctx, kcancel := context.WithCancel(ctx)
 	defer kcancel()
