@@ -85,8 +85,8 @@ func cniConfig(bridge, subnet, ipamDir string) string {
 //   - failCgroupV1 false: these machines mount cgroup v1, which 1.36 refuses by default;
 //   - cgroupfs and a cgroup root of the node's own, so two nodes' kubepods do not meet;
 //   - failSwapOn false: the machine may have swap;
-//   - its ports are its own, on loopback, and it trusts every caller (AlwaysAllow): only
-//     the plane on this machine talks to it;
+//   - it serves on a loopback address of its own, on the usual ports, and trusts every
+//     caller (AlwaysAllow): only the plane on this machine talks to it;
 //   - no eviction thresholds: the disk and memory are the machine's, shared with everything
 //     else, and a node evicting its Pods for the machine's state would prove nothing;
 //   - no image garbage collection (a high threshold of 100): on a disk fuller than 85% the
@@ -101,12 +101,12 @@ cgroupDriver: cgroupfs
 cgroupRoot: %[1]q
 failSwapOn: false
 containerRuntimeEndpoint: %[2]q
-address: 127.0.0.1
-port: %[3]d
+address: %[3]s
+port: %[4]d
 readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: %[4]d
-podCIDR: %[5]q
+healthzBindAddress: %[3]s
+healthzPort: %[5]d
+podCIDR: %[6]q
 authentication:
   anonymous: {enabled: true}
   webhook: {enabled: false}
@@ -118,12 +118,17 @@ imageGCLowThresholdPercent: 99
 makeIPTablesUtilChains: false
 resolvConf: ""
 registerNode: true
-podLogsDir: %[6]q
-`, c.cgroupRoot, "unix://"+c.socket, c.port, c.healthzPort, c.podCIDR, c.podLogs)
+podLogsDir: %[7]q
+`, c.cgroupRoot, "unix://"+c.socket, c.address, kubeletPort, kubeletHealthzPort, c.podCIDR, c.podLogs)
 }
+
+// The kubelet's usual ports, on each node's own address.
+const (
+	kubeletPort        = 10250
+	kubeletHealthzPort = 10248
+)
 
 // kubeletSettings are what differs between two nodes' kubelets.
 type kubeletSettings struct {
-	cgroupRoot, socket, podCIDR, podLogs string
-	port, healthzPort                    int
+	cgroupRoot, socket, podCIDR, podLogs, address string
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -17,8 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/startupgate/startupgate/internal/freeport"
 )
 
 // Config is one real node.
@@ -47,7 +46,6 @@ type Node struct {
 	containerd  *proc
 	kubelet     *proc
 	kubeletArgs []string
-	kubeletPort int
 	logs        []*os.File
 	// registered: the node holds its index in the registry, so its cgroups, bridge and
 	// directory are its own to tear down. Without it Stop does nothing.
@@ -112,19 +110,11 @@ func (n *Node) start(ctx context.Context) error {
 	if err := makeCgroupRoot(n.cgroupRoot); err != nil {
 		return err
 	}
-	port, err := freeport.Get()
-	if err != nil {
-		return err
-	}
-	healthz, err := freeport.Get()
-	if err != nil {
-		return err
-	}
 	files := map[string]string{
 		"containerd.toml":        containerdConfig(n.dir, n.parts),
 		"cni/10-bridge.conflist": cniConfig(n.bridge, n.PodCIDR(), filepath.Join(n.dir, "ipam")),
 		"kubelet/kubeletconfig.yaml": kubeletConfig(kubeletSettings{
-			cgroupRoot: n.cgroupRoot, socket: socket(n.dir), podCIDR: n.PodCIDR(), port: port, healthzPort: healthz,
+			cgroupRoot: n.cgroupRoot, socket: socket(n.dir), podCIDR: n.PodCIDR(), address: n.kubeletAddress(),
 			podLogs: filepath.Join(n.dir, "pod-logs"),
 		}),
 	}
@@ -133,6 +123,7 @@ func (n *Node) start(ctx context.Context) error {
 			return err
 		}
 	}
+	var err error
 	if n.containerd, err = n.spawn("containerd", filepath.Join(n.parts, "containerd"), "--config", filepath.Join(n.dir, "containerd.toml")); err != nil {
 		return err
 	}
@@ -165,7 +156,6 @@ func (n *Node) start(ctx context.Context) error {
 		args = append(args, "--node-labels", joinLabels(n.cfg.Labels))
 	}
 	n.kubeletArgs = args
-	n.kubeletPort = port
 	return n.startKubelet()
 }
 
@@ -247,10 +237,42 @@ func (p *proc) exited(dir string) error {
 		return nil
 	}
 	log := filepath.Join(dir, p.name+".log")
-	if p.err == nil {
-		return fmt.Errorf("%s exited; its log is %s", p.name, log)
+	how := "exited"
+	if p.err != nil {
+		how = fmt.Sprintf("exited (%v)", p.err)
 	}
-	return fmt.Errorf("%s exited (%w); its log is %s", p.name, p.err, log)
+	return fmt.Errorf("%s %s; its log is %s, which ends:\n%s", p.name, how, log, logTail(log, tailLines))
+}
+
+// tailLines is how much of a part's log its exit error quotes: a kubelet or containerd that
+// fails to start logs why last, and a test's output may be all that is left of a CI run.
+const tailLines = 8
+
+// logTail returns the last n lines of the log at path, each indented, or why it cannot.
+func logTail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "\t" + err.Error()
+	}
+	defer f.Close()
+	const most = 16 << 10 // n long lines at most; the rest of a large log is not read
+	var off int64
+	if st, err := f.Stat(); err == nil && st.Size() > most {
+		off = st.Size() - most
+	}
+	buf := make([]byte, most)
+	k, err := f.ReadAt(buf, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "\t" + err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(buf[:k]), "\n"), "\n")
+	if off > 0 && len(lines) > 1 {
+		lines = lines[1:] // the first may be cut
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "\t" + strings.Join(lines, "\n\t")
 }
 
 // ImportImage imports a docker archive (what make image writes) into the node's containerd,
@@ -263,7 +285,15 @@ func (n *Node) ImportImage(ctx context.Context, tarball string) error {
 }
 
 // KubeletURL is the kubelet's API on this machine (read-only use: its stats summary).
-func (n *Node) KubeletURL() string { return fmt.Sprintf("https://127.0.0.1:%d", n.kubeletPort) }
+func (n *Node) KubeletURL() string {
+	return fmt.Sprintf("https://%s:%d", n.kubeletAddress(), kubeletPort)
+}
+
+// kubeletAddress is the loopback address the node's kubelet serves on, its own by the node's
+// index (all of 127.0.0.0/8 is this machine's). On an address of its own the kubelet can keep
+// its usual ports: no other process binds there, where a port chosen free on 127.0.0.1 could
+// be taken by another process's connection before the kubelet, seconds later, listens.
+func (n *Node) kubeletAddress() string { return fmt.Sprintf("127.244.%d.1", n.cfg.Index) }
 
 // ctr runs containerd's client against the node's containerd, in the CRI's namespace.
 func (n *Node) ctr(ctx context.Context, args ...string) ([]byte, error) {
