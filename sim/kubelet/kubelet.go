@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/startupgate/startupgate/sim/scenario"
 )
@@ -100,14 +101,6 @@ type Kubelet struct {
 // memory.
 const NoReadyReport time.Duration = -1
 
-// stripManagedFields is the Pod informer's transform.
-func stripManagedFields(o any) (any, error) {
-	if m, ok := o.(metav1.Object); ok {
-		m.SetManagedFields(nil)
-	}
-	return o, nil
-}
-
 // Start runs the Pod informer and the Lease heartbeat until ctx ends.
 func (k *Kubelet) Start(ctx context.Context) error {
 	k.ctx = ctx
@@ -119,7 +112,7 @@ func (k *Kubelet) Start(ctx context.Context) error {
 	// stored ones; dropped, they do not grow this process with every Pod it drives (the
 	// large benchmark's kubelet drives tens of thousands).
 	f := informers.NewSharedInformerFactoryWithOptions(k.Client, 0, informers.WithNamespace(k.Namespace),
-		informers.WithTransform(stripManagedFields))
+		informers.WithTransform(ctrlcache.TransformStripManagedFields()))
 	pi := f.Core().V1().Pods().Informer()
 	if _, err := pi.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { k.pod(o.(*corev1.Pod)) },

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/startupgate/startupgate/sim/scenario"
 )
@@ -153,24 +152,5 @@ func TestReportReadyNodeDeleted(t *testing.T) {
 	}
 	if k.readyNodes() != nil {
 		t.Errorf("ready nodes %v, want none: the report was not accepted", k.readyNodes())
-	}
-}
-
-// TestStripManagedFields: the Pod informer's transform drops a Pod's managed fields and
-// nothing else, and passes what is not an object (a deleted Pod's final state) as it came.
-func TestStripManagedFields(t *testing.T) {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "init-a", Labels: map[string]string{"app": "init"},
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate}}}}
-	out, err := stripManagedFields(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := out.(*corev1.Pod)
-	if got.ManagedFields != nil || got.Name != "init-a" || got.Labels["app"] != "init" {
-		t.Errorf("stripped Pod = %+v, want its managed fields gone and the rest kept", got.ObjectMeta)
-	}
-	tomb := cache.DeletedFinalStateUnknown{Key: "ns/init-a", Obj: p}
-	if out, err := stripManagedFields(tomb); err != nil || out != tomb {
-		t.Errorf("stripManagedFields(tombstone) = %v, %v; want it unchanged", out, err)
 	}
 }
