@@ -1,7 +1,9 @@
 package node
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +22,9 @@ func TestExitedQuotesLog(t *testing.T) {
 	got := p.exited(dir)
 	if got == nil {
 		t.Fatal("an exited part reads as running")
+	}
+	if ee := (*exec.ExitError)(nil); !errors.As(got, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("the exit error does not wrap the exit status 1: %v", got)
 	}
 	for _, want := range []string{"kubelet exited (exit status 1)", filepath.Join(dir, "kubelet.log"), "\tstarting\n", "address already in use"} {
 		if !strings.Contains(got.Error(), want) {

@@ -237,11 +237,11 @@ func (p *proc) exited(dir string) error {
 		return nil
 	}
 	log := filepath.Join(dir, p.name+".log")
-	how := "exited"
-	if p.err != nil {
-		how = fmt.Sprintf("exited (%v)", p.err)
+	tail := logTail(log, tailLines)
+	if p.err == nil {
+		return fmt.Errorf("%s exited; its log is %s, which ends:\n%s", p.name, log, tail)
 	}
-	return fmt.Errorf("%s %s; its log is %s, which ends:\n%s", p.name, how, log, logTail(log, tailLines))
+	return fmt.Errorf("%s exited (%w); its log is %s, which ends:\n%s", p.name, p.err, log, tail)
 }
 
 // tailLines is how much of a part's log its exit error quotes: a kubelet or containerd that
