@@ -18,30 +18,31 @@ import (
 
 // settings is everything the command line says: the gate's Config and how to run it.
 type settings struct {
-	cfg            config.Config
-	kubeconfig     string
-	printPolicy    bool
-	printVersion   bool
-	leaderElect    bool
-	leaderNS       string
-	leaseDuration  time.Duration
-	renewDeadline  time.Duration
-	retryPeriod    time.Duration
-	warmStandby    bool
-	metricsAddr    string
-	probeAddr      string
-	pprofAddr      string
-	webhookPort    int
-	certDir        string
-	workers        int
-	qps            float64
-	burst          int
-	releaseAll     bool
-	releaseNodes   []string
-	releaseCommand bool
-	statusCommand  bool
-	statusNodes    []string
-	output         string
+	cfg              config.Config
+	kubeconfig       string
+	printPolicy      bool
+	printVersion     bool
+	leaderElect      bool
+	leaderNS         string
+	leaseDuration    time.Duration
+	renewDeadline    time.Duration
+	retryPeriod      time.Duration
+	warmStandby      bool
+	metricsAddr      string
+	probeAddr        string
+	pprofAddr        string
+	webhookPort      int
+	certDir          string
+	workers          int
+	cacheSyncTimeout time.Duration
+	qps              float64
+	burst            int
+	releaseAll       bool
+	releaseNodes     []string
+	releaseCommand   bool
+	statusCommand    bool
+	statusNodes      []string
+	output           string
 }
 
 // contractFlags hold the flags that set config.Config fields. They are parsed here first and
@@ -144,6 +145,7 @@ func (s *settings) register(fs *pflag.FlagSet) {
 	fs.IntVar(&s.webhookPort, "webhook-port", 9443, "port of the webhook server")
 	fs.StringVar(&s.certDir, "cert-dir", "", "directory holding tls.crt and tls.key; reloaded when they rotate (default: controller-runtime's temp dir)")
 	fs.IntVar(&s.workers, "workers", setup.DefaultWorkers, "nodes reconciled concurrently")
+	fs.DurationVar(&s.cacheSyncTimeout, "cache-sync-timeout", setup.DefaultCacheSyncTimeout, "how long to wait for the initial lists of Nodes, init Pods and DaemonSets before exiting; a large cluster's take minutes")
 	fs.Float64Var(&s.qps, "kube-api-qps", 100, "client QPS to the apiserver")
 	fs.IntVar(&s.burst, "kube-api-burst", 200, "client burst to the apiserver")
 }

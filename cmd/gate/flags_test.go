@@ -49,17 +49,18 @@ func TestParseDefaults(t *testing.T) {
 		t.Errorf("config mismatch (-want +got):\n%s", diff)
 	}
 	want := settings{
-		cfg:           s.cfg,
-		leaseDuration: 15 * time.Second,
-		renewDeadline: 10 * time.Second,
-		retryPeriod:   2 * time.Second,
-		warmStandby:   true,
-		metricsAddr:   ":8080",
-		probeAddr:     ":8081",
-		webhookPort:   9443,
-		workers:       64,
-		qps:           100,
-		burst:         200,
+		cfg:              s.cfg,
+		leaseDuration:    15 * time.Second,
+		renewDeadline:    10 * time.Second,
+		retryPeriod:      2 * time.Second,
+		warmStandby:      true,
+		metricsAddr:      ":8080",
+		probeAddr:        ":8081",
+		webhookPort:      9443,
+		workers:          64,
+		cacheSyncTimeout: 10 * time.Minute,
+		qps:              100,
+		burst:            200,
 	}
 	if diff := cmp.Diff(want, *s, cmp.AllowUnexported(settings{}), ignoreCompiled); diff != "" {
 		t.Errorf("settings mismatch (-want +got):\n%s", diff)
@@ -167,12 +168,12 @@ func TestParseFlags(t *testing.T) {
 				"--health-probe-bind-address", ":9090", "--webhook-port", "10250", "--cert-dir", "/certs", "--workers", "4",
 				"--kube-api-qps", "12.5", "--kube-api-burst", "25", "--print-policy",
 				"--leader-elect-lease-duration", "30s", "--leader-elect-renew-deadline", "20s", "--leader-elect-retry-period", "5s",
-				"--warm-standby=false"},
+				"--warm-standby=false", "--cache-sync-timeout", "30m"},
 			s: func(t *testing.T, s *settings) {
 				t.Helper()
 				want := settings{cfg: s.cfg, leaderElect: true, leaderNS: "gate-system", metricsAddr: "0", probeAddr: ":9090",
 					leaseDuration: 30 * time.Second, renewDeadline: 20 * time.Second, retryPeriod: 5 * time.Second,
-					webhookPort: 10250, certDir: "/certs", workers: 4, qps: 12.5, burst: 25, printPolicy: true}
+					webhookPort: 10250, certDir: "/certs", workers: 4, cacheSyncTimeout: 30 * time.Minute, qps: 12.5, burst: 25, printPolicy: true}
 				if diff := cmp.Diff(want, *s, cmp.AllowUnexported(settings{}), ignoreCompiled); diff != "" {
 					t.Errorf("settings mismatch (-want +got):\n%s", diff)
 				}

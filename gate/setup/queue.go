@@ -24,9 +24,10 @@ import (
 //
 // warm starts the controller's watches before the replica leads (controller-runtime's
 // warmup): its informers list and watch while it stands by, and its queue collects what
-// they see, so a new leader reconciles from a synced cache at once.
-func controllerOptions(workers int, warm bool) controller.Options {
-	return controller.Options{MaxConcurrentReconciles: workers, NewQueue: newQueue, EnableWarmup: ptr.To(warm)}
+// they see, so a new leader reconciles from a synced cache at once. syncTimeout bounds
+// the wait for their initial lists.
+func controllerOptions(workers int, warm bool, syncTimeout time.Duration) controller.Options {
+	return controller.Options{MaxConcurrentReconciles: workers, NewQueue: newQueue, EnableWarmup: ptr.To(warm), CacheSyncTimeout: syncTimeout}
 }
 
 // newQueue is client-go's workqueue with the per-item backoff the priority queue uses by

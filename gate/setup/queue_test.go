@@ -15,7 +15,7 @@ import (
 // and requires every worker to return. controller-runtime v0.24.1's priority queue fails
 // this within a few rounds (controller-runtime#3538).
 func TestQueueStopsWhileWorkersRun(t *testing.T) {
-	opts := controllerOptions(20, true)
+	opts := controllerOptions(20, true, DefaultCacheSyncTimeout)
 	for round := range 200 {
 		q := opts.NewQueue("test", nil)
 		var wg sync.WaitGroup
