@@ -76,8 +76,8 @@ func (p *gateProbe) started(ctx context.Context, live sim.Live, fo *failoverProb
 	}
 }
 
-// sync waits until the gate has reconciled every static node and its queue is empty, and
-// times that from the process's start.
+// sync waits until the gate has reconciled every static node without an error and its
+// queue is empty, and times that from the process's start.
 func (p *gateProbe) sync(ctx context.Context, r *gateundertest.Replica) error {
 	began, err := processStart(r.Pid())
 	if err != nil {
@@ -88,9 +88,12 @@ func (p *gateProbe) sync(ctx context.Context, r *gateundertest.Replica) error {
 		if err != nil {
 			return false, nil //nolint:nilerr // a gate still starting answers later
 		}
+		// A gate that gives up its start drains its queue in errors as it stops; those
+		// reconciles read nothing and do not count.
 		done, _ := metricSum(raw, "controller_runtime_reconcile_total", map[string]string{"controller": "startupgate"})
+		failed, _ := metricSum(raw, "controller_runtime_reconcile_total", map[string]string{"controller": "startupgate", "result": "error"})
 		depth, _ := metricSum(raw, "workqueue_depth", map[string]string{"name": "startupgate"})
-		return int(done) >= p.static && depth == 0, nil
+		return int(done-failed) >= p.static && depth == 0, nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for the gate to reconcile %d static nodes: %w", p.static, err)

@@ -55,7 +55,9 @@ type LargeSize struct {
 	// Before are the same figures of the --large-before-gate binary, when one was given:
 	// the change under test, before and after, in one run.
 	Before *GateFigures `json:"before,omitempty"`
-	// Gate and Floor are the size's bursts.
+	// Warmup is the empty plane's unmeasured first burst (large.go's warmup); Gate and
+	// Floor are the size's bursts.
+	Warmup   *Burst    `json:"warmup,omitempty"`
 	Gate     *Burst    `json:"gate,omitempty"`
 	Floor    *Burst    `json:"floor,omitempty"`
 	Failover *Failover `json:"failover,omitempty"`
@@ -250,6 +252,12 @@ func (r *LargeReport) rows() []largeRow {
 				return notMeasured
 			}
 			return fmt.Sprintf("%.2f", reportsCPUPct(s.UpdateCPUMSPer1000, s.Nodes))
+		})},
+		{"burst: the empty plane's warm-up (floor, not in the ratios) p50 / p99 (ms)", at(func(s *LargeSize) string {
+			if s.Nodes > 0 {
+				return "–"
+			}
+			return burstCell(s.Warmup)
 		})},
 		{"burst: gate p50 / p99 (ms)", at(func(s *LargeSize) string { return burstCell(s.Gate) })},
 		{"burst: gate p99, populated / empty", static(func(s *LargeSize) string { return burstRatio(s.Gate, empty.Gate) })},

@@ -17,6 +17,7 @@ func largeSynthetic() *LargeReport {
 		FailoverNodes: 200, IdleS: 60, Profile: kubelet.DefaultProfile(),
 		Sizes: []LargeSize{
 			{Nodes: 0, GateFigures: GateFigures{SyncS: 1.2, HeapBytes: 20 << 20, RSSBytes: 60 << 20, IdleCPUPct: 0.1},
+				Warmup:   &Burst{Nodes: 1000, Released: 1000, P50: 2000, P99: 9000},
 				Gate:     &Burst{Nodes: 1000, Released: 1000, P50: 400, P99: 1000},
 				Floor:    &Burst{Nodes: 1000, Released: 1000, P50: 300, P99: 800},
 				Failover: &Failover{Nodes: 200, Released: 200, ExitToLeaderS: 15.2, ExitToReleaseS: 15.6}},
@@ -34,6 +35,7 @@ func TestLargeMarkdownNotMeasured(t *testing.T) {
 	md := largeSynthetic().String()
 	for _, want := range []string{
 		"| static nodes | 0 | 10000 |",
+		"| burst: the empty plane's warm-up (floor, not in the ratios) p50 / p99 (ms) | 2000 / 9000 | – |",
 		"| burst: gate p50 / p99 (ms) | 400 / 1000 | not measured (990 of 1000 released) |",
 		"| burst: gate p99, populated / empty | – | not measured |",
 		"| burst: floor p50 / p99 (ms) | 300 / 800 | not measured |",
@@ -127,13 +129,15 @@ func TestFirstAfter(t *testing.T) {
 }
 
 // TestLargeLoadNames: every run of the large phase has a name of its own (node names and
-// the audit log's counts derive from it), whatever the size, the mode or the failover.
+// the audit log's counts derive from it), whatever the size, the mode, the warm-up or the
+// failover.
 func TestLargeLoadNames(t *testing.T) {
 	seen := map[string]bool{}
 	for _, static := range []int{0, 10000, 50000} {
 		for _, l := range []load{
 			{large: true, mode: benchPolicy, nodes: 1000, static: static},
 			{large: true, mode: benchFloor, nodes: 1000, static: static},
+			{large: true, warmup: true, mode: benchFloor, nodes: 1000, static: static},
 			{large: true, mode: benchPolicy, nodes: 200, static: static, replicas: 2, failover: &failoverProbe{}},
 		} {
 			name := l.name()
@@ -152,7 +156,8 @@ func TestLargeLoadNames(t *testing.T) {
 	}
 }
 
-// TestLargeScenario: the large phase's loads set their workload count and gate replicas.
+// TestLargeScenario: the large phase's loads set their workload count and gate replicas,
+// and their bound grows with the static nodes.
 func TestLargeScenario(t *testing.T) {
 	sc, err := benchScenario(load{large: true, mode: benchPolicy, nodes: 200, static: 10, workloads: 20, replicas: 2, failover: &failoverProbe{}})
 	if err != nil {
@@ -163,6 +168,17 @@ func TestLargeScenario(t *testing.T) {
 	}
 	if len(sc.Workloads) != 1 || sc.Workloads[0].Replicas != 20 {
 		t.Errorf("workloads = %+v, want 20 replicas", sc.Workloads)
+	}
+	empty, err := benchScenario(load{large: true, mode: benchFloor, nodes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := benchScenario(load{large: true, mode: benchFloor, nodes: 1000, static: 50000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if empty.Timeout != 4*time.Minute || full.Timeout != 9*time.Minute {
+		t.Errorf("a 1000-node burst's bound is %v on the empty plane and %v on 50,000 static nodes, want 4m and 9m", empty.Timeout, full.Timeout)
 	}
 	plain, err := benchScenario(load{mode: benchPolicy, nodes: 300})
 	if err != nil {
