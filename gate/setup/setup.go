@@ -36,8 +36,8 @@ const DefaultWorkers = 64
 
 // DefaultCacheSyncTimeout is how long each controller waits for its informers' initial
 // lists before the gate gives up and exits (controller-runtime's default is 2 minutes).
-// On a plane of 50,000 cloud-sized nodes the lists took 79 and 94 s in two runs and more
-// than 2 minutes in a third, and a gate that exits lists them all again when it restarts.
+// On a cluster of tens of thousands of nodes the lists can take longer than that
+// (docs/operations.md), and a gate that exits lists them all again when it restarts.
 const DefaultCacheSyncTimeout = 10 * time.Minute
 
 // Options are the operational knobs that are not part of the contract.

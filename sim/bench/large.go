@@ -286,9 +286,9 @@ func (lg *large) measure(ctx context.Context, sz *LargeSize) error {
 // warmup runs one burst of the floor's, not measured, on the freshly started plane before
 // the empty plane's figures. The first burst a plane serves pays for its start: its watch
 // caches grow to the burst's rate of events, and its clients' watches are closed and
-// opened again meanwhile. The gate's burst ran first: in three runs its p99 on the empty
-// plane read 13 to 20 s, and in one of them the floor's, after it, 2 s. That p99 is the
-// baseline of every populated/empty ratio of the gate's.
+// opened again meanwhile. Without it the gate's burst, run first, bore that cost, and its
+// p99 on the empty plane is the baseline of every populated/empty ratio of the gate's
+// (docs/performance.md says by how much).
 func (lg *large) warmup(ctx context.Context) (*Burst, error) {
 	l := load{large: true, warmup: true, mode: benchFloor, nodes: lg.opts.Burst, jitter: time.Second, workloads: lg.opts.Workloads}
 	r, err := lg.run(ctx, l, nil)

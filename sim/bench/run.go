@@ -128,9 +128,9 @@ func benchTimeout(n int) time.Duration {
 }
 
 // staticSlack is what a run on static nodes adds to its bound. The controller-manager's
-// DaemonSet controller weighs every node for each DaemonSet it syncs, and at 50,000 static
-// nodes it bound a burst's init Pods up to 4 minutes after their nodes joined: the floor's
-// 1000-node burst there released 778 when its 4-minute bound ran out.
+// DaemonSet controller weighs every node for each DaemonSet it syncs, so on tens of
+// thousands of static nodes it binds a burst's init Pods minutes after their nodes join
+// (run D in docs/performance.md).
 func staticSlack(static int) time.Duration { return time.Duration(static) * 6 * time.Millisecond }
 
 // run runs one load; adm, if set, receives the admission latency histogram delta over the
