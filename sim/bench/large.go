@@ -258,7 +258,8 @@ func (lg *large) measure(ctx context.Context, sz *LargeSize) error {
 	}
 	probe := &gateProbe{static: sz.Nodes, idle: lg.opts.Idle, updates: min(lg.opts.Updates, sz.Nodes), nodes: lg.staticNames(),
 		heapProfile: lg.profilePath(fmt.Sprintf("bench-large-gate-heap-%d.pprof", sz.Nodes))}
-	l := load{large: true, mode: benchPolicy, nodes: lg.opts.Burst, jitter: time.Second, static: sz.Nodes, workloads: lg.opts.Workloads, probe: probe}
+	l := lg.burst(sz.Nodes)
+	l.mode, l.probe = benchPolicy, probe
 	g, err := lg.run(ctx, l, nil)
 	if err != nil {
 		return err
@@ -283,6 +284,11 @@ func (lg *large) measure(ctx context.Context, sz *LargeSize) error {
 	return err
 }
 
+// burst is the size's burst load, its mode unset: the gate's, the floor's and the warm-up's.
+func (lg *large) burst(static int) load {
+	return load{large: true, nodes: lg.opts.Burst, jitter: time.Second, static: static, workloads: lg.opts.Workloads}
+}
+
 // warmup runs one burst of the floor's, not measured, on the freshly started plane before
 // the empty plane's figures. The first burst a plane serves pays for its start: its watch
 // caches grow to the burst's rate of events, and its clients' watches are closed and
@@ -290,7 +296,8 @@ func (lg *large) measure(ctx context.Context, sz *LargeSize) error {
 // p99 on the empty plane is the baseline of every populated/empty ratio of the gate's
 // (docs/performance.md says by how much).
 func (lg *large) warmup(ctx context.Context) (*Burst, error) {
-	l := load{large: true, warmup: true, mode: benchFloor, nodes: lg.opts.Burst, jitter: time.Second, workloads: lg.opts.Workloads}
+	l := lg.burst(0)
+	l.mode, l.warmup = benchFloor, true
 	r, err := lg.run(ctx, l, nil)
 	if err != nil {
 		return nil, fmt.Errorf("warming the plane up: %w", err)
