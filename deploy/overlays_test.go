@@ -325,9 +325,19 @@ func checkContainerWiring(t *testing.T, c corev1.Container, webhookMode bool) {
 			probePort = p
 		}
 	}
-	for name, p := range map[string]*corev1.Probe{"/healthz": c.LivenessProbe, "/readyz": c.ReadinessProbe} {
-		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != name || p.HTTPGet.Port != intstr.Parse(probePort) {
-			t.Errorf("probe %s = %+v, want httpGet %s on the health port %q", name, p, name, probePort)
+	probes := map[string]struct {
+		p    *corev1.Probe
+		path string
+	}{"startup": {c.StartupProbe, "/healthz"}, "liveness": {c.LivenessProbe, "/healthz"}, "readiness": {c.ReadinessProbe, "/readyz"}}
+	for kind, want := range probes {
+		p := want.p
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != want.path || p.HTTPGet.Port != intstr.Parse(probePort) {
+			t.Errorf("%s probe = %+v, want httpGet %s on the health port %q", kind, p, want.path, probePort)
+			continue
+		}
+		// The default 1 s counts a gate busy on a loaded node as failed, and restarts it.
+		if p.TimeoutSeconds < 2 {
+			t.Errorf("%s probe timeout = %ds, want more than the default 1 s", kind, p.TimeoutSeconds)
 		}
 	}
 	env := map[string]string{}

@@ -569,6 +569,7 @@ func (c *cluster) burst(t *testing.T, name string, started func(context.Context,
 	}
 	if !res.Passed {
 		c.logGateLogs(t)
+		c.logKubeletOnGate(t)
 		t.Fatalf("%s failed: %v; errors %v; violations %v", name, res.Failures, res.Errors, res.Violations)
 	}
 	t.Logf("%s: %d nodes released by the gate's Pods, 0 Pods early; release after init ready p50 %.0f ms, p99 %.0f ms",
@@ -608,6 +609,37 @@ func (c *cluster) logGateLogs(t *testing.T) {
 			strings.Join(notable[max(0, len(notable)-gateLogLines):], "\n"), gateLogLines,
 			strings.Join(lines[max(0, len(lines)-gateLogLines):], "\n"))
 	}
+}
+
+// kubeletGateWords pick the system kubelet's lines that say why a gate container stopped
+// or was not ready: probe results, kills, sandboxes, OOM.
+var kubeletGateWords = []string{"probe", "Killing", "sandbox", "OOM", "ContainerDied", "Back-off"}
+
+// logKubeletOnGate prints the system node's kubelet lines about the gate's Pods that say why
+// a container was restarted: a gate log that ends in "Stopping" with no error was stopped
+// from outside, and only the kubelet says by what.
+func (c *cluster) logKubeletOnGate(t *testing.T) {
+	t.Helper()
+	path := filepath.Join(c.system.Dir(), "kubelet.log")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Logf("reading the system kubelet's log: %v", err)
+		return
+	}
+	var picked []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if !strings.Contains(l, namespace+"/") || strings.Contains(l, `status="ready"`) {
+			continue
+		}
+		for _, w := range kubeletGateWords {
+			if strings.Contains(l, w) {
+				picked = append(picked, l)
+				break
+			}
+		}
+	}
+	t.Logf("%s: its last %d lines on the gate's Pods (of %d):\n%s", path, gateLogLines, len(picked),
+		strings.Join(picked[max(0, len(picked)-gateLogLines):], "\n"))
 }
 
 // killGate kills both gate containers at once, as a crash of each would, then tries a Node
