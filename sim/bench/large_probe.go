@@ -36,7 +36,8 @@ type gateProbe struct {
 	baseline []byte
 
 	syncS          float64
-	heap, rss      uint64
+	heap, live     uint64
+	rss            uint64
 	idleCPUS       float64
 	idlePlaneCPU   map[string]float64
 	updated        int
@@ -109,7 +110,7 @@ func (p *gateProbe) measureIdle(ctx context.Context, r *gateundertest.Replica, _
 	if err != nil {
 		return err
 	}
-	p.heap, p.rss = m.heap, m.rss
+	p.heap, p.live, p.rss = m.heap, m.live, m.rss
 	if p.heapProfile != "" {
 		raw, err := httpGet(ctx, r.PprofURL()+"/heap")
 		if err == nil {
@@ -192,7 +193,7 @@ func (p *gateProbe) priceUpdates(ctx context.Context, r *gateundertest.Replica, 
 
 // into writes the probe's figures, and its error if it failed.
 func (p *gateProbe) into(sz *GateFigures, errs *[]string) {
-	sz.SyncS, sz.HeapBytes, sz.RSSBytes = p.syncS, p.heap, p.rss
+	sz.SyncS, sz.HeapBytes, sz.HeapLiveBytes, sz.RSSBytes = p.syncS, p.heap, p.live, p.rss
 	if p.idle > 0 && p.heap > 0 {
 		sz.IdleCPUPct = round2(p.idleCPUS / p.idle.Seconds() * 100)
 		sz.IdlePlaneCPUPct = map[string]float64{}

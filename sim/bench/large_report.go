@@ -71,9 +71,11 @@ type GateFigures struct {
 	// SyncS is the gate process's start to its initial list reconciled (every static
 	// node, an empty queue).
 	SyncS float64 `json:"sync_s"`
-	// HeapBytes and RSSBytes are the synced gate's, after a forced GC.
-	HeapBytes uint64 `json:"heap_bytes"`
-	RSSBytes  uint64 `json:"rss_bytes"`
+	// HeapBytes (heap in use), HeapLiveBytes (the live objects in it) and RSSBytes are the
+	// synced gate's, after a forced GC (probes.go's gateMem).
+	HeapBytes     uint64 `json:"heap_bytes"`
+	HeapLiveBytes uint64 `json:"heap_live_bytes,omitempty"`
+	RSSBytes      uint64 `json:"rss_bytes"`
 	// IdleCPUPct is the synced gate's CPU while nothing joins nor changes, in percent of
 	// one core; IdlePlaneCPUPct the plane's processes' over the same window.
 	IdleCPUPct      float64            `json:"idle_cpu_pct"`
@@ -234,6 +236,15 @@ func (r *LargeReport) rows() []largeRow {
 				return notMeasured
 			}
 			return fmt.Sprintf("%d", perNodeBytes(s.HeapBytes, empty.HeapBytes, s.Nodes))
+		})},
+		{"gate live heap after sync: MiB, and bytes per static node over the empty plane's", at(func(s *LargeSize) string {
+			if s.HeapLiveBytes == 0 {
+				return notMeasured
+			}
+			if s.Nodes == 0 || empty.HeapLiveBytes == 0 {
+				return fmt.Sprintf("%d", s.HeapLiveBytes>>20)
+			}
+			return fmt.Sprintf("%d (%d)", s.HeapLiveBytes>>20, perNodeBytes(s.HeapLiveBytes, empty.HeapLiveBytes, s.Nodes))
 		})},
 		{"gate idle CPU (% of one core)", at(func(s *LargeSize) string {
 			if s.HeapBytes == 0 {

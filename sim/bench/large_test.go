@@ -16,14 +16,14 @@ func largeSynthetic() *LargeReport {
 	return &LargeReport{Machine: Machine{CPUs: 2, Model: "AMD EPYC", Commit: "abc1234"}, Burst: 1000, Workloads: 100,
 		FailoverNodes: 200, IdleS: 60, Profile: kubelet.DefaultProfile(),
 		Sizes: []LargeSize{
-			{Nodes: 0, GateFigures: GateFigures{SyncS: 1.2, HeapBytes: 20 << 20, RSSBytes: 60 << 20, IdleCPUPct: 0.1},
+			{Nodes: 0, GateFigures: GateFigures{SyncS: 1.2, HeapBytes: 20 << 20, HeapLiveBytes: 10 << 20, RSSBytes: 60 << 20, IdleCPUPct: 0.1},
 				Warmup:   &Burst{Nodes: 1000, Released: 1000, P50: 2000, P99: 9000},
 				Gate:     &Burst{Nodes: 1000, Released: 1000, P50: 400, P99: 1000},
 				Floor:    &Burst{Nodes: 1000, Released: 1000, P50: 300, P99: 800},
 				Failover: &Failover{Nodes: 200, Released: 200, ExitToLeaderS: 15.2, ExitToReleaseS: 15.6}},
 			// The gate's burst did not release every node; the floor and the probe failed.
 			{Nodes: 10000, FillS: 120, NodeProtobufBytes: 11000, NodeJSONBytes: 16000, EtcdBytes: 400 << 20,
-				GateFigures: GateFigures{SyncS: 4, HeapBytes: 80 << 20, RSSBytes: 150 << 20, IdleCPUPct: 0.4, Updates: 5000, UpdateCPUMSPer1000: 300},
+				GateFigures: GateFigures{SyncS: 4, HeapBytes: 80 << 20, HeapLiveBytes: 45 << 20, RSSBytes: 150 << 20, IdleCPUPct: 0.4, Updates: 5000, UpdateCPUMSPer1000: 300},
 				Gate:        &Burst{Nodes: 1000, Released: 990, P50: 500, P99: 1300},
 				Errors:      []string{"gate probe: boom"}},
 		}}
@@ -41,6 +41,7 @@ func TestLargeMarkdownNotMeasured(t *testing.T) {
 		"| burst: floor p50 / p99 (ms) | 300 / 800 | not measured |",
 		"| failover: leader exit to first release by the new one (s) | 15.6 | not measured |",
 		"| gate heap per static node, over the empty plane's (bytes) | – | 6291 |",
+		"| gate live heap after sync: MiB, and bytes per static node over the empty plane's | 10 | 45 (3670) |",
 		"| gate CPU at one status report per node per 5 min (% of one core) | – | 1.00 |",
 		"| gate release p99, populated / empty ≤ 1.2 (10000 static nodes) | not measured | **no** |",
 		"| gate heap ≤ 300 MiB (10000 static nodes) | 80 MiB | yes |",
