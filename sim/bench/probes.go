@@ -99,7 +99,7 @@ func (b *bench) handlerLatency(ctx context.Context, live sim.Live) error {
 
 // gateMem is a gate's memory after a forced GC: its heap in use (the spans that hold at
 // least one live object), its live heap (the objects themselves) and its RSS. After an
-// initial list the first can be twice the second: the objects the gate keeps were made
+// initial list the first is well above the second: the objects the gate keeps were made
 // among the garbage of decoding the full ones, and a span stays in use while any of its
 // objects lives.
 type gateMem struct{ heap, live, rss uint64 }
