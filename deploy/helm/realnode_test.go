@@ -184,10 +184,26 @@ func newCluster(t *testing.T) *cluster {
 		}
 	})
 	c.plane, c.system = nc.Plane, nc.System
+	checkPlaneCgroup(t, nc)
 	c.rc = rest.CopyConfig(nc.Config)
 	c.rc.QPS, c.rc.Burst = 1000, 2000 // no client-side wait in the latencies measured
 	c.cs = kubernetes.NewForConfigOrDie(c.rc)
 	return c
+}
+
+// checkPlaneCgroup: the plane's four processes run in its cgroup, so that the other work on
+// the machine does not starve it (node.Cluster says why).
+func checkPlaneCgroup(t *testing.T, nc *node.Cluster) {
+	t.Helper()
+	names, err := nc.PlaneProcesses()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("%s is not in the plane's cgroup, which holds %v", want, names)
+		}
+	}
 }
 
 // keptDir is a directory for logs that outlive the test when $STARTUPGATE_KEEP_LOGS names

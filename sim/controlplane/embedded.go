@@ -99,6 +99,12 @@ type Embedded struct {
 	// apiserver, the scheduler and the controller-manager, and nothing else. The large
 	// benchmark sets their garbage collector's target (GOGC) and etcd's quota through it.
 	Env []string
+	// CgroupProcs, if set, is the cgroup.procs file of a CPU cgroup that every process of
+	// the plane joins as it starts: etcd and the apiserver from their wrappers, before they
+	// run, and the scheduler and the controller-manager once started. sim/node's Cluster
+	// gives its plane a CPU share of its own, as a real cluster's control plane has
+	// machines of its own.
+	CgroupProcs string
 
 	env        *envtest.Environment
 	kubeconfig string
@@ -210,9 +216,13 @@ func (e *Embedded) Kubeconfig() string { return e.kubeconfig }
 // wrappers returns a directory of wrappers that start etcd and kube-apiserver with a
 // parent-death signal (setpriv --pdeathsig), so that they die with this process even when
 // it is killed outright — envtest itself does not arrange that, and a crashed test would
-// otherwise leave them running — and with Env, which envtest has no way to pass. Without
-// setpriv and Env the real binaries are used.
+// otherwise leave them running — and with Env and in CgroupProcs' cgroup, which envtest
+// has no way to arrange. Without setpriv, Env and CgroupProcs the real binaries are used.
 func (e *Embedded) wrappers(bin string) (string, error) {
+	join := ""
+	if e.CgroupProcs != "" {
+		join = "echo $$ > " + shellQuote(e.CgroupProcs) + " || exit 1\n"
+	}
 	prefix := "exec"
 	if len(e.Env) > 0 {
 		prefix += " env"
@@ -222,7 +232,7 @@ func (e *Embedded) wrappers(bin string) (string, error) {
 	}
 	if setpriv, err := exec.LookPath("setpriv"); err == nil {
 		prefix += " " + shellQuote(setpriv) + " --pdeathsig KILL --"
-	} else if len(e.Env) == 0 {
+	} else if len(e.Env) == 0 && join == "" {
 		return bin, nil // no setpriv is no failure: the real binaries run unwrapped
 	}
 	dir := filepath.Join(e.dir, "bin")
@@ -230,7 +240,7 @@ func (e *Embedded) wrappers(bin string) (string, error) {
 		return "", err
 	}
 	for _, name := range []string{"etcd", "kube-apiserver"} {
-		script := fmt.Sprintf("#!/bin/sh\n%s %s \"$@\"\n", prefix, shellQuote(filepath.Join(bin, name)))
+		script := fmt.Sprintf("#!/bin/sh\n%s%s %s \"$@\"\n", join, prefix, shellQuote(filepath.Join(bin, name)))
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
 			return "", err
 		}
@@ -356,6 +366,13 @@ func (e *Embedded) startProcess(logName, path string, args []string) (*exec.Cmd,
 	e.children = append(e.children, cmd)
 	e.mu.Unlock()
 	go func() { _ = cmd.Wait(); logf.Close() }()
+	// Every thread of the process moves with it, the ones it has started already too. On
+	// an error it is left among the children, for Stop.
+	if e.CgroupProcs != "" {
+		if err := os.WriteFile(e.CgroupProcs, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+			return nil, fmt.Errorf("moving %s into cgroup %s: %w", filepath.Base(path), e.CgroupProcs, err)
+		}
+	}
 	return cmd, nil
 }
 
