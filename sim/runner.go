@@ -55,6 +55,11 @@ type Hooks struct {
 	// LeaderWithin is how long Shipped waits for a replica to lead; gateundertest.LeaderWait
 	// if zero.
 	LeaderWithin time.Duration
+	// BeforeGate runs once the run's objects exist (its namespace, DaemonSets and
+	// workloads) and the recorder watches, just before the gate starts; its error fails
+	// the run. The large benchmark waits there for the plane to digest those objects, so
+	// that a fresh gate's start is measured on a quiet plane.
+	BeforeGate func(ctx context.Context) error
 	// Started runs once the gate is up, before the first join.
 	Started func(ctx context.Context, l Live)
 	// Settled runs once the run has settled and the recorder has caught up, before the
@@ -226,11 +231,16 @@ func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64
 	defer func() { res, err = rn.late(res, err, "stopping the gate", rn.harness.Stop(context.Background())) }()
 	gctx, gcancel := context.WithCancel(ctx)
 	defer gcancel()
-	// The hooks' wait for a leader and the Started hook's work are not the run's: the bound
-	// is held while they run, and starts again after them.
+	// The hooks' work and their wait for a leader are not the run's: the bound is held
+	// while they run, and starts again after them.
 	hooked := rn.Opts.Hooks != nil && sc.GateStartsAt == 0
 	if hooked {
 		boundTimer.Stop()
+		if before := rn.Opts.Hooks.BeforeGate; before != nil {
+			if err := before(ctx); err != nil {
+				return nil, err
+			}
+		}
 	}
 	err = rn.startGate(gctx)
 	if hooked {

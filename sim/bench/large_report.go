@@ -68,9 +68,15 @@ type LargeSize struct {
 
 // GateFigures are a fresh gate's, on the plane at one size, before anything joins.
 type GateFigures struct {
+	// SetupSettleS is how long the plane took to go quiet after the run's setup, before
+	// the gate started (large_probe.go's beforeGate).
+	SetupSettleS float64 `json:"setup_settle_s"`
 	// SyncS is the gate process's start to its initial list reconciled (every static
-	// node, an empty queue).
-	SyncS float64 `json:"sync_s"`
+	// node, an empty queue); SyncCPUS the gate's CPU until then, and SyncPlaneCPUS each
+	// plane process's and the simulator's over the same time.
+	SyncS         float64            `json:"sync_s"`
+	SyncCPUS      float64            `json:"sync_cpu_s"`
+	SyncPlaneCPUS map[string]float64 `json:"sync_plane_cpu_s,omitempty"`
 	// HeapBytes (heap in use), HeapLiveBytes (the live objects in it) and RSSBytes are the
 	// synced gate's, after a forced GC (probes.go's gateMem).
 	HeapBytes     uint64 `json:"heap_bytes"`
@@ -224,7 +230,19 @@ func (r *LargeReport) rows() []largeRow {
 			return fmt.Sprint(s.Reached)
 		})},
 		{"RSS after the fill: " + strings.Join(rssNames, " / ") + " (MiB)", static(func(s *LargeSize) string { return rssCell(s.RSS) })},
+		{"after the gate run's setup, until the plane was quiet, before the gate started (s)", at(func(s *LargeSize) string {
+			if s.SyncS == 0 {
+				return notMeasured
+			}
+			return fmt.Sprintf("%.0f", s.SetupSettleS)
+		})},
 		{"gate: process start to initial list reconciled (s)", at(func(s *LargeSize) string { return positive("%.1f", s.SyncS) })},
+		{"CPU in that start (s): gate / " + strings.Join(rssNames, " / "), at(func(s *LargeSize) string {
+			if s.SyncS == 0 || s.SyncPlaneCPUS == nil {
+				return notMeasured
+			}
+			return fmt.Sprintf("%.1f / %s", s.SyncCPUS, cpuCell(s.SyncPlaneCPUS))
+		})},
 		{"gate heap / RSS after sync (MiB)", at(func(s *LargeSize) string {
 			if s.HeapBytes == 0 {
 				return notMeasured
@@ -381,6 +399,15 @@ func reportsCPUPct(msPer1000 float64, nodes int) float64 {
 
 // rssNames are the processes whose memory the report shows, in its order.
 var rssNames = []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", simulatorProcess}
+
+// cpuCell is each of rssNames' CPU seconds.
+func cpuCell(cpu map[string]float64) string {
+	cells := make([]string, len(rssNames))
+	for i, name := range rssNames {
+		cells[i] = fmt.Sprintf("%.1f", cpu[name])
+	}
+	return strings.Join(cells, " / ")
+}
 
 func rssCell(rss map[string]uint64) string {
 	if len(rss) == 0 {

@@ -10,8 +10,9 @@ import (
 // watchers. A gate probed then measures the plane's backlog as much as itself (at 25,000
 // static nodes, the gate's initial list ran on a machine the scheduler and the
 // controller-manager kept saturated). The large phase waits for the plane to go quiet
-// before it probes a gate: after the fill, and after the bursts' clean-up for the before
-// gate.
+// before it probes a gate: after the fill, after the bursts' clean-up for the before gate,
+// and after each run's setup, as its scheduler and controller-manager go over every Node
+// for the run's new DaemonSet and pending workloads.
 const (
 	// settleWindow is how long each reading of the plane's CPU lasts.
 	settleWindow = 10 * time.Second
@@ -36,6 +37,12 @@ func quiet(spent map[string]float64, window time.Duration) bool {
 // settle waits until the plane is quiet, or settleLimit has passed, and returns how long
 // it waited.
 func (lg *large) settle(ctx context.Context) (time.Duration, error) {
+	return settle(ctx, lg.progress)
+}
+
+// settle waits until the plane is quiet, or settleLimit has passed, and returns how long
+// it waited; progress (nil: quiet) hears of a plane still busy at the limit.
+func settle(ctx context.Context, progress func(string, ...any)) (time.Duration, error) {
 	start := time.Now()
 	for time.Since(start) < settleLimit {
 		before := processesCPU()
@@ -48,6 +55,8 @@ func (lg *large) settle(ctx context.Context) (time.Duration, error) {
 			return time.Since(start), nil
 		}
 	}
-	lg.progress("large: the plane was still busy after %s; measuring it as it is", settleLimit)
+	if progress != nil {
+		progress("large: the plane was still busy after %s; measuring it as it is", settleLimit)
+	}
 	return time.Since(start), nil
 }

@@ -23,9 +23,10 @@ func largeSynthetic() *LargeReport {
 				Failover: &Failover{Nodes: 200, Released: 200, ExitToLeaderS: 15.2, ExitToReleaseS: 15.6}},
 			// The gate's burst did not release every node; the floor and the probe failed.
 			{Nodes: 10000, FillS: 120, NodeProtobufBytes: 11000, NodeJSONBytes: 16000, EtcdBytes: 400 << 20,
-				GateFigures: GateFigures{SyncS: 4, HeapBytes: 80 << 20, HeapLiveBytes: 45 << 20, RSSBytes: 150 << 20, IdleCPUPct: 0.4, Updates: 5000, UpdateCPUMSPer1000: 300},
-				Gate:        &Burst{Nodes: 1000, Released: 990, P50: 500, P99: 1300},
-				Errors:      []string{"gate probe: boom"}},
+				GateFigures: GateFigures{SetupSettleS: 20, SyncS: 4, SyncCPUS: 3.5, SyncPlaneCPUS: map[string]float64{"kube-apiserver": 2.5, "etcd": 0.25, simulatorProcess: 0.5},
+					HeapBytes: 80 << 20, HeapLiveBytes: 45 << 20, RSSBytes: 150 << 20, IdleCPUPct: 0.4, Updates: 5000, UpdateCPUMSPer1000: 300},
+				Gate:   &Burst{Nodes: 1000, Released: 990, P50: 500, P99: 1300},
+				Errors: []string{"gate probe: boom"}},
 		}}
 }
 
@@ -43,6 +44,8 @@ func TestLargeMarkdownNotMeasured(t *testing.T) {
 		"| gate heap per static node, over the empty plane's (bytes) | – | 6291 |",
 		"| gate live heap after sync: MiB, and bytes per static node over the empty plane's | 10 | 45 (3670) |",
 		"| gate CPU at one status report per node per 5 min (% of one core) | – | 1.00 |",
+		"| after the gate run's setup, until the plane was quiet, before the gate started (s) | 0 | 20 |",
+		"| CPU in that start (s): gate / kube-apiserver / etcd / kube-controller-manager / kube-scheduler / simulator | not measured | 3.5 / 2.5 / 0.2 / 0.0 / 0.0 / 0.5 |",
 		"| gate release p99, populated / empty ≤ 1.2 (10000 static nodes) | not measured | **no** |",
 		"| gate heap ≤ 300 MiB (10000 static nodes) | 80 MiB | yes |",
 		"| gate idle CPU ≤ 1 % of one core (10000 static nodes) | 0.40 % | yes |",

@@ -291,6 +291,9 @@ func (b *bench) hooks(h *sim.Hooks, l load, end *runEnd) {
 		}
 	}
 	if l.probe != nil {
+		if l.failover == nil { // a failover's figures are taken after both replicas synced
+			h.BeforeGate = l.probe.beforeGate(b.progress)
+		}
 		h.Started = func(ctx context.Context, live sim.Live) { l.probe.started(ctx, live, l.failover, b.progress) }
 		h.LeaderWithin = startedTimeout // a fresh replica lists every static init Pod before it campaigns
 	}
