@@ -211,13 +211,14 @@ func TestPodTrimDecides(t *testing.T) {
 			corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, Reason: "Why", Message: "a message"})
 	}
 	pods := map[string][]*corev1.Pod{
-		"ready":            {testobj.Pod("a", "n", podAt, testobj.ReadyAt(trimT0.Add(-time.Minute)))},
-		"not ready":        {testobj.Pod("a", "n", podAt, testobj.PodCondition(corev1.PodReady, corev1.ConditionFalse, trimT0.Add(-time.Minute)), testobj.ContainerStatuses(false))},
-		"annotated ready":  {testobj.Pod("a", "n", podAt, testobj.PodAnnotation(config.DefaultReadyAnnotation, "true"))},
-		"a container down": {testobj.Pod("a", "n", podAt, testobj.ReadyAt(trimT0.Add(-time.Minute)), testobj.Containers("a", "b"), testobj.ContainerStatuses(true, false))},
-		"terminating":      {testobj.Pod("a", "n", podAt, testobj.ReadyAt(trimT0.Add(-time.Minute)), testobj.Terminating(trimT0))},
-		"older than node":  {testobj.Pod("a", "n", created.Add(-time.Minute), testobj.ReadyAt(trimT0.Add(-time.Minute)))},
-		"other component":  {testobj.Pod("a", "n", podAt, testobj.ReadyAt(trimT0.Add(-time.Minute)), testobj.Labels(map[string]string{"startup.k8s.io/component": "gpu"}))},
+		"ready":                   {testobj.Pod("a", "n", podAt, testobj.ReadyAt(trimT0.Add(-time.Minute)))},
+		"not ready":               {testobj.Pod("a", "n", podAt, testobj.PodCondition(corev1.PodReady, corev1.ConditionFalse, trimT0.Add(-time.Minute)), testobj.ContainerStatuses(false))},
+		"annotated ready":         {testobj.Pod("a", "n", podAt, testobj.PodAnnotation(config.DefaultReadyAnnotation, "true"))},
+		"a container down":        {testobj.Pod("a", "n", podAt, testobj.ReadyAt(trimT0.Add(-time.Minute)), testobj.Containers("a", "b"), testobj.ContainerStatuses(true, false))},
+		"a container not started": {testobj.Pod("a", "n", podAt, testobj.ReadyAt(trimT0.Add(-time.Minute)), testobj.Containers("a", "b"), testobj.ContainerStatuses(true))},
+		"terminating":             {testobj.Pod("a", "n", podAt, testobj.ReadyAt(trimT0.Add(-time.Minute)), testobj.Terminating(trimT0))},
+		"older than node":         {testobj.Pod("a", "n", created.Add(-time.Minute), testobj.ReadyAt(trimT0.Add(-time.Minute)))},
+		"other component":         {testobj.Pod("a", "n", podAt, testobj.ReadyAt(trimT0.Add(-time.Minute)), testobj.Labels(map[string]string{"startup.k8s.io/component": "gpu"}))},
 	}
 	trim := podTrim()
 	for name, cfg := range trimConfigs(t) {
@@ -243,7 +244,8 @@ func TestPodTrimDecides(t *testing.T) {
 						t.Errorf("rule %s decides otherwise on the trimmed Pods (-whole +trimmed):\n%s", rl.Name, diff)
 					}
 				}
-				if len(trimmed[0].Spec.Tolerations) > 0 || len(trimmed[0].OwnerReferences) > 0 || len(trimmed[0].Status.Conditions) > 1 {
+				if len(trimmed[0].Spec.Tolerations) > 0 || len(trimmed[0].OwnerReferences) > 0 || len(trimmed[0].Status.Conditions) > 1 ||
+					len(trimmed[0].Spec.Containers) > 0 {
 					t.Errorf("kept what Decide does not read: %+v", trimmed[0])
 				}
 			})
