@@ -783,7 +783,7 @@ func (f *fixture) gateCache(ctx context.Context) error {
 		}
 		return nil
 	}
-	opts := setup.CacheOptions(&f.cfg)
+	opts := setup.CacheOptions(&f.cfg, setup.Options{})
 	opts.Scheme = gate.Scheme()
 	opts.DefaultWatchErrorHandler = func(_ context.Context, _ *toolscache.Reflector, err error) {
 		mu.Lock()

@@ -68,11 +68,15 @@ type Reconciler struct {
 	Config   *config.Config
 	// Backfill, when set, taints idle nodes that came up without the taint.
 	Backfill *Backfiller
+	// Labels are the label keys the cached Nodes carry (nil: all of them).
+	Labels CachedLabels
 
 	mu    sync.Mutex
 	nodes map[string]*nodeState
 	// budgetMu serializes the eviction budgets' decisions with their writes.
 	budgetMu sync.Mutex
+	// uncached: the DaemonSets and label keys labelled has logged, each once.
+	uncached sync.Map
 }
 
 type nodeState struct {
@@ -109,6 +113,9 @@ type facts struct {
 	// live: node and pods were read from the apiserver itself (a confirmed re-taint); a
 	// second continuous rule on the node decides on them without reading again.
 	live bool
+	// labelled: the node as the apiserver has it, every label on it, once a decision
+	// needed a label the cache does not keep.
+	labelled *corev1.Node
 }
 
 // Reconcile handles one node.
@@ -150,7 +157,8 @@ func (r *Reconciler) anyCompleted(node *corev1.Node) bool {
 }
 
 // decide runs rule.Decide for rl on the node, reading the node's init Pods and the
-// DaemonSets from the cache the first time a rule needs them.
+// DaemonSets from the cache the first time a rule needs them (and the node's labels from
+// the apiserver, if a DaemonSet reads one the cache does not keep: labelled).
 func (r *Reconciler) decide(ctx context.Context, f *facts, rl *rule.Rule, unmetSince time.Time) (rule.Decision, error) {
 	if !f.loaded {
 		pods, err := r.initPods(ctx, f.node.Name)
@@ -163,8 +171,12 @@ func (r *Reconciler) decide(ctx context.Context, f *facts, rl *rule.Rule, unmetS
 		}
 		f.pods, f.dss, f.loaded = pods, list.Items, true
 	}
+	labelled, err := r.labelled(ctx, f, rl)
+	if err != nil {
+		return rule.Decision{}, err
+	}
 	return rule.Decide(rl, r.Config.Readiness(), rule.Input{Node: f.node, Pods: f.pods,
-		Expected: rl.ExpectedOn(f.node, f.dss), Now: r.Clock.Now(), UnmetSince: unmetSince}), nil
+		Expected: rl.ExpectedOn(labelled, f.dss), Now: r.Clock.Now(), UnmetSince: unmetSince}), nil
 }
 
 // rule runs one rule on the node and returns when to look again (0: on the next event).

@@ -187,6 +187,9 @@ var negativeControls = []negativeControl{
 	{file: "init-never-ready-timeout-keep", mutate: func(sc *scenario.Scenario) { sc.Expect.Stuck = 0 }, want: "never released"},
 	// Without the GPU rule, GPU nodes are released when init is ready, before their driver.
 	{file: "rules-gpu-pool", mutate: func(sc *scenario.Scenario) { sc.GateConfig.Rules = sc.GateConfig.Rules[:1] }, want: check.KindPrematureRelease},
+	// Without the driver among the required components, the GPU nodes are released when
+	// init is ready, before their driver.
+	{file: "driver-pod-replaced", mutate: func(sc *scenario.Scenario) { sc.GateConfig.Components = sc.GateConfig.Components[:1] }, want: check.KindPrematureRelease},
 	// Backfill after an outage under Ignore writes each node once more than its releases.
 	{file: "two-rules-one-write-each", mutate: func(sc *scenario.Scenario) {
 		sc.GateConfig.Backfill = true

@@ -10,7 +10,9 @@ import (
 
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/startupgate/startupgate/gate"
 	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/rule"
 	"github.com/startupgate/startupgate/gate/setup"
@@ -35,6 +37,7 @@ type settings struct {
 	certDir          string
 	workers          int
 	cacheSyncTimeout time.Duration
+	nodeLabels       []string
 	qps              float64
 	burst            int
 	releaseAll       bool
@@ -73,6 +76,9 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*settin
 		return nil, err
 	}
 	if err := s.positional(fs.Args()); err != nil {
+		return nil, err
+	}
+	if err := validLabelKeys(s.nodeLabels); err != nil {
 		return nil, err
 	}
 	cfg, err := loadConfigFile(f.configFile, stderr)
@@ -146,6 +152,7 @@ func (s *settings) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.certDir, "cert-dir", "", "directory holding tls.crt and tls.key; reloaded when they rotate (default: controller-runtime's temp dir)")
 	fs.IntVar(&s.workers, "workers", setup.DefaultWorkers, "nodes reconciled concurrently")
 	fs.DurationVar(&s.cacheSyncTimeout, "cache-sync-timeout", setup.DefaultCacheSyncTimeout, "how long to wait for the initial lists of Nodes, init Pods and DaemonSets before exiting; a large cluster's take minutes")
+	fs.StringSliceVar(&s.nodeLabels, "cache-node-labels", setup.DefaultNodeLabels, "label `KEYS` kept on each cached Node besides those the rules read (* keeps every label); a required DaemonSet that selects nodes by another label makes the gate read the node from the apiserver each time it decides")
 	fs.Float64Var(&s.qps, "kube-api-qps", 100, "client QPS to the apiserver")
 	fs.IntVar(&s.burst, "kube-api-burst", 200, "client burst to the apiserver")
 }
@@ -275,6 +282,19 @@ func (f *contractFlags) apply(name string, cfg *config.Config) error {
 		}
 	case "require-condition":
 		cfg.RequiredCondition = f.condition
+	}
+	return nil
+}
+
+// validLabelKeys: each of --cache-node-labels is a label key, or * for every label.
+func validLabelKeys(keys []string) error {
+	for _, k := range keys {
+		if k == gate.AllLabels {
+			continue
+		}
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			return fmt.Errorf("--cache-node-labels: %q is not a label key: %s", k, strings.Join(msgs, "; "))
+		}
 	}
 	return nil
 }

@@ -83,7 +83,8 @@ func run(args []string) error {
 		// Release the lease on clean shutdown so a rolling update fails over at once.
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer:                 webhook.NewServer(webhook.Options{Port: s.webhookPort, CertDir: s.certDir}),
-	}, setup.Options{Workers: s.workers, ColdStandby: !s.warmStandby, CacheSyncTimeout: s.cacheSyncTimeout})
+	}, setup.Options{Workers: s.workers, ColdStandby: !s.warmStandby, CacheSyncTimeout: s.cacheSyncTimeout,
+		NodeLabels: s.nodeLabels})
 	if err != nil {
 		return err
 	}

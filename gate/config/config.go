@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -450,6 +451,18 @@ func (c *Config) CacheSelector() labels.Selector {
 
 // CacheNamespace is the one namespace all components live in, or "" for all namespaces.
 func (c *Config) CacheNamespace() string { return c.active().cacheNamespace }
+
+// NodeLabelKeys are the node label keys the rules read: their node selectors' and
+// Karpenter's lifecycle labels (rule.AwaitingStartupTaints). The gate's cache keeps no
+// other label of a Node unless told to.
+func (c *Config) NodeLabelKeys() []string {
+	keys := []string{rule.KarpenterRegisteredLabel, rule.KarpenterInitializedLabel}
+	for _, r := range c.EffectiveRules() {
+		keys = append(keys, r.SelectorKeys()...)
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
 
 // ParseComponent reads "[NAMESPACE:]SELECTOR", the form of the --require flag.
 func ParseComponent(s string) rule.Component {

@@ -64,3 +64,55 @@ func TestComponentExpectedByItsDaemonSetHoldsTheNode(t *testing.T) {
 		})
 	}
 }
+
+// TestLabelOutside: a DaemonSet of a component whose required scheduling reads a label the
+// cache does not keep is found, with that label; other DaemonSets, and match fields (the
+// node's name), never are.
+func TestLabelOutside(t *testing.T) {
+	cfg := testobj.ValidConfig(t, func(c *config.Config) {
+		c.Components = []rule.Component{{Name: "init", Namespace: "kube-system", Selector: "startup.k8s.io/component=init"}}
+	})
+	required := func(terms ...corev1.NodeSelectorTerm) *corev1.Affinity {
+		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: terms}}}
+	}
+	expr := func(key string) corev1.NodeSelectorRequirement {
+		return corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpExists}
+	}
+	ds := func(ns, component string, spec corev1.PodSpec) appsv1.DaemonSet {
+		return appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "ds", Namespace: ns},
+			Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"startup.k8s.io/component": component}}, Spec: spec}}}
+	}
+	keeps := func(key string) bool { return key == "kubernetes.io/os" }
+	tests := []struct {
+		name    string
+		ds      appsv1.DaemonSet
+		wantDS  string
+		wantKey string
+	}{
+		{"no node selector", ds("kube-system", "init", corev1.PodSpec{}), "", ""},
+		{"a kept key", ds("kube-system", "init", corev1.PodSpec{NodeSelector: map[string]string{"kubernetes.io/os": "linux"}}), "", ""},
+		{"a node selector key not kept", ds("kube-system", "init", corev1.PodSpec{NodeSelector: map[string]string{"kubernetes.io/os": "linux", "gpu": "true"}}),
+			"kube-system/ds", "gpu"},
+		{"an affinity key not kept, in a second term", ds("kube-system", "init", corev1.PodSpec{Affinity: required(
+			corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{expr("kubernetes.io/os")}},
+			corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{expr("pool")}})}),
+			"kube-system/ds", "pool"},
+		{"match fields read the name", ds("kube-system", "init", corev1.PodSpec{Affinity: required(corev1.NodeSelectorTerm{
+			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"n"}}}})}), "", ""},
+		{"preferred affinity does not hold a node", ds("kube-system", "init", corev1.PodSpec{Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 1, Preference: corev1.NodeSelectorTerm{
+				MatchExpressions: []corev1.NodeSelectorRequirement{expr("pool")}}}}}}}), "", ""},
+		{"another component's DaemonSet", ds("kube-system", "agent", corev1.PodSpec{NodeSelector: map[string]string{"gpu": "true"}}), "", ""},
+		{"the component's labels in another namespace", ds("default", "init", corev1.PodSpec{NodeSelector: map[string]string{"gpu": "true"}}), "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gotDS, gotKey := cfg.EffectiveRules()[0].LabelOutside([]appsv1.DaemonSet{tt.ds}, keeps)
+			if gotDS != tt.wantDS || gotKey != tt.wantKey {
+				t.Errorf("LabelOutside = %q, %q; want %q, %q", gotDS, gotKey, tt.wantDS, tt.wantKey)
+			}
+		})
+	}
+}

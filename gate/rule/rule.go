@@ -2,6 +2,8 @@ package rule
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -480,6 +482,49 @@ func (r *Rule) ExpectedOn(node *corev1.Node, dss []appsv1.DaemonSet) map[string]
 		}
 	}
 	return out
+}
+
+// SelectorKeys are the node label keys the rule's node selector reads.
+func (r *Rule) SelectorKeys() []string {
+	reqs, _ := r.compiled().nodes.Requirements()
+	keys := make([]string, len(reqs))
+	for i, req := range reqs {
+		keys[i] = req.Key()
+	}
+	return keys
+}
+
+// LabelOutside finds a DaemonSet of the rule's components whose required node selector
+// or affinity reads a node label that keeps says a Node's copy may lack: ExpectedOn, given
+// that copy, could find the component not expected where it will run. It returns that
+// DaemonSet's namespace/name and the key, or "" and "".
+func (r *Rule) LabelOutside(dss []appsv1.DaemonSet, keeps func(key string) bool) (ds, key string) {
+	for i := range dss {
+		if r.ComponentOf(&dss[i]) == "" {
+			continue
+		}
+		for _, k := range AffinityKeys(&dss[i].Spec.Template.Spec) {
+			if !keeps(k) {
+				return dss[i].Namespace + "/" + dss[i].Name, k
+			}
+		}
+	}
+	return "", ""
+}
+
+// AffinityKeys are the node label keys a Pod's required scheduling reads: its
+// nodeSelector and the match expressions of its required node affinity (match fields
+// read the node's name, not its labels).
+func AffinityKeys(spec *corev1.PodSpec) []string {
+	keys := slices.Sorted(maps.Keys(spec.NodeSelector))
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			for _, e := range term.MatchExpressions {
+				keys = append(keys, e.Key)
+			}
+		}
+	}
+	return keys
 }
 
 // Selectors are the rule's component Pod selectors, with their namespaces, for choosing

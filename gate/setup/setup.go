@@ -3,6 +3,8 @@ package setup
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -54,14 +56,31 @@ type Options struct {
 	ColdStandby bool
 	// CacheSyncTimeout bounds the wait for the initial lists (default DefaultCacheSyncTimeout).
 	CacheSyncTimeout time.Duration
+	// NodeLabels are the label keys the cache keeps on each Node besides those the rules
+	// read (nil: DefaultNodeLabels; gate.AllLabels keeps every label).
+	NodeLabels []string
+}
+
+// DefaultNodeLabels are the label keys kept on cached Nodes by default besides those the
+// rules read: the ones DaemonSets most often select nodes by, so that matching the
+// required DaemonSets against a node (rule.ExpectedOn) rarely needs the apiserver.
+var DefaultNodeLabels = []string{corev1.LabelOSStable, corev1.LabelArchStable}
+
+// cachedLabels are the label keys the cache keeps on each Node.
+func (o Options) cachedLabels(cfg *config.Config) gate.CachedLabels {
+	extra := o.NodeLabels
+	if extra == nil {
+		extra = DefaultNodeLabels
+	}
+	return gate.NewCachedLabels(cfg, extra)
 }
 
 // CacheOptions restricts the manager's cache to what the gate reads: all Nodes, the
 // DaemonSets (to check tolerations), and only the Pods of required components, selected by
 // label (and namespace when all components share one). The gate never lists or watches
 // every Pod in the cluster. Transforms drop the fields nothing reads, so a large cluster
-// costs little memory.
-func CacheOptions(cfg *config.Config) cache.Options {
+// costs little memory; a Node keeps only the labels opts names (Options.NodeLabels).
+func CacheOptions(cfg *config.Config, opts Options) cache.Options {
 	podCfg := cache.ByObject{Label: cfg.CacheSelector(), Transform: podTrim()}
 	if ns := cfg.CacheNamespace(); ns != "" {
 		podCfg.Namespaces = map[string]cache.Config{ns: {}}
@@ -69,13 +88,13 @@ func CacheOptions(cfg *config.Config) cache.Options {
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:  podCfg,
-			&corev1.Node{}: {Transform: nodeTrim(cfg)},
+			&corev1.Node{}: {Transform: nodeTrim(cfg, opts.cachedLabels(cfg))},
 		},
 	}
 }
 
 // AddToManager wires the gate into mgr: the release controller, the toleration check, backfill and
-// the webhooks, as cfg asks. mgr must have been built with CacheOptions(cfg). cmd/gate and
+// the webhooks, as cfg asks. mgr must have been built with CacheOptions(cfg, opts). cmd/gate and
 // the simulator both call this function, so the simulator always tests the shipped wiring.
 func AddToManager(ctx context.Context, mgr manager.Manager, cfg *config.Config, opts Options) error {
 	if !cfg.Validated() {
@@ -101,7 +120,8 @@ func AddToManager(ctx context.Context, mgr manager.Manager, cfg *config.Config, 
 	gate.RecordRules(cfg)
 	recorder := mgr.GetEventRecorder("startupgate")
 	writer := &gate.NodeWriter{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
-	r := &gate.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Writer: writer, Recorder: recorder, Clock: opts.Clock, Config: cfg}
+	r := &gate.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Writer: writer, Recorder: recorder, Clock: opts.Clock, Config: cfg,
+		Labels: opts.cachedLabels(cfg)}
 	if cfg.Backfill {
 		r.Backfill = &gate.Backfiller{Writer: writer, Reader: mgr.GetAPIReader(), Recorder: recorder, Clock: opts.Clock, Config: cfg}
 	}
@@ -155,11 +175,12 @@ func podToNode(_ context.Context, o client.Object) []ctrl.Request {
 }
 
 // podTrim keeps of an init Pod what Decide and the index read: identity, labels,
-// annotations, times, node and readiness (the Ready condition, each container's ready). Nothing reads a cached Pod's tolerations, owners or other
-// conditions: the checks that need a Pod's tolerations read it from the API. Label and
-// annotation strings are interned, as every init Pod of a DaemonSet carries the same.
+// annotations, times, node and readiness (the Ready condition, each container's ready).
+// Nothing reads a cached Pod's tolerations, owners or other conditions: the checks that
+// need a Pod's tolerations read it from the API. Every init Pod of a DaemonSet carries the
+// same labels and annotations, so the cached Pods share their maps.
 func podTrim() func(any) (any, error) {
-	strs := &interner{m: map[string]string{}}
+	strs := newInterner()
 	return func(o any) (any, error) {
 		p, ok := o.(*corev1.Pod)
 		if !ok {
@@ -181,7 +202,7 @@ func podTrim() func(any) (any, error) {
 		}
 		meta := trimMeta(p.ObjectMeta)
 		meta.OwnerReferences, meta.GenerateName = nil, ""
-		meta.Labels, meta.Annotations = strs.set(p.Labels), strs.set(p.Annotations)
+		meta.Labels, meta.Annotations = strs.shared(p.Labels, nil), strs.shared(p.Annotations, nil)
 		return &corev1.Pod{
 			TypeMeta:   p.TypeMeta,
 			ObjectMeta: meta,
@@ -191,15 +212,16 @@ func podTrim() func(any) (any, error) {
 	}
 }
 
-// nodeTrim keeps of a Node what the gate reads: its metadata (labels whole, for the rules'
-// and the DaemonSets' selectors) with only the annotations of the rules (the completion
-// annotation, and the boot and re-gate ones that extend its key), its taints, the node
-// conditions a rule reads (type, status and transition time), and its boot ID. A cloud
-// node's images, addresses, capacity, other conditions, heartbeats and other controllers'
-// annotations are most of its size and nothing the gate reads; in a cache of every Node
-// they would be most of the gate's heap. Writes are merge patches computed between two
-// copies of the trimmed object, so the dropped fields are never written.
-func nodeTrim(cfg *config.Config) func(any) (any, error) {
+// nodeTrim keeps of a Node what the gate reads: its metadata with only the labels keep
+// keeps (those the rules read, and those the required DaemonSets are expected to select
+// nodes by) and the annotations of the rules (the completion annotation, and the boot and
+// re-gate ones that extend its key), its taints, the node conditions a rule reads (type,
+// status and transition time), and its boot ID. A cloud node's other labels, images,
+// addresses, capacity, other conditions, heartbeats and other controllers' annotations are
+// most of its size and nothing the gate reads; in a cache of every Node they would be most
+// of the gate's heap. Writes are merge patches computed between two copies of the trimmed
+// object, so the dropped fields are never written.
+func nodeTrim(cfg *config.Config, keep gate.CachedLabels) func(any) (any, error) {
 	var prefixes []string
 	conditions := map[corev1.NodeConditionType]bool{}
 	for _, rl := range cfg.EffectiveRules() {
@@ -211,14 +233,19 @@ func nodeTrim(cfg *config.Config) func(any) (any, error) {
 	if cfg.CompletedAnnotation != "" {
 		prefixes = append(prefixes, cfg.CompletedAnnotation)
 	}
-	labels := &interner{m: map[string]string{}}
+	labels := newInterner()
 	return func(o any) (any, error) {
 		n, ok := o.(*corev1.Node)
 		if !ok {
 			return o, nil
 		}
 		meta := trimMeta(n.ObjectMeta)
-		meta.Labels = labels.set(n.Labels)
+		if keep == nil {
+			// Every label: a node's own (its hostname) make the maps unlike any other's.
+			meta.Labels = labels.set(n.Labels)
+		} else {
+			meta.Labels = labels.shared(n.Labels, keep.Keeps)
+		}
 		meta.Annotations = nil
 		for k, v := range n.Annotations {
 			if hasAnyPrefix(k, prefixes) {
@@ -244,19 +271,28 @@ func nodeTrim(cfg *config.Config) func(any) (any, error) {
 	}
 }
 
-// interner shares the strings of the cached objects' labels. Every node carries the same
-// few dozen keys, and most values (zone, instance type, pool, architecture) are shared by
-// many nodes, but each decoded Node holds a copy of its own of every one; in a cache of
-// every Node they add up to a good part of the gate's heap. The table stops growing at
-// maxInterned strings, so that unique values (host names) of nodes long deleted cannot
-// grow it without bound; past it, a string is kept as it came.
+// interner shares the strings and maps of the cached objects' labels and annotations.
+// Every node carries the same few dozen label keys, most values (zone, instance type,
+// pool, architecture) are shared by many nodes, and the init Pods of a DaemonSet carry the
+// same labels and annotations, but each decoded object holds copies of its own; in a cache
+// of every Node they add up to a good part of the gate's heap. The tables stop growing at
+// maxInterned entries, so that unique values (host names) of objects long deleted cannot
+// grow them without bound; past it, a string or map is kept as it came.
+//
+// A shared map is shared by every cached object that has the same entries: nothing may
+// write to a cached object's maps (the cache's readers get deep copies).
 type interner struct {
-	mu sync.Mutex
-	m  map[string]string
+	mu   sync.Mutex
+	m    map[string]string
+	maps map[string]map[string]string
 }
 
-// maxInterned bounds the interner's table.
+// maxInterned bounds each of the interner's tables.
 const maxInterned = 1 << 14
+
+func newInterner() *interner {
+	return &interner{m: map[string]string{}, maps: map[string]map[string]string{}}
+}
 
 // set returns a copy of m whose keys and values are the interned strings.
 func (in *interner) set(m map[string]string) map[string]string {
@@ -270,6 +306,49 @@ func (in *interner) set(m map[string]string) map[string]string {
 		out[in.get(k)] = in.get(v)
 	}
 	return out
+}
+
+// shared returns the entries of m whose keys keep accepts (every entry, if keep is nil),
+// in a map shared with the objects that have the same entries; nil if there are none.
+func (in *interner) shared(m map[string]string, keep func(string) bool) map[string]string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		if keep == nil || keep(k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.Sort(keys)
+	id := mapID(keys, m)
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if out, ok := in.maps[id]; ok {
+		return out
+	}
+	out := make(map[string]string, len(keys))
+	for _, k := range keys {
+		out[in.get(k)] = in.get(m[k])
+	}
+	if len(in.maps) < maxInterned {
+		in.maps[id] = out
+	}
+	return out
+}
+
+// mapID names the entries of m under the sorted keys: each string with its length before
+// it, so that no two sets of entries have the same name.
+func mapID(keys []string, m map[string]string) string {
+	var b strings.Builder
+	for _, k := range keys {
+		for _, s := range [2]string{k, m[k]} {
+			b.WriteString(strconv.Itoa(len(s)))
+			b.WriteByte(':')
+			b.WriteString(s)
+		}
+	}
+	return b.String()
 }
 
 func (in *interner) get(s string) string {
@@ -308,7 +387,7 @@ func NewManager(rc *rest.Config, cfg *config.Config, mo ManagerOptions, opts Opt
 		return nil, err
 	}
 	mo.Scheme = gate.Scheme()
-	mo.Cache = CacheOptions(cfg)
+	mo.Cache = CacheOptions(cfg, opts)
 	mgr, err := ctrl.NewManager(rc, mo)
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)

@@ -1,6 +1,8 @@
 package setup
 
 import (
+	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"testing"
@@ -40,6 +42,7 @@ func trimConfigs(t *testing.T) map[string]*config.Config {
 					{Type: "example.com/Preempted", Status: "True"}, {Type: corev1.NodeReady, Status: "False|Unknown"}}},
 			}
 		}),
+		"pool selector": testobj.ValidConfig(t, func(c *config.Config) { c.NodeSelector = "pool=gpu" }),
 	}
 }
 
@@ -54,7 +57,8 @@ func cloudNode(name string, mod func(n *corev1.Node)) *corev1.Node {
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), ResourceVersion: "42",
 			CreationTimestamp: metav1.NewTime(trimT0.Add(-time.Hour)),
-			Labels:            map[string]string{"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": "zone-a", "pool": "gpu"},
+			Labels: map[string]string{"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": "zone-a", "pool": "gpu",
+				corev1.LabelOSStable: "linux", rule.KarpenterRegisteredLabel: "true"},
 			Annotations: map[string]string{"csi.volume.kubernetes.io/nodeid": `{"ebs.csi.aws.com":"i-0123"}`,
 				"node.alpha.kubernetes.io/ttl": "0"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
@@ -98,6 +102,11 @@ func trimNodes() []*corev1.Node {
 			n.Annotations[config.DefaultTaintedAnnotation+".oos"] = "1767225600"
 		}),
 		cloudNode("system pool", func(n *corev1.Node) { n.Labels["kubernetes.azure.com/mode"] = "system"; n.Spec.Taints = nil }),
+		cloudNode("cpu pool", func(n *corev1.Node) { n.Labels["pool"] = "cpu" }),
+		cloudNode("returned at registration", func(n *corev1.Node) {
+			n.Annotations[config.DefaultCompletedAnnotation] = "1767225600"
+			n.Annotations[config.DefaultCompletedAnnotation+"_bootID"] = "boot-2"
+		}),
 	}
 }
 
@@ -105,7 +114,7 @@ func trimNodes() []*corev1.Node {
 // the whole one. Whatever a rule reads, the trim must keep.
 func TestNodeTrimDecides(t *testing.T) {
 	for name, cfg := range trimConfigs(t) {
-		trim := nodeTrim(cfg)
+		trim := nodeTrim(cfg, Options{}.cachedLabels(cfg))
 		for _, node := range trimNodes() {
 			t.Run(name+"/"+node.Name, func(t *testing.T) {
 				o, err := trim(node.DeepCopy())
@@ -114,13 +123,13 @@ func TestNodeTrimDecides(t *testing.T) {
 				}
 				trimmed := o.(*corev1.Node)
 				type verdict struct {
-					Gated, Released, HasTaint bool
-					Decisions                 []rule.Decision
-					Conditions                []rule.ConditionDecision
-					Boots                     []rule.Boot
+					Gated, Released, HasTaint, Awaiting bool
+					Decisions                           []rule.Decision
+					Conditions                          []rule.ConditionDecision
+					Boots                               []rule.Boot
 				}
 				judge := func(n *corev1.Node) verdict {
-					v := verdict{Gated: cfg.Gated(n), Released: cfg.Released(n), HasTaint: cfg.HasTaint(n)}
+					v := verdict{Gated: cfg.Gated(n), Released: cfg.Released(n), HasTaint: cfg.HasTaint(n), Awaiting: rule.AwaitingStartupTaints(n)}
 					for _, rl := range cfg.EffectiveRules() {
 						v.Boots = append(v.Boots, rl.BootOf(n))
 						if rl.Mode == rule.Condition {
@@ -142,17 +151,22 @@ func TestNodeTrimDecides(t *testing.T) {
 // TestNodeTrimDrops: what no rule reads is gone from the cached Node.
 func TestNodeTrimDrops(t *testing.T) {
 	cfgs := trimConfigs(t)
+	// Karpenter's label is read by every rule, the OS label is kept by default for the
+	// DaemonSets' node selectors, and the pool label only when a rule's selector reads it.
+	kept := []string{corev1.LabelOSStable, rule.KarpenterRegisteredLabel}
 	tests := []struct {
 		cfg         string
+		labels      []string
 		annotations []string
 		conditions  []corev1.NodeConditionType
 	}{
 		// The boot ID annotation extends the completion annotation's key: kept, read or not.
-		{cfg: "default", annotations: []string{config.DefaultCompletedAnnotation, config.DefaultCompletedAnnotation + "_bootID"}},
-		{cfg: "required condition", annotations: []string{config.DefaultCompletedAnnotation, config.DefaultCompletedAnnotation + "_bootID"},
+		{cfg: "default", labels: kept, annotations: []string{config.DefaultCompletedAnnotation, config.DefaultCompletedAnnotation + "_bootID"}},
+		{cfg: "required condition", labels: kept, annotations: []string{config.DefaultCompletedAnnotation, config.DefaultCompletedAnnotation + "_bootID"},
 			conditions: []corev1.NodeConditionType{"example.com/NetworkReady"}},
-		{cfg: "rules", annotations: []string{config.DefaultCompletedAnnotation, config.DefaultCompletedAnnotation + "_bootID", config.DefaultTaintedAnnotation + ".oos"},
+		{cfg: "rules", labels: kept, annotations: []string{config.DefaultCompletedAnnotation, config.DefaultCompletedAnnotation + "_bootID", config.DefaultTaintedAnnotation + ".oos"},
 			conditions: []corev1.NodeConditionType{corev1.NodeReady}},
+		{cfg: "pool selector", labels: append([]string{"pool"}, kept...), annotations: []string{config.DefaultCompletedAnnotation, config.DefaultCompletedAnnotation + "_bootID"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.cfg, func(t *testing.T) {
@@ -161,7 +175,7 @@ func TestNodeTrimDrops(t *testing.T) {
 				n.Annotations[config.DefaultCompletedAnnotation+"_bootID"] = "boot-1"
 				n.Annotations[config.DefaultTaintedAnnotation+".oos"] = "1"
 			})
-			o, err := nodeTrim(cfgs[tc.cfg])(node)
+			o, err := nodeTrim(cfgs[tc.cfg], Options{}.cachedLabels(cfgs[tc.cfg]))(node)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,12 +196,17 @@ func TestNodeTrimDrops(t *testing.T) {
 			if diff := cmp.Diff(tc.annotations, annotations); diff != "" {
 				t.Errorf("annotations (-want +got):\n%s", diff)
 			}
+			labels := slices.Sorted(maps.Keys(got.Labels))
+			slices.Sort(tc.labels)
+			if diff := cmp.Diff(tc.labels, labels); diff != "" {
+				t.Errorf("labels (-want +got):\n%s", diff)
+			}
 			if diff := cmp.Diff(tc.conditions, conditions); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
 			}
-			if len(got.Labels) != 3 || len(got.Spec.Taints) != 1 || got.Status.NodeInfo.BootID != "boot-2" || got.ResourceVersion != "42" {
-				t.Errorf("trimmed what the gate reads: labels %v, taints %v, boot ID %q, resourceVersion %q",
-					got.Labels, got.Spec.Taints, got.Status.NodeInfo.BootID, got.ResourceVersion)
+			if len(got.Spec.Taints) != 1 || got.Status.NodeInfo.BootID != "boot-2" || got.ResourceVersion != "42" {
+				t.Errorf("trimmed what the gate reads: taints %v, boot ID %q, resourceVersion %q",
+					got.Spec.Taints, got.Status.NodeInfo.BootID, got.ResourceVersion)
 			}
 			if got.Spec.ProviderID != "" || got.Spec.PodCIDR != "" || len(got.Status.Images) > 0 || len(got.Status.Addresses) > 0 ||
 				got.Status.NodeInfo.KernelVersion != "" || len(got.ManagedFields) > 0 {
@@ -256,7 +275,7 @@ func TestPodTrimDecides(t *testing.T) {
 // TestInterner: equal strings come back as one, the table stops at its bound, and what
 // comes back is always equal to what went in.
 func TestInterner(t *testing.T) {
-	in := &interner{m: map[string]string{}}
+	in := newInterner()
 	a := in.set(map[string]string{"topology.kubernetes.io/zone": "zone-" + "a"})
 	b := in.set(map[string]string{"topology.kubernetes.io/zone": "zone-" + string([]byte("a"))})
 	if unsafe.StringData(a["topology.kubernetes.io/zone"]) != unsafe.StringData(b["topology.kubernetes.io/zone"]) {
@@ -273,5 +292,37 @@ func TestInterner(t *testing.T) {
 	}
 	if in.set(nil) != nil {
 		t.Errorf("set(nil) is not nil")
+	}
+}
+
+// TestInternerShares: objects with the same entries share one map, whatever else they
+// carry that keep drops; other entries make another map, and the table stops at its bound.
+func TestInternerShares(t *testing.T) {
+	in := newInterner()
+	same := func(a, b map[string]string) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	keep := func(k string) bool { return k != "kubernetes.io/hostname" }
+	a := in.shared(map[string]string{"kubernetes.io/hostname": "a", "zone": "z1", "os": "linux"}, keep)
+	b := in.shared(map[string]string{"kubernetes.io/hostname": "b", "zone": "z1", "os": "linux"}, keep)
+	if !same(a, b) || !maps.Equal(a, map[string]string{"zone": "z1", "os": "linux"}) {
+		t.Errorf("two nodes alike but for a dropped label: %v and %v, want one map of zone and os", a, b)
+	}
+	// Entries that would read alike run together: "ab"="c" and "a"="bc".
+	c, d := in.shared(map[string]string{"ab": "c"}, nil), in.shared(map[string]string{"a": "bc"}, nil)
+	if same(c, d) || c["ab"] != "c" || d["a"] != "bc" {
+		t.Errorf("different entries share a map: %v and %v", c, d)
+	}
+	if got := in.shared(map[string]string{"kubernetes.io/hostname": "a"}, keep); got != nil {
+		t.Errorf("no entry kept: %v, want nil", got)
+	}
+	for i := range maxInterned + 10 {
+		s := strconv.Itoa(i)
+		if got := in.shared(map[string]string{"k": s}, nil); got["k"] != s {
+			t.Fatalf("shared(k=%s) = %v", s, got)
+		}
+	}
+	if len(in.maps) != maxInterned {
+		t.Errorf("the table holds %d maps, want its bound %d", len(in.maps), maxInterned)
 	}
 }

@@ -29,7 +29,7 @@ func BenchmarkGateCacheHeap(b *testing.B) {
 		b.Fatal(err)
 	}
 	var nodeT, podT cache.TransformFunc
-	for obj, bo := range setup.CacheOptions(&cfg).ByObject {
+	for obj, bo := range setup.CacheOptions(&cfg, setup.Options{}).ByObject {
 		switch obj.(type) {
 		case *corev1.Node:
 			nodeT = bo.Transform
