@@ -464,6 +464,22 @@ func (c *Config) NodeLabelKeys() []string {
 	return slices.Compact(keys)
 }
 
+// PodLabelKeys are the label keys the rules' component selectors read on an init Pod.
+func (c *Config) PodLabelKeys() []string {
+	var keys []string
+	for _, r := range c.EffectiveRules() {
+		sels, _ := r.Selectors()
+		for _, sel := range sels {
+			reqs, _ := sel.Requirements()
+			for _, req := range reqs {
+				keys = append(keys, req.Key())
+			}
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
 // ParseComponent reads "[NAMESPACE:]SELECTOR", the form of the --require flag.
 func ParseComponent(s string) rule.Component {
 	ns, sel, ok := strings.Cut(s, ":")

@@ -81,7 +81,7 @@ func (o Options) cachedLabels(cfg *config.Config) gate.CachedLabels {
 // every Pod in the cluster. Transforms drop the fields nothing reads, so a large cluster
 // costs little memory; a Node keeps only the labels opts names (Options.NodeLabels).
 func CacheOptions(cfg *config.Config, opts Options) cache.Options {
-	podCfg := cache.ByObject{Label: cfg.CacheSelector(), Transform: podTrim()}
+	podCfg := cache.ByObject{Label: cfg.CacheSelector(), Transform: podTrim(cfg)}
 	if ns := cfg.CacheNamespace(); ns != "" {
 		podCfg.Namespaces = map[string]cache.Config{ns: {}}
 	}
@@ -174,13 +174,22 @@ func podToNode(_ context.Context, o client.Object) []ctrl.Request {
 	return []ctrl.Request{{NamespacedName: client.ObjectKey{Name: name}}}
 }
 
-// podTrim keeps of an init Pod what Decide and the index read: identity, labels,
-// annotations, times, node and readiness (the Ready condition, each container's ready).
-// Nothing reads a cached Pod's tolerations, owners or other conditions: the checks that
-// need a Pod's tolerations read it from the API. Every init Pod of a DaemonSet carries the
-// same labels and annotations, so the cached Pods share their maps.
-func podTrim() func(any) (any, error) {
+// podTrim keeps of an init Pod what Decide and the index read: identity, the labels the
+// components' selectors read, the early-ready annotation, times, node and readiness (the
+// Ready condition, each container's ready). Nothing reads a cached Pod's other labels and
+// annotations, tolerations, owners or other conditions: the checks that need a Pod's
+// tolerations read it from the API. The init Pods of a DaemonSet then carry the same
+// labels and annotations, and the cached Pods share their maps; a Pod's other annotations
+// (a CNI's, with the Pod's own address) would make each map unlike the others.
+func podTrim(cfg *config.Config) func(any) (any, error) {
 	strs := newInterner()
+	podLabels := map[string]bool{}
+	for _, k := range cfg.PodLabelKeys() {
+		podLabels[k] = true
+	}
+	keepLabel := func(k string) bool { return podLabels[k] }
+	ready := cfg.Readiness().Annotation
+	keepAnnotation := func(k string) bool { return k == ready }
 	return func(o any) (any, error) {
 		p, ok := o.(*corev1.Pod)
 		if !ok {
@@ -202,7 +211,7 @@ func podTrim() func(any) (any, error) {
 		}
 		meta := trimMeta(p.ObjectMeta)
 		meta.OwnerReferences, meta.GenerateName = nil, ""
-		meta.Labels, meta.Annotations = strs.shared(p.Labels, nil), strs.shared(p.Annotations, nil)
+		meta.Labels, meta.Annotations = strs.shared(p.Labels, keepLabel), strs.shared(p.Annotations, keepAnnotation)
 		return &corev1.Pod{
 			TypeMeta:   p.TypeMeta,
 			ObjectMeta: meta,

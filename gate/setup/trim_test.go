@@ -225,6 +225,14 @@ func TestPodTrimDecides(t *testing.T) {
 		p.GenerateName = "init-"
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "init", UID: "ds-uid"}}
 		p.Spec.Tolerations = []corev1.Toleration{{Key: config.DefaultTaintKey, Operator: corev1.TolerationOpExists}}
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels["controller-revision-hash"] = "6c8f9d7b5d"
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations["cni.projectcalico.org/podIP"] = "10.0.0.1/32"
 		p.Status.Conditions = append(p.Status.Conditions,
 			corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(podAt)},
 			corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, Reason: "Why", Message: "a message"})
@@ -239,8 +247,8 @@ func TestPodTrimDecides(t *testing.T) {
 		"older than node":         {testobj.Pod("a", "n", created.Add(-time.Minute), testobj.ReadyAt(trimT0.Add(-time.Minute)))},
 		"other component":         {testobj.Pod("a", "n", podAt, testobj.ReadyAt(trimT0.Add(-time.Minute)), testobj.Labels(map[string]string{"startup.k8s.io/component": "gpu"}))},
 	}
-	trim := podTrim()
 	for name, cfg := range trimConfigs(t) {
+		trim := podTrim(cfg)
 		for state, ps := range pods {
 			t.Run(name+"/"+state, func(t *testing.T) {
 				var trimmed []*corev1.Pod
@@ -264,7 +272,8 @@ func TestPodTrimDecides(t *testing.T) {
 					}
 				}
 				if len(trimmed[0].Spec.Tolerations) > 0 || len(trimmed[0].OwnerReferences) > 0 || len(trimmed[0].Status.Conditions) > 1 ||
-					len(trimmed[0].Spec.Containers) > 0 {
+					len(trimmed[0].Spec.Containers) > 0 || trimmed[0].Labels["controller-revision-hash"] != "" ||
+					trimmed[0].Annotations["cni.projectcalico.org/podIP"] != "" {
 					t.Errorf("kept what Decide does not read: %+v", trimmed[0])
 				}
 			})
