@@ -324,6 +324,19 @@ func (r *LargeReport) beforeRows(at, static func(func(s *LargeSize) string) func
 			}
 			return fmt.Sprintf("%.2f", float64(s.HeapBytes)/float64(b.HeapBytes))
 		}))},
+		{"before gate: live heap after sync (MiB)", at(before(func(b, _ *GateFigures) string {
+			if b.HeapLiveBytes == 0 {
+				return notMeasured
+			}
+			return fmt.Sprintf("%d", b.HeapLiveBytes>>20)
+		}))},
+		{"gate live heap, under test / before", at(before(func(b, s *GateFigures) string {
+			if s.HeapLiveBytes == 0 || b.HeapLiveBytes == 0 {
+				return notMeasured
+			}
+			return fmt.Sprintf("%.2f", float64(s.HeapLiveBytes)/float64(b.HeapLiveBytes))
+		}))},
+		{"before gate: its CPU in that start (s)", at(before(func(b, _ *GateFigures) string { return positive("%.1f", b.SyncCPUS) }))},
 		{"before gate: idle CPU (% of one core)", at(before(func(b, _ *GateFigures) string { return fmt.Sprintf("%.2f", b.IdleCPUPct) }))},
 		{"before gate: CPU per 1000 Node status reports (ms)", static(before(func(b, _ *GateFigures) string {
 			if b.Updates == 0 {

@@ -239,12 +239,16 @@ func TestLargeMarkdownBefore(t *testing.T) {
 	if strings.Contains(r.String(), "before gate") {
 		t.Errorf("bench-large.md has before rows without a before gate:\n%s", r.String())
 	}
-	r.Sizes[1].Before = &GateFigures{SyncS: 5, HeapBytes: 160 << 20, RSSBytes: 220 << 20, IdleCPUPct: 0.5, Updates: 5000, UpdateCPUMSPer1000: 450}
+	r.Sizes[1].Before = &GateFigures{SyncS: 5, SyncCPUS: 3.5, HeapBytes: 160 << 20, HeapLiveBytes: 90 << 20, RSSBytes: 220 << 20, IdleCPUPct: 0.5,
+		Updates: 5000, UpdateCPUMSPer1000: 450}
 	r.Sizes[1].BeforeFailover = &Failover{Nodes: 200, Released: 200, ExitToLeaderS: 15.5, ExitToReleaseS: 46.4}
 	md := r.String()
 	for _, want := range []string{
 		"| gate heap, under test / before | not measured | 0.50 |",
 		"| before gate: heap / RSS after sync (MiB) | not measured | 160 / 220 |",
+		"| before gate: live heap after sync (MiB) | not measured | 90 |",
+		"| gate live heap, under test / before | not measured | 0.50 |",
+		"| before gate: its CPU in that start (s) | not measured | 3.5 |",
 		"| before gate: CPU per 1000 Node status reports (ms) | – | 450 (5000 reports) |",
 		"| failover: leader exit to first release by the new one (s) | 15.6 | not measured |",
 		"| before gate: failover, leader exit to new leader (s) | not measured | 15.5 |",
