@@ -510,6 +510,9 @@ func newFixture(t *testing.T, admin client.Client) *fixture {
 	return f
 }
 
+// seqLabel marks the objects a check changed, with the value next gave it.
+const seqLabel = "rbac-test.startup.k8s.io/seq"
+
 func (f *fixture) next() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -783,7 +786,9 @@ func (f *fixture) gateCache(ctx context.Context) error {
 		}
 		return nil
 	}
-	opts := setup.CacheOptions(&f.cfg, setup.Options{})
+	// The Node is marked with a label of the test's own, which the gate's cache keeps only
+	// when told to.
+	opts := setup.CacheOptions(&f.cfg, setup.Options{NodeLabels: []string{seqLabel}})
 	opts.Scheme = gate.Scheme()
 	opts.DefaultWatchErrorHandler = func(_ context.Context, _ *toolscache.Reflector, err error) {
 		mu.Lock()
@@ -802,7 +807,7 @@ func (f *fixture) gateCache(ctx context.Context) error {
 	}
 
 	seq := f.next()
-	mark := map[string]any{"metadata": map[string]any{"labels": map[string]string{"rbac-test.startup.k8s.io/seq": seq}}}
+	mark := map[string]any{"metadata": map[string]any{"labels": map[string]string{seqLabel: seq}}}
 	patch, _ := json.Marshal(mark)
 	if err := f.admin.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.gatedNode}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("fixture: %w", err)
@@ -823,14 +828,14 @@ func (f *fixture) gateCache(ctx context.Context) error {
 		if err := ca.Get(ctx, types.NamespacedName{Name: f.gatedNode}, n); err != nil {
 			return fmt.Errorf("cache did not see the Node change (%w)", err)
 		}
-		if n.Labels["rbac-test.startup.k8s.io/seq"] != seq {
+		if n.Labels[seqLabel] != seq {
 			return errors.New("cache did not see the Node change")
 		}
 		ds := &appsv1.DaemonSet{}
 		if err := ca.Get(ctx, types.NamespacedName{Namespace: f.ns, Name: f.daemonSet}, ds); err != nil {
 			return fmt.Errorf("cache did not see the DaemonSet change (%w)", err)
 		}
-		if ds.Labels["rbac-test.startup.k8s.io/seq"] != seq {
+		if ds.Labels[seqLabel] != seq {
 			return errors.New("cache did not see the DaemonSet change")
 		}
 		if err := ca.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); err != nil {
