@@ -470,10 +470,7 @@ func (c *Config) PodLabelKeys() []string {
 	for _, r := range c.EffectiveRules() {
 		sels, _ := r.Selectors()
 		for _, sel := range sels {
-			reqs, _ := sel.Requirements()
-			for _, req := range reqs {
-				keys = append(keys, req.Key())
-			}
+			keys = append(keys, rule.LabelKeys(sel)...)
 		}
 	}
 	slices.Sort(keys)

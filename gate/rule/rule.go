@@ -485,8 +485,12 @@ func (r *Rule) ExpectedOn(node *corev1.Node, dss []appsv1.DaemonSet) map[string]
 }
 
 // SelectorKeys are the node label keys the rule's node selector reads.
-func (r *Rule) SelectorKeys() []string {
-	reqs, _ := r.compiled().nodes.Requirements()
+func (r *Rule) SelectorKeys() []string { return LabelKeys(r.compiled().nodes) }
+
+// LabelKeys are the label keys a selector reads, the negative requirements' among them
+// (!key and key!=v read the key too); RequiredKeys are those a match must carry.
+func LabelKeys(sel labels.Selector) []string {
+	reqs, _ := sel.Requirements()
 	keys := make([]string, len(reqs))
 	for i, req := range reqs {
 		keys[i] = req.Key()

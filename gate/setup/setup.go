@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -183,11 +184,7 @@ func podToNode(_ context.Context, o client.Object) []ctrl.Request {
 // (a CNI's, with the Pod's own address) would make each map unlike the others.
 func podTrim(cfg *config.Config) func(any) (any, error) {
 	strs := newInterner()
-	podLabels := map[string]bool{}
-	for _, k := range cfg.PodLabelKeys() {
-		podLabels[k] = true
-	}
-	keepLabel := func(k string) bool { return podLabels[k] }
+	keepLabel := sets.New(cfg.PodLabelKeys()...).Has
 	ready := cfg.Readiness().Annotation
 	keepAnnotation := func(k string) bool { return k == ready }
 	return func(o any) (any, error) {
