@@ -394,7 +394,7 @@ func NewManager(rc *rest.Config, cfg *config.Config, mo ManagerOptions, opts Opt
 	}
 	mo.Scheme = gate.Scheme()
 	mo.Cache = CacheOptions(cfg, opts)
-	mgr, err := ctrl.NewManager(rc, mo)
+	mgr, err := ctrl.NewManager(withReadAhead(rc), mo)
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
