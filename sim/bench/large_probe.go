@@ -31,6 +31,9 @@ type gateProbe struct {
 	// heapProfile, if set, is where the synced gate's heap profile goes: what its heap
 	// holds, for the question of what grows.
 	heapProfile string
+	// cpuProfile, if set, is where a CPU profile of the gate's first startProfile goes:
+	// what its start spends, for the question of why it takes as long as it does.
+	cpuProfile string
 	// baseline is the gate's metrics scraped just before the first join: the burst's
 	// stage histograms are taken from there.
 	baseline []byte
@@ -60,10 +63,20 @@ const startedTimeout = 10 * time.Minute
 // started runs as the run's Started hook. A failure is kept for the report (the run goes
 // on: its burst is still worth measuring).
 func (p *gateProbe) started(ctx context.Context, live sim.Live, fo *failoverProbe, progress func(string, ...any)) {
+	profiled := make(chan struct{})
+	if reps := live.Gate().Replicas(); p.cpuProfile != "" && len(reps) > 0 {
+		go func() {
+			defer close(profiled)
+			p.profileStart(ctx, reps[0], progress)
+		}()
+	} else {
+		close(profiled)
+	}
 	r, err := live.Gate().WaitLeaderWithin(ctx, startedTimeout)
 	if err == nil {
 		err = p.sync(ctx, r)
 	}
+	<-profiled // before the idle window: a profile of an idle process would be empty anyway
 	if err == nil {
 		progress("large: gate synced %d static nodes in %.1fs", p.static, p.syncS)
 	}
@@ -95,6 +108,28 @@ func (p *gateProbe) beforeGate(progress func(string, ...any)) func(context.Conte
 		p.setupSettle, err = settle(ctx, progress)
 		p.setupCPU = processesCPU()
 		return err
+	}
+}
+
+// startProfile is how long the CPU profile of a gate's start runs: about a start at 50,000
+// static nodes. After a shorter start the probe waits for the profile's end.
+const startProfile = 30 * time.Second
+
+// profileStart saves a CPU profile of r's start, asked for as soon as its profiler
+// answers.
+func (p *gateProbe) profileStart(ctx context.Context, r *gateundertest.Replica, progress func(string, ...any)) {
+	url := fmt.Sprintf("%s/profile?seconds=%d", r.PprofURL(), int(startProfile.Seconds()))
+	var raw []byte
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, startedTimeout, true, func(ctx context.Context) (bool, error) {
+		var err error
+		raw, err = httpGet(ctx, url)
+		return err == nil, nil
+	})
+	if err == nil {
+		err = os.WriteFile(p.cpuProfile, raw, 0o644)
+	}
+	if err != nil {
+		progress("large: the gate's start profile: %v", err)
 	}
 }
 

@@ -18,7 +18,7 @@ const (
 	settleWindow = 10 * time.Second
 	// settleCores is the CPU, in cores, under which the plane (and the simulator) counts
 	// as quiet: well above an idle plane's, which at 25,000 static nodes is a few percent
-	// of a core with the controller-manager's node-monitor pass once a minute.
+	// of a core besides the controller-manager's node-monitor pass (largeMonitorPeriod).
 	settleCores = 0.25
 	// settleLimit bounds the wait; a plane that is still busy then is measured as it is,
 	// and the report's settle time says so.
