@@ -30,6 +30,8 @@ func withReadAhead(rc *rest.Config) *rest.Config {
 
 type readAhead struct{ next http.RoundTripper }
 
+// RoundTrip buffers the body of a watch's response; other responses are small and read
+// whole, and keep theirs.
 func (t readAhead) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
 	if err != nil || resp.Body == nil || resp.Body == http.NoBody || req.URL.Query().Get("watch") != "true" {

@@ -19,19 +19,20 @@ import (
 
 // tlsServer is an HTTP/2 server over TLS, as the apiserver is, and a client for it built
 // from rc as the gate's manager builds its own.
-func tlsServer(t testing.TB, h http.HandlerFunc, wrap func(*rest.Config) *rest.Config, up *atomic.Int64) (*http.Client, string) {
+func tlsServer(tb testing.TB, h http.HandlerFunc, wrap func(*rest.Config) *rest.Config, up *atomic.Int64) (*http.Client, string) {
+	tb.Helper()
 	srv := httptest.NewUnstartedServer(h)
 	if up != nil {
 		srv.Listener = countingListener{Listener: srv.Listener, n: up}
 	}
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
-	t.Cleanup(srv.Close)
+	tb.Cleanup(srv.Close)
 	rc := &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{
 		CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})}}
 	c, err := rest.HTTPClientFor(wrap(rc))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return c, srv.URL
 }
@@ -140,6 +141,7 @@ func BenchmarkWatchReadAhead(b *testing.B) {
 
 // processCPU is this process's CPU time so far, user and system, in nanoseconds.
 func processCPU(b *testing.B) int64 {
+	b.Helper()
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		b.Fatal(err)
