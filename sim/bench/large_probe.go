@@ -118,16 +118,9 @@ const startProfile = 30 * time.Second
 // profileStart saves a CPU profile of r's start, asked for as soon as its profiler
 // answers.
 func (p *gateProbe) profileStart(ctx context.Context, r *gateundertest.Replica, progress func(string, ...any)) {
-	url := fmt.Sprintf("%s/profile?seconds=%d", r.PprofURL(), int(startProfile.Seconds()))
-	var raw []byte
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, startedTimeout, true, func(ctx context.Context) (bool, error) {
-		var err error
-		raw, err = httpGet(ctx, url)
-		return err == nil, nil
+		return saveCPUProfile(ctx, r, startProfile, p.cpuProfile) == nil, nil
 	})
-	if err == nil {
-		err = os.WriteFile(p.cpuProfile, raw, 0o644)
-	}
 	if err != nil {
 		progress("large: the gate's start profile: %v", err)
 	}

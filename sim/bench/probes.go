@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -68,15 +69,20 @@ func (b *bench) profile(ctx context.Context, live sim.Live, path string) {
 	if len(live.Gate().Replicas()) == 0 {
 		return
 	}
-	raw, err := httpGet(ctx, live.Gate().Replicas()[0].PprofURL()+"/profile?seconds=20")
-	if err == nil {
-		err = os.WriteFile(path, raw, 0o644)
-	}
-	if err != nil {
+	if err := saveCPUProfile(ctx, live.Gate().Replicas()[0], 20*time.Second, path); err != nil {
 		b.progress("gate CPU profile: %v", err)
 		return
 	}
 	b.progress("gate CPU profile: %s (go tool pprof -top bin/gate %s)", path, path)
+}
+
+// saveCPUProfile saves a CPU profile of replica r over the next d to path.
+func saveCPUProfile(ctx context.Context, r *gateundertest.Replica, d time.Duration, path string) error {
+	raw, err := httpGet(ctx, fmt.Sprintf("%s/profile?seconds=%d", r.PprofURL(), int(d.Seconds())))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, raw, 0o644)
 }
 
 // handlerLatency reads the gate's own histogram of its webhook handler — the time inside
