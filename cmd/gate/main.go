@@ -12,11 +12,14 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -88,7 +91,27 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := addStartGC(mgr, s); err != nil {
+		return err
+	}
 	return mgr.Start(ctx)
+}
+
+// addStartGC sets the process's memory limit and, under one, a lazier collector until
+// the caches a replica fills before it leads have synced (memory.go): the init Pods, and
+// unless it is a cold standby the Nodes and DaemonSets too.
+func addStartGC(mgr manager.Manager, s *settings) error {
+	limit := setMemoryLimit(os.Getenv, "/sys/fs/cgroup")
+	objs := []client.Object{&corev1.Pod{}}
+	if s.warmStandby || !s.leaderElect {
+		objs = append(objs, &corev1.Node{}, &appsv1.DaemonSet{})
+	}
+	sg := newStartGC(os.Getenv, limit, mgr.GetCache(), objs...)
+	ctrl.Log.Info("Memory limit", "bytes", limit, "lazyCollectorUntilSynced", sg != nil)
+	if sg == nil {
+		return nil
+	}
+	return mgr.Add(sg)
 }
 
 // homeKubeconfig is ~/.kube/config, a variable so that a test can point it elsewhere.
