@@ -12,8 +12,6 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -73,6 +71,8 @@ func run(args []string) error {
 	if s.statusCommand {
 		return status(ctx, s, rc, os.Stdout, time.Now())
 	}
+	opts := setup.Options{Workers: s.workers, ColdStandby: !s.warmStandby, CacheSyncTimeout: s.cacheSyncTimeout,
+		NodeLabels: s.nodeLabels}
 	mgr, err := setup.NewManager(rc, &s.cfg, setup.ManagerOptions{
 		Metrics:                 metricsserver.Options{BindAddress: s.metricsAddr},
 		HealthProbeBindAddress:  s.probeAddr,
@@ -86,27 +86,21 @@ func run(args []string) error {
 		// Release the lease on clean shutdown so a rolling update fails over at once.
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer:                 webhook.NewServer(webhook.Options{Port: s.webhookPort, CertDir: s.certDir}),
-	}, setup.Options{Workers: s.workers, ColdStandby: !s.warmStandby, CacheSyncTimeout: s.cacheSyncTimeout,
-		NodeLabels: s.nodeLabels})
+	}, opts)
 	if err != nil {
 		return err
 	}
-	if err := addStartGC(mgr, s); err != nil {
+	if err := addStartGC(mgr, opts.Filled(s.leaderElect)); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)
 }
 
 // addStartGC sets the process's memory limit and, under one, a lazier collector until
-// the caches a replica fills before it leads have synced (memory.go): the init Pods, and
-// unless it is a cold standby the Nodes and DaemonSets too.
-func addStartGC(mgr manager.Manager, s *settings) error {
+// the informers of filled, those a replica fills before it leads, have synced (memory.go).
+func addStartGC(mgr manager.Manager, filled []client.Object) error {
 	limit := setMemoryLimit(os.Getenv, "/sys/fs/cgroup")
-	objs := []client.Object{&corev1.Pod{}}
-	if s.warmStandby || !s.leaderElect {
-		objs = append(objs, &corev1.Node{}, &appsv1.DaemonSet{})
-	}
-	sg := newStartGC(os.Getenv, limit, mgr.GetCache(), objs...)
+	sg := newStartGC(os.Getenv, limit, mgr.GetCache(), filled...)
 	ctrl.Log.Info("Memory limit", "bytes", limit, "lazyCollectorUntilSynced", sg != nil)
 	if sg == nil {
 		return nil

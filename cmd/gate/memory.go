@@ -22,8 +22,9 @@ import (
 // asked to stay under: the rest is for what it does not count (the binary's own pages).
 const memoryLimitShare = 0.9
 
-// unlimited is the smallest value cgroup v1 reports for a memory cgroup without a limit
-// (it reports the largest page-aligned int64, not "max" as v2 does).
+// unlimited is where cgroup v1 readings stop being limits: v1 reports a memory cgroup
+// without one as the largest page-aligned int64 (v2 says "max"), and no real limit comes
+// near 2^62 bytes.
 const unlimited = 1 << 62
 
 // cgroupLimit is the memory limit of the cgroup mounted at root, v2 or else v1; 0 when

@@ -62,6 +62,17 @@ type Options struct {
 	NodeLabels []string
 }
 
+// Filled are the objects whose informers a replica fills before it leads, or at once
+// without leader election: the init Pods, which every replica's cache indexes by node, and
+// unless it is a cold standby the Nodes and DaemonSets its controllers warm up.
+func (o Options) Filled(leaderElection bool) []client.Object {
+	objs := []client.Object{&corev1.Pod{}}
+	if !o.ColdStandby || !leaderElection {
+		objs = append(objs, &corev1.Node{}, &appsv1.DaemonSet{})
+	}
+	return objs
+}
+
 // DefaultNodeLabels are the label keys kept on cached Nodes by default besides those the
 // rules read: the ones DaemonSets most often select nodes by, so that matching the
 // required DaemonSets against a node (rule.ExpectedOn) rarely needs the apiserver.
