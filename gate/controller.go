@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -39,6 +40,8 @@ const (
 	ReasonLeftSelector = "StartupGateLeftSelector"
 	// ReasonRegated: a released node rebooted; a rule with onReboot: gate put its taint back.
 	ReasonRegated = "StartupGateRegated"
+	// ReasonOrphanLifted: the gate lifted a taint it placed for a rule it no longer runs.
+	ReasonOrphanLifted = "StartupGateOrphanLifted"
 	// ReasonSuspended: a suspended rule holds the node and will not release it until resumed.
 	ReasonSuspended = "StartupGateSuspended"
 	// ReasonWouldHold and ReasonWouldRelease are a dry-run rule's reports of what it would do.
@@ -82,6 +85,8 @@ type Reconciler struct {
 type nodeState struct {
 	uid   string
 	rules map[string]*ruleState
+	// orphans: when this process first saw each orphaned taint on the node.
+	orphans map[config.Orphan]time.Time
 }
 
 // ruleState is what this process remembers of one rule on one node.
@@ -98,6 +103,8 @@ type ruleState struct {
 	wouldTaint, budgetDenied bool
 	// suspended: a suspended rule has reported that it holds the node.
 	suspended bool
+	// state is the node's state under the rule when last decided, as nodeStates counts it.
+	state rule.State
 }
 
 // facts are what the rules read about a node, gathered once per reconcile.
@@ -133,17 +140,79 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	f := &facts{node: node, start: time.Now()}
-	var requeue time.Duration
-	for _, rl := range r.Config.EffectiveRules() {
-		after, err := r.rule(ctx, f, rl)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
+	var (
+		requeue time.Duration
+		errs    []error
+	)
+	soonest := func(after time.Duration) {
 		if after > 0 && (requeue == 0 || after < requeue) {
 			requeue = after
 		}
 	}
+	// Every rule runs even when one fails: one rule's failed write must not leave the
+	// node's other rules undecided until the retry.
+	for _, rl := range r.Config.EffectiveRules() {
+		after, err := r.rule(ctx, f, rl)
+		errs = append(errs, err)
+		soonest(after)
+	}
+	after, err := r.orphans(ctx, f)
+	soonest(after)
+	if err := errors.Join(append(errs, err)...); err != nil {
+		return reconcile.Result{}, err
+	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
+}
+
+// orphans lifts the taints the gate placed for rules it no longer runs (config.Orphans),
+// each once it has been seen for the grace period, in one write with the taints admission
+// would add now. It returns when the next grace ends.
+func (r *Reconciler) orphans(ctx context.Context, f *facts) (time.Duration, error) {
+	orphans := r.Config.Orphans(f.node)
+	seen := r.seenOrphans(f.node, orphans)
+	var next time.Duration
+	for _, o := range orphans {
+		if wait := seen[o].Add(r.Config.OrphanGracePeriod.Duration).Sub(r.Clock.Now()); wait > 0 {
+			if next == 0 || wait < next {
+				next = wait
+			}
+			continue
+		}
+		written, wrote, err := r.Writer.Write(ctx, f.node, func(n *corev1.Node) { r.Config.LiftOrphan(n, o) })
+		if err != nil {
+			return 0, fmt.Errorf("lifting orphaned taint %s of rule %q from node %q: %w", o.Taint.ToString(), o.Rule, f.node.Name, err)
+		}
+		f.node = written
+		if wrote {
+			orphansLiftedTotal.WithLabelValues(o.Rule).Inc()
+			r.Recorder.Eventf(written, nil, corev1.EventTypeWarning, ReasonOrphanLifted, eventActionRelease,
+				"Removed taint %s, placed for rule %s, which the gate no longer runs (removed, renamed, re-keyed or a dry run)", o.Taint.ToString(), o.Rule)
+			log.FromContext(ctx).Info("Lifted an orphaned taint", "node", klog.KObj(written), "rule", o.Rule, "taint", o.Taint.ToString())
+		}
+	}
+	return next, nil
+}
+
+// seenOrphans notes when this process first saw each of the node's orphans, forgets those
+// gone, and returns the moments.
+func (r *Reconciler) seenOrphans(node *corev1.Node, orphans []config.Orphan) map[config.Orphan]time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.stateLocked(node)
+	if len(orphans) == 0 {
+		st.orphans = nil
+		return nil
+	}
+	seen := map[config.Orphan]time.Time{}
+	for _, o := range orphans {
+		at, ok := st.orphans[o]
+		if !ok {
+			at = r.Clock.Now()
+		}
+		seen[o] = at
+	}
+	st.orphans = seen
+	return seen
 }
 
 // anyCompleted: some rule that writes has released the node once.
@@ -179,74 +248,132 @@ func (r *Reconciler) decide(ctx context.Context, f *facts, rl *rule.Rule, unmetS
 		Expected: rl.ExpectedOn(labelled, f.dss), Now: r.Clock.Now(), UnmetSince: unmetSince}), nil
 }
 
-// rule runs one rule on the node and returns when to look again (0: on the next event).
-// Excluded nodes are never touched, nor nodes a startup rule has released (unless the
-// autoscaler put the taint back when it registered the node); a node that left the rule's
-// selector loses the rule's taint.
+// rule runs one rule on the node and returns when to look again (0: on the next event). It
+// names the node's state under the rule (rule.StateOf, through rule.Decide) and acts in it:
+// the decision's one write, the events and the held gauge. Suspended, condition and
+// dry-run rules have paths of their own.
 func (r *Reconciler) rule(ctx context.Context, f *facts, rl *rule.Rule) (time.Duration, error) {
-	node := f.node
 	switch {
 	case rl.Suspend:
-		r.suspended(ctx, node, rl)
+		r.suspended(ctx, f.node, rl)
 		return 0, nil
 	case rl.Mode == rule.Condition:
 		return r.conditionRule(ctx, f, rl)
 	case rl.DryRun:
 		return r.dryRun(ctx, f, rl)
-	case !rl.Matches(node):
-		return 0, r.leftSelector(ctx, f, rl)
-	case rl.ReturnedAtRegistration(node):
-		// The autoscaler's copy of the taint: decided below, like a held node.
-	case rl.GatesReboots() && rl.Completed(node) && !rl.Regated(node):
-		r.unhold(node.Name, rl)
-		return 0, r.reboot(ctx, f, rl)
-	case rl.Mode == rule.Startup && rl.Completed(node) && !rl.GatesReboots():
-		r.unhold(node.Name, rl)
-		return 0, nil
-	case !rl.HasTaint(node) && !rl.Completed(node):
-		return 0, nil // never tainted: backfill's to decide
 	}
-	st := r.track(ctx, node, rl, rl.HasTaint(node))
+	if st, _ := rule.StateOf(rl, r.Config.Readiness(), rule.Input{Node: f.node}); quiet(rl, st) {
+		// Decided on the node alone, without reading its Pods: most Node events concern
+		// nodes no rule has anything to do about.
+		r.unhold(f.node.Name, rl)
+		r.noteState(f.node, rl, st)
+		return 0, nil
+	}
+	st := r.track(ctx, f.node, rl, false)
 	d, err := r.decide(ctx, f, rl, r.unmet(st))
-	if err == nil && d.Taint {
+	if err == nil && d.Confirm() {
 		d, err = r.confirm(ctx, f, rl, d, r.unmet(st))
 	}
 	if err != nil {
 		return 0, err
 	}
-	r.noteMet(st, d)
-	switch {
-	case d.Taint:
-		return d.RequeueAfter, r.retaint(ctx, f, rl, d)
-	case d.Release:
-		return 0, r.release(ctx, f, rl, d)
-	case d.TimedOut:
-		r.keepTimedOut(ctx, node, rl, st, d)
-	default:
-		log.FromContext(ctx).V(1).Info("Holding node", "node", klog.KObj(node), "rule", rl.Name, "reason", d.Reason, "requeueAfter", d.RequeueAfter)
+	r.track(ctx, f.node, rl, d.State.Holds())
+	if !d.State.Holds() && d.Write != rule.WriteRegate {
+		r.unhold(f.node.Name, rl)
 	}
-	return d.RequeueAfter, nil
+	r.noteMet(st, d)
+	err = r.act(ctx, f, rl, st, d)
+	if err == nil {
+		now, _ := rule.StateOf(rl, r.Config.Readiness(), rule.Input{Node: f.node, Pods: f.pods})
+		r.noteState(f.node, rl, now)
+	}
+	return d.RequeueAfter, err
 }
 
-// confirm decides a re-taint again on the node and its Pods as the apiserver has them now.
-// The cache can lag the apiserver by seconds on a loaded plane, and a re-taint decided from
-// it can put a taint back on a node whose component was Ready again seconds before. A
-// release needs no such check: releasing late is the safe side.
+// noteState records the node's state under the rule, for the node-states gauge.
+func (r *Reconciler) noteState(node *corev1.Node, rl *rule.Rule, st rule.State) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rs := r.ruleStateLocked(node, rl)
+	if rs.state == st {
+		return
+	}
+	if rs.state != "" {
+		nodeStates.WithLabelValues(rl.Name, string(rs.state)).Dec()
+	}
+	rs.state = st
+	nodeStates.WithLabelValues(rl.Name, string(st)).Inc()
+}
+
+// quiet reports whether a rule in state st, read from the node alone, has nothing to do:
+// the state cannot depend on the Pods (a rule that gates reboots reads their evidence).
+func quiet(rl *rule.Rule, st rule.State) bool {
+	if rl.GatesReboots() {
+		return false
+	}
+	switch st {
+	case rule.StateOutside, rule.StateUntainted, rule.StateForeign:
+		return true
+	case rule.StateReleased:
+		return rl.Mode == rule.Startup
+	}
+	return false
+}
+
+// act makes the decision's write, with its event and log line, or says why it holds.
+func (r *Reconciler) act(ctx context.Context, f *facts, rl *rule.Rule, st *ruleState, d rule.Decision) error {
+	switch d.Write {
+	case rule.WriteRelease:
+		return r.release(ctx, f, rl, d)
+	case rule.WriteTaint:
+		return r.retaint(ctx, f, rl, d)
+	case rule.WriteRegate:
+		return r.regate(ctx, f, rl, d)
+	case rule.WriteRemove:
+		return r.remove(ctx, f, rl, d)
+	case rule.WriteRecord, rule.WriteStale:
+		return r.record(ctx, f, rl, d)
+	}
+	switch {
+	case d.TimedOut:
+		r.keepTimedOut(ctx, f.node, rl, st, d)
+	case d.State.Holds():
+		log.FromContext(ctx).V(1).Info("Holding node", "node", klog.KObj(f.node), "rule", rl.Name, "state", d.State, "reason", d.Reason, "requeueAfter", d.RequeueAfter)
+	}
+	return nil
+}
+
+// write makes the decision's write through the one Node writer.
+func (r *Reconciler) write(ctx context.Context, f *facts, rl *rule.Rule, d rule.Decision) (*corev1.Node, bool, error) {
+	now := r.Clock.Now()
+	written, wrote, err := r.Writer.Write(ctx, f.node, func(n *corev1.Node) { rl.Apply(d, n, now) })
+	if err != nil {
+		return nil, false, fmt.Errorf("writing node %q for rule %q (%s, state %s): %w", f.node.Name, rl.Name, d.Write, d.State, err)
+	}
+	f.node = written
+	return written, wrote, nil
+}
+
+// confirm decides again, on the node and its Pods as the apiserver has them now, a decision
+// whose write rests on the Pods being current (rule.Decision.Confirm). The cache can lag the
+// apiserver by seconds on a loaded plane: a re-taint decided from it can put a taint back on
+// a node whose component was Ready again seconds before, and a reboot decided from it can
+// count the old boot's readiness as the new one's, or record too little of it as stale.
 //
-// It returns the fresh decision only when that is still a re-taint, and then f takes the
-// fresh node and Pods: the Node write is guarded by the Node's version just read (the Pods
-// are as of the read; a conflict re-reads the Node and writes the taint without deciding
-// again). Anything else comes back as no action: a node replaced under the same name, or
-// gone, or out of the rule's selector, is the next event's to handle, with every check of
-// rule() on the way, and what else the fresh copy says is a hold (the requirements hold
-// again, or have not failed for the settle time).
+// The fresh decision is acted on, and f takes the fresh node and Pods: the Node write is
+// guarded by the Node's version just read (a conflict re-reads the Node and Apply re-checks
+// the boot). A re-taint is the exception: unless the fresh decision is a re-taint too, it
+// comes back as no action. A node replaced under the same name, or gone, or out of the
+// rule's selector, is the next event's to handle, with every check of rule() on the way,
+// and what else the fresh copy says is a hold (the requirements hold again, or have not
+// failed for the settle time).
 func (r *Reconciler) confirm(ctx context.Context, f *facts, rl *rule.Rule, d rule.Decision, unmetSince time.Time) (rule.Decision, error) {
 	if r.Reader == nil || f.live {
 		return d, nil
 	}
 	fresh, err := r.read(ctx, f.node)
 	if apierrors.IsNotFound(err) || err == nil && (fresh.node.UID != f.node.UID || !rl.Matches(fresh.node)) {
-		return rule.Decision{Reason: "the node changed under the decision"}, nil
+		return rule.Decision{State: d.State, Reason: "the node changed under the decision"}, nil
 	}
 	if err != nil {
 		return rule.Decision{}, err
@@ -256,13 +383,14 @@ func (r *Reconciler) confirm(ctx context.Context, f *facts, rl *rule.Rule, d rul
 	switch {
 	case err != nil:
 		return rule.Decision{}, err
-	case fd.Taint:
-		f.node, f.pods, f.live = fresh.node, fresh.pods, true
-		return fd, nil
-	case !rl.HasTaint(fresh.node):
-		log.FromContext(ctx).Info("Re-taint withdrawn: the apiserver's copy disagrees with the cache", "node", klog.KObj(fresh.node), "rule", rl.Name, "reason", fd.Reason)
+	case d.Taint && !fd.Taint:
+		if !rl.HasTaint(fresh.node) {
+			log.FromContext(ctx).Info("Re-taint withdrawn: the apiserver's copy disagrees with the cache", "node", klog.KObj(fresh.node), "rule", rl.Name, "reason", fd.Reason)
+		}
+		return rule.Decision{State: fd.State, Met: fd.Met, Reason: fd.Reason, RequeueAfter: fd.RequeueAfter}, nil
 	}
-	return rule.Decision{Met: fd.Met, Reason: fd.Reason, RequeueAfter: fd.RequeueAfter}, nil
+	f.node, f.pods, f.live = fresh.node, fresh.pods, true
+	return fd, nil
 }
 
 // read gets the node and its init Pods from the apiserver.
@@ -291,20 +419,20 @@ func (r *Reconciler) initPods(ctx context.Context, nodeName string) ([]*corev1.P
 }
 
 // release removes the rule's taint and, the first time, records the rule's completion, in
-// one guarded write. A continuous rule whose requirements hold again comes here too.
+// one guarded write. A continuous rule whose requirements hold again comes here too, and a
+// rebooted node whose init Pods are Ready again on the new boot.
 func (r *Reconciler) release(ctx context.Context, f *facts, rl *rule.Rule, d rule.Decision) error {
 	node, now := f.node, r.Clock.Now()
 	first := !rl.Completed(node)
 	observeStage(stageDecide, f.start)
-	written, wrote, err := r.Writer.Write(ctx, node, releaseMutation(rl, now))
+	written, wrote, err := r.write(ctx, f, rl, d)
 	if err != nil {
-		return fmt.Errorf("releasing node %q from rule %q: %w", node.Name, rl.Name, err)
+		return err
 	}
-	f.node = written
+	if !wrote || rl.HasTaint(written) {
+		return nil // the node rebooted under the decision: decided again on the next event
+	}
 	r.unhold(node.Name, rl)
-	if !wrote {
-		return nil
-	}
 	if !first {
 		r.Recorder.Eventf(written, nil, corev1.EventTypeNormal, ReasonReleased, eventActionRelease, "Rule %s: removed taint %s again: %s", rl.Name, rl.Taint.Key, d.Reason)
 		log.FromContext(ctx).Info("Released node again", "node", klog.KObj(node), "rule", rl.Name, "reason", d.Reason)
@@ -327,47 +455,57 @@ func (r *Reconciler) release(ctx context.Context, f *facts, rl *rule.Rule, d rul
 	return nil
 }
 
-// reboot watches a node that a rule gating reboots has released: when the node reports a
-// new boot ID the taint goes back in one guarded write, and from then on the rule holds it
-// like a new node, on readiness that postdates the re-gate. A node released before the
-// rule recorded boots gets its boot recorded, once.
-func (r *Reconciler) reboot(ctx context.Context, f *facts, rl *rule.Rule) error {
-	now := r.Clock.Now()
-	d := rule.Decide(rl, r.Config.Readiness(), rule.Input{Node: f.node, Now: now})
-	var m Mutation
-	switch {
-	case d.Regate:
-		m = regateMutation(rl, now)
-	case d.RecordBoot:
-		m = recordBootMutation(rl)
-	default:
-		return nil
-	}
+// regate puts the taint back on a node that rebooted since the rule released it, in one
+// guarded write; from then on the rule holds it until its init Pods are Ready on containers
+// of the new boot.
+func (r *Reconciler) regate(ctx context.Context, f *facts, rl *rule.Rule, d rule.Decision) error {
 	boot := rl.BootOf(f.node)
-	written, wrote, err := r.Writer.Write(ctx, f.node, m)
-	if err != nil {
-		return fmt.Errorf("recording the reboot of node %q for rule %q: %w", f.node.Name, rl.Name, err)
-	}
-	f.node = written
-	if !wrote || !d.Regate {
-		return nil
+	written, wrote, err := r.write(ctx, f, rl, d)
+	if err != nil || !wrote || !rl.Regated(written) {
+		return err
 	}
 	regatesTotal.WithLabelValues(rl.Name).Inc()
 	r.Recorder.Eventf(written, nil, corev1.EventTypeWarning, ReasonRegated, eventActionGate,
-		"Rule %s: node rebooted (boot %s, released on boot %s): taint %s is back until its components are Ready again", rl.Name, boot.Current, boot.Released, rl.Taint.Key)
-	log.FromContext(ctx).Info("Node rebooted, taint back", "node", klog.KObj(written), "rule", rl.Name, "bootID", boot.Current, "releasedOnBootID", boot.Released)
+		"Rule %s: node rebooted (boot %s, released on boot %s): taint %s is back until its components are Ready again", rl.Name, boot.Current, boot.Recorded, rl.Taint.Key)
+	log.FromContext(ctx).Info("Node rebooted, taint back", "node", klog.KObj(written), "rule", rl.Name, "bootID", boot.Current, "releasedOnBootID", boot.Recorded)
+	return nil
+}
+
+// record writes what the rule knows of the node's boot and readiness, and nothing else: the
+// boot a released node runs and the readiness it counted there, or readiness that does not
+// count on the boot the node runs now.
+func (r *Reconciler) record(ctx context.Context, f *facts, rl *rule.Rule, d rule.Decision) error {
+	written, wrote, err := r.write(ctx, f, rl, d)
+	if err != nil || !wrote {
+		return err
+	}
+	log.FromContext(ctx).Info("Recorded the node's boot and readiness", "node", klog.KObj(written), "rule", rl.Name, "state", d.State,
+		"bootID", written.Status.NodeInfo.BootID, "reason", d.Reason)
+	return nil
+}
+
+// remove takes the rule's taint off a node the rule no longer holds: the node left the
+// rule's selector (the rule placed the taint), or the rule stopped gating reboots while
+// it held the node re-gated.
+func (r *Reconciler) remove(ctx context.Context, f *facts, rl *rule.Rule, d rule.Decision) error {
+	written, wrote, err := r.write(ctx, f, rl, d)
+	if err != nil || !wrote {
+		return err
+	}
+	reason := ReasonReleased
+	if d.State == rule.StateLeft {
+		reason = ReasonLeftSelector
+	}
+	r.Recorder.Eventf(written, nil, corev1.EventTypeNormal, reason, eventActionRelease, "Rule %s: removed taint %s: %s", rl.Name, rl.Taint.Key, d.Reason)
+	log.FromContext(ctx).Info("Removed a rule's taint the rule no longer holds the node with", "node", klog.KObj(written), "rule", rl.Name, "state", d.State, "reason", d.Reason)
 	return nil
 }
 
 // retaint puts a continuous rule's taint back on a released node, in one guarded write.
 func (r *Reconciler) retaint(ctx context.Context, f *facts, rl *rule.Rule, d rule.Decision) error {
-	written, wrote, err := r.Writer.Write(ctx, f.node, taintMutation(rl))
-	if err != nil {
-		return fmt.Errorf("re-tainting node %q for rule %q: %w", f.node.Name, rl.Name, err)
-	}
-	f.node = written
-	if !wrote {
-		return nil
+	written, wrote, err := r.write(ctx, f, rl, d)
+	if err != nil || !wrote {
+		return err
 	}
 	retaintsTotal.WithLabelValues(rl.Name).Inc()
 	r.Recorder.Eventf(written, nil, corev1.EventTypeWarning, ReasonRetainted, eventActionGate, "Rule %s: put taint %s back: %s", rl.Name, rl.Taint.Key, d.Reason)
@@ -568,6 +706,9 @@ func (r *Reconciler) dropLocked(st *nodeState) {
 	for name, rs := range st.rules {
 		if rs.held {
 			gatedNodes.WithLabelValues(name).Dec()
+		}
+		if rs.state != "" {
+			nodeStates.WithLabelValues(name, string(rs.state)).Dec()
 		}
 	}
 }

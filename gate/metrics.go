@@ -64,6 +64,14 @@ var (
 		Name: "startupgate_component_missing_toleration",
 		Help: "1 when a required component's DaemonSet does not tolerate the startup taint: its nodes can never be released.",
 	}, []string{"component"})
+	orphansLiftedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "startupgate_orphans_lifted_total",
+		Help: "Taints the gate placed for a rule it no longer runs (removed, renamed, re-keyed, a dry run) and lifted after the grace period, by the rule that placed them.",
+	}, []string{"rule"})
+	nodeStates = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "startupgate_node_states",
+		Help: "Nodes in each state under each rule, as the leader last decided them (the states of `gate status`), by rule and state.",
+	}, []string{"rule", "state"})
 	regatesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "startupgate_regates_total",
 		Help: "Taints a rule with onReboot: gate put back on a released node that rebooted, by rule.",
@@ -80,7 +88,7 @@ var (
 
 func init() { //nolint:gochecknoinits // registering collectors is the one sanctioned use
 	metrics.Registry.MustRegister(gatedNodes, holdSeconds, releaseLatencySeconds, releasesTotal,
-		timeoutsTotal, retaintsTotal, dryRunTotal, conditionTaintsTotal, conditionTaintedNodes, budgetExhausted, webhookRequests, backfillsTotal, missingToleration, regatesTotal, suspendedRules, podGuardRequests)
+		timeoutsTotal, retaintsTotal, dryRunTotal, conditionTaintsTotal, conditionTaintedNodes, budgetExhausted, webhookRequests, backfillsTotal, missingToleration, regatesTotal, orphansLiftedTotal, nodeStates, suspendedRules, podGuardRequests)
 }
 
 // RecordRules sets the per-rule gauges that the configuration alone decides: which rules

@@ -85,26 +85,6 @@ func releaseMutation(r *rule.Rule, now time.Time) Mutation {
 	return func(n *corev1.Node) { r.Release(n, now) }
 }
 
-// regateMutation puts rule r's taint back on a node that has rebooted since r released it,
-// and records when; on a conflict, the fresh node must still be rebooted and untainted.
-func regateMutation(r *rule.Rule, now time.Time) Mutation {
-	return func(n *corev1.Node) {
-		if r.BootOf(n).Rebooted() && !r.HasTaint(n) {
-			r.Regate(n, now)
-		}
-	}
-}
-
-// recordBootMutation records the boot a released node runs on, ending any re-gate whose
-// taint is gone.
-func recordBootMutation(r *rule.Rule) Mutation {
-	return func(n *corev1.Node) {
-		if r.Completed(n) && !r.HasTaint(n) {
-			r.RecordBoot(n)
-		}
-	}
-}
-
 // removeMutation removes only rule r's taint (a continuous rule whose requirements hold
 // again, or a node that left the rule's selector).
 func removeMutation(r *rule.Rule) Mutation {

@@ -61,11 +61,9 @@ func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []co
 		if err := g.API.Get(ctx, types.NamespacedName{Name: nodeName}, live); err == nil {
 			node = live
 		}
-	}
-	if r, rebooted := g.Config.RebootedRule(node, tolerations); rebooted {
-		b := r.BootOf(node)
-		return admission.Denied(fmt.Sprintf("node %q rebooted (boot %s, released on boot %s) and rule %s's taint %s is coming back; the pod does not tolerate it",
-			nodeName, b.Current, b.Released, r.Name, r.Taint.ToString())), "denied"
+		if resp, denied := g.decideRebooted(ctx, node, tolerations); denied {
+			return resp, "denied"
+		}
 	}
 	taint, held := g.Config.HoldingTaint(node, tolerations)
 	if !held {
@@ -73,6 +71,33 @@ func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []co
 	}
 	return admission.Denied(fmt.Sprintf("node %q still holds startup taint %s and the pod does not tolerate it; wait for the node to be released",
 		nodeName, taint.ToString())), "denied"
+}
+
+// decideRebooted closes the window between a reboot and its re-gate: a rule that gates
+// reboots sees the node on a new boot, and its state, read with the node's init Pods from
+// the API, is rebooted (no fresh readiness yet; the re-gate is coming). A node whose init
+// Pods are already Ready again on the new boot (rebooted-ready) is not held.
+func (g *PodGuard) decideRebooted(ctx context.Context, node *corev1.Node, tolerations []corev1.Toleration) (admission.Response, bool) {
+	var pods []*corev1.Pod
+	read := false
+	for _, r := range g.Config.RebootWindows(node, tolerations) {
+		b := r.BootOf(node)
+		if !b.Rebooted() {
+			continue
+		}
+		if !read {
+			var err error
+			if pods, err = g.initPodsOn(ctx, node.Name); err != nil {
+				return admission.Allowed(""), false
+			}
+			read = true
+		}
+		if st, _ := rule.StateOf(r, g.Config.Readiness(), rule.Input{Node: node, Pods: pods, Now: time.Now()}); st == rule.StateRebooted {
+			return admission.Denied(fmt.Sprintf("node %q rebooted (boot %s, released on boot %s) and rule %s's taint %s is coming back; the pod does not tolerate it",
+				node.Name, b.Current, b.Recorded, r.Name, r.Taint.ToString())), true
+		}
+	}
+	return admission.Response{}, false
 }
 
 // decideContinuous closes a continuous rule's window: the rule has released the node, its

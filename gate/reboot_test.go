@@ -35,22 +35,8 @@ func setBoot(t *testing.T, c client.Client, name, id string) {
 	}
 }
 
-// setReadySince replaces the Pod's readiness: Ready since at.
-func setReadySince(t *testing.T, c client.Client, name string, at time.Time) {
-	t.Helper()
-	p := &corev1.Pod{}
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "kube-system", Name: name}, p); err != nil {
-		t.Fatal(err)
-	}
-	p.Status.Conditions = nil
-	testobj.ReadyAt(at)(p)
-	if err := c.Status().Update(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestRebootRegates: a node released on one boot that reports another gets the taint back
-// in one write, and is released again only on a Pod Ready after the re-gate, never on the
+// in one write, and is released again only on a Pod Ready on new containers, never on the
 // Ready Pod left from before the reboot; a kubelet restart (same boot) changes nothing.
 func TestRebootRegates(t *testing.T) {
 	cfg := rebootConfig(t)
@@ -90,7 +76,7 @@ func TestRebootRegates(t *testing.T) {
 		t.Fatalf("released on the init Pod's readiness from before the reboot")
 	}
 	e.clock.Step(time.Minute)
-	setReadySince(t, e.c, "init-n", e.clock.Now())
+	restartInit(t, e.c, "init-n", true, e.clock.Now())
 	e.reconcile(t, "n")
 	n = getNode(t, e.c, "n")
 	if rl.HasTaint(n) || n.Annotations[rl.BootAnnotation()] != "b2" || n.Annotations[rl.RegatedAnnotation()] != "" {

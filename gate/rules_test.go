@@ -262,11 +262,13 @@ func TestRetaintConfirmedAgainstAPIServer(t *testing.T) {
 func TestNodeLeavesRuleSelector(t *testing.T) {
 	cfg := rulesConfig(t, nil)
 	inPool := testobj.Node("g", t0, testobj.NodeLabel("pool", "gpu"), testobj.Taints(gpuRuleTaint),
-		testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1"), testobj.NodeAnnotation(config.DefaultCompletedAnnotation+".cni", "1"))
+		testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1"), testobj.NodeAnnotation(config.DefaultCompletedAnnotation+".cni", "1"),
+		testobj.NodeAnnotation(rule.DefaultPlacedAnnotation+".gpu", rule.PlacedValue(gpuRuleTaint, "")))
 	left := inPool.DeepCopy()
 	delete(left.Labels, "pool")
 	byHand := left.DeepCopy()
 	byHand.Name = "h"
+	delete(byHand.Annotations, rule.DefaultPlacedAnnotation+".gpu")
 	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, left, byHand, componentPod("cni-g", "g", "cni", testobj.ReadyAt(t0)),
 		componentPod("cni-h", "h", "cni", testobj.ReadyAt(t0)))
 

@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/gate/rule"
 	"github.com/startupgate/startupgate/internal/testobj"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -248,11 +249,19 @@ func TestNodeWebhook(t *testing.T) {
 			// Idempotence: the handler applied to its own output adds nothing.
 			again := wh.Handle(context.Background(), admissionRequest(nodeKind, admissionv1.Create, mustJSON(t, got)))
 
-			// The patch touches the taints and nothing else.
+			// The patch touches the taints and their marks, and nothing else.
 			rest := got.DeepCopy()
 			rest.Spec.Taints = tc.node.Spec.Taints
+			for k := range rest.Annotations {
+				if _, before := tc.node.Annotations[k]; !before && strings.HasPrefix(k, rule.DefaultPlacedAnnotation+".") {
+					delete(rest.Annotations, k)
+				}
+			}
+			if len(rest.Annotations) == 0 && tc.node.Annotations == nil {
+				rest.Annotations = nil
+			}
 			if diff := cmp.Diff(tc.node, rest); diff != "" {
-				t.Errorf("patch changed more than the taints (-want +got):\n%s", diff)
+				t.Errorf("patch changed more than the taints and their marks (-want +got):\n%s", diff)
 			}
 			p, err := jsonpatch.DecodePatch(mustJSON(t, resp.Patches))
 			if err != nil {
@@ -291,8 +300,8 @@ func TestNodeWebhookRawAsAPIServerSends(t *testing.T) {
 			t.Errorf("patch removes %s: it must only add the taint", p.Path)
 		}
 	}
-	if len(resp.Patches) != 1 {
-		t.Errorf("got %d patch operations %s, want 1", len(resp.Patches), mustJSON(t, resp.Patches))
+	if len(resp.Patches) != 2 {
+		t.Errorf("got %d patch operations %s, want 2: the taint and its mark", len(resp.Patches), mustJSON(t, resp.Patches))
 	}
 	got := applyPatch(t, raw, resp)
 	if diff := cmp.Diff([]corev1.Taint{notReadyTaint, gateTaint}, got.Spec.Taints); diff != "" {

@@ -32,6 +32,7 @@ const (
 	StateWouldTaint   = "would-taint"   // dry run: the conditions match
 	StateSuspended    = "suspended"     // the rule is suspended: it writes nothing until resumed
 	StateRegated      = "regated"       // the node rebooted after its release; held for the new boot
+	StateOrphaned     = "orphaned"      // the gate placed the taint for a rule it no longer runs; lifted after the grace period
 )
 
 // StatusRow is one node and one rule that applies to it: why the node is held, read with
@@ -73,37 +74,50 @@ func statusRows(cfg *config.Config, nodes []corev1.Node, pods []corev1.Pod, dss 
 				continue
 			}
 			in := rule.Input{Node: n, Pods: byNode[n.Name], Expected: rl.ExpectedOn(n, dss), Now: now}
-			rows = append(rows, suspendedRow(rl, statusOf(rl, cfg.Readiness(), in)))
+			rows = append(rows, suspendedRow(rl, statusOf(running(rl), cfg.Readiness(), in)))
+		}
+		for _, o := range cfg.Orphans(n) {
+			rows = append(rows, StatusRow{Node: n.Name, Rule: o.Rule, State: StateOrphaned, Taint: o.Taint.ToString(),
+				WaitingOn: fmt.Sprintf("placed for a rule the gate no longer runs (removed, renamed, re-keyed or a dry run); lifted %s after the gate first saw it", cfg.OrphanGracePeriod.Duration)})
 		}
 	}
 	return rows
 }
 
+// running is the rule as it would run if not suspended: a suspended rule's row says what
+// resuming it would do.
+func running(rl *rule.Rule) *rule.Rule {
+	if !rl.Suspend {
+		return rl
+	}
+	r := *rl
+	r.Suspend = false
+	return &r
+}
+
+// statusOf is the row of a node under a rule: its state (rule.StateOf, through the decision
+// the controller makes in it) and what it waits on.
 func statusOf(rl *rule.Rule, rd rule.Readiness, in rule.Input) StatusRow {
 	n := in.Node
 	d := rule.Decide(rl, rd, in)
 	row := StatusRow{Node: n.Name, Rule: rl.Name, Mode: string(rl.Mode), Taint: rl.Taint.ToString(), DryRun: rl.DryRun,
-		WaitingOn: d.Reason, HeldFor: metav1.Duration{Duration: in.Now.Sub(n.CreationTimestamp.Time).Round(time.Second)}}
-	switch {
-	case rl.DryRun && d.Release:
-		row.State, row.WaitingOn = StateWouldRelease, ""
-	case rl.DryRun:
+		State: string(d.State), WaitingOn: d.Reason, HeldFor: metav1.Duration{Duration: in.Now.Sub(n.CreationTimestamp.Time).Round(time.Second)}}
+	switch d.State {
+	case rule.StateDryRun:
 		row.State = StateWouldHold
-	case !rl.Matches(n):
-		row.State, row.WaitingOn = StateHeld, fmt.Sprintf("the node is outside the rule's selector %q; the taint was set by hand or the node left the selector (gate release NODE)", rl.NodeSelector)
-	case rl.Regated(n):
-		row.State, row.HeldFor = StateRegated, metav1.Duration{Duration: in.Now.Sub(rl.BootOf(n).RegatedAt).Round(time.Second)}
-	case rl.Completed(n) && rl.HasTaint(n):
-		row.State = StateRetainted
-	case rl.Completed(n):
-		row.State, row.WaitingOn, row.HeldFor = StateReleased, "", metav1.Duration{Duration: releasedAfter(rl, n)}
-	case !rl.HasTaint(n):
-		row.State, row.WaitingOn = StateUntainted, "came up without the rule's taint (backfill's, if on)"
-	case d.TimedOut && !d.Release:
-		row.State = StateTimedOut
-	default:
-		row.State = StateHeld
 		if d.Release {
+			row.State, row.WaitingOn = StateWouldRelease, ""
+		}
+	case rule.StateRegated, rule.StateRebootedAgain:
+		row.State, row.HeldFor = StateRegated, metav1.Duration{Duration: in.Now.Sub(rl.BootOf(n).RegatedAt).Round(time.Second)}
+	case rule.StateReleased, rule.StateRestarted, rule.StateBootUnrecorded, rule.StateRebootedReady:
+		row.State, row.WaitingOn, row.HeldFor = StateReleased, "", metav1.Duration{Duration: releasedAfter(rl, n)}
+	case rule.StateHeld, rule.StateHeldRebooted:
+		row.State = StateHeld
+		switch {
+		case d.TimedOut && !d.Release:
+			row.State = StateTimedOut
+		case d.Release:
 			row.WaitingOn = "requirements hold; release pending"
 		}
 	}

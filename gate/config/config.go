@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -51,6 +52,11 @@ const (
 	AutoscalerTaintPrefix = "startup-taint.cluster-autoscaler.kubernetes.io/"
 )
 
+// DefaultOrphanGracePeriod is OrphanGracePeriod's default: longer than a rollout of the
+// gate's replicas takes, so that a replica still on the old rules never lifts the new
+// rules' taints as orphans, nor the reverse.
+const DefaultOrphanGracePeriod = 2 * time.Minute
+
 // DefaultRuleName names the rule that the top-level fields describe.
 const DefaultRuleName = "default"
 
@@ -93,6 +99,20 @@ type Config struct {
 	PodGuard bool `json:"podGuard,omitempty"`
 	// Rules replace the default rule: each one taint, its nodes and its requirements.
 	Rules []rule.Rule `json:"rules,omitempty"`
+	// PlacedAnnotation prefixes the mark the gate writes with every taint it places, one
+	// per rule: <placedAnnotation>.<rule name>, valued <taint key>:<effect>. By it the gate
+	// lifts only taints it placed, and knows the taints of a rule that is gone.
+	PlacedAnnotation string `json:"placedAnnotation,omitempty"`
+	// Instance names this gate among several in one cluster (default: none, the one gate).
+	// It is part of the mark of every taint the gate places, and a gate lifts as an orphan,
+	// or as the taint of a node that left its rule's selector, only a taint it marked:
+	// gates with disjoint node selectors and the same rule names never lift each other's.
+	Instance string `json:"instance,omitempty"`
+	// OrphanGracePeriod is how long a taint the gate placed for a rule that no longer
+	// exists (removed, renamed, its key changed, now a dry run) stays on before the gate
+	// lifts it, with an event; `gate status` shows it meanwhile. The grace lets a rollout
+	// that changes the rules finish, and an edit made by mistake be undone.
+	OrphanGracePeriod metav1.Duration `json:"orphanGracePeriod,omitempty"`
 
 	compiled *compiled
 }
@@ -117,6 +137,8 @@ func DefaultConfig() Config {
 		Components:          []rule.Component{{Name: "init", Selector: DefaultInitLabel}},
 		TimeoutPolicy:       rule.TimeoutRelease,
 		Webhook:             true,
+		PlacedAnnotation:    rule.DefaultPlacedAnnotation,
+		OrphanGracePeriod:   metav1.Duration{Duration: DefaultOrphanGracePeriod},
 	}
 }
 
@@ -217,6 +239,14 @@ func DecodeStrict(raw []byte, into any) error {
 func (c *Config) Validate() error {
 	var errs rule.Errors
 	c.validateAnnotations(&errs)
+	for _, msg := range validation.IsDNS1123Label(c.Instance) {
+		if c.Instance != "" {
+			errs.Add("instance", "%q: %s", c.Instance, msg)
+		}
+	}
+	if c.OrphanGracePeriod.Duration < 0 {
+		errs.Add("orphanGracePeriod", "%s: must not be negative", c.OrphanGracePeriod.Duration)
+	}
 	out := &compiled{rules: c.ruleList(&errs)}
 	at := func(i int) string {
 		if len(c.Rules) == 0 {
@@ -270,7 +300,7 @@ func (c *Config) defaultCondition(r *rule.Rule, errs *rule.Errors) {
 // validateAnnotations checks that the annotation keys are qualified names: the gate reads
 // one from init Pods and writes the other on Nodes.
 func (c *Config) validateAnnotations(errs *rule.Errors) {
-	annotations := []struct{ field, key string }{{"readyAnnotation", c.ReadyAnnotation}}
+	annotations := []struct{ field, key string }{{"readyAnnotation", c.ReadyAnnotation}, {"placedAnnotation", c.PlacedAnnotation}}
 	if len(c.Rules) > 0 { // else the default rule checks its own, under the same name
 		annotations = append(annotations, struct{ field, key string }{"completedAnnotation", c.CompletedAnnotation})
 	}
@@ -319,6 +349,7 @@ func (c *Config) ruleList(errs *rule.Errors) []*rule.Rule {
 				r.CompletedAnnotation += "." + r.Name
 			}
 		}
+		r.PlacedAnnotation, r.Instance = c.PlacedAnnotation+"."+r.Name, c.Instance
 		out[i] = &r
 	}
 	return out
@@ -329,7 +360,7 @@ func (c *Config) ruleList(errs *rule.Errors) []*rule.Rule {
 func (c *Config) defaultRule(errs *rule.Errors) *rule.Rule {
 	r := &rule.Rule{Name: DefaultRuleName, Mode: rule.Startup, NodeSelector: c.NodeSelector, Taint: c.Taint,
 		Components: c.Components, MinHold: c.MinHold, MaxHold: c.MaxHold, TimeoutPolicy: c.TimeoutPolicy,
-		CompletedAnnotation: c.CompletedAnnotation}
+		CompletedAnnotation: c.CompletedAnnotation, PlacedAnnotation: c.PlacedAnnotation + "." + DefaultRuleName, Instance: c.Instance}
 	if len(c.Components) == 0 {
 		errs.Add("components", "at least one required component is needed")
 	}
@@ -456,7 +487,7 @@ func (c *Config) CacheNamespace() string { return c.active().cacheNamespace }
 // Karpenter's lifecycle labels (rule.AwaitingStartupTaints). The gate's cache keeps no
 // other label of a Node unless told to.
 func (c *Config) NodeLabelKeys() []string {
-	keys := []string{rule.KarpenterRegisteredLabel, rule.KarpenterInitializedLabel}
+	keys := []string{rule.KarpenterRegisteredLabel, rule.KarpenterInitializedLabel, rule.KarpenterDoNotSyncTaintsLabel}
 	for _, r := range c.EffectiveRules() {
 		keys = append(keys, r.SelectorKeys()...)
 	}

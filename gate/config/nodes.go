@@ -1,6 +1,8 @@
 package config
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -25,15 +27,16 @@ func (c *Config) Admit(n *corev1.Node) (applies, tainted []*rule.Rule) {
 	return applies, tainted
 }
 
-// HoldingTaint is the first taint on the node, of a rule that writes and still holds the
-// node, that the tolerations do not tolerate. It is judged against the taint the node
-// really carries: kubelet or Karpenter may have registered it with another value, and the
-// scheduler compares with that one. A startup rule that has released the node no longer
-// holds it, whatever its taint, unless it re-gated the node after a reboot; a continuous
-// rule holds it while its taint is on.
+// HoldingTaint is the first taint on the node, of a rule that writes and holds the node in
+// its state (rule.State.Holds, or suspended while it selects the node), that the
+// tolerations do not tolerate. It is judged against the taint the node really carries:
+// kubelet or Karpenter may have registered it with another value, and the scheduler
+// compares with that one. A rule's taint on a node it does not hold (released, left
+// behind by a departure from its selector, put back by someone else) is not the gate's
+// hold.
 func (c *Config) HoldingTaint(node *corev1.Node, tolerations []corev1.Toleration) (corev1.Taint, bool) {
 	for _, r := range c.Gating() {
-		if r.Mode == rule.Startup && r.Completed(node) && !r.Regated(node) {
+		if !c.Holds(r, node) {
 			continue
 		}
 		for _, t := range node.Spec.Taints {
@@ -43,6 +46,17 @@ func (c *Config) HoldingTaint(node *corev1.Node, tolerations []corev1.Toleration
 		}
 	}
 	return corev1.Taint{}, false
+}
+
+// Holds reports whether rule r holds the node with its taint: the taint is on and the
+// rule's state holds the node, or the rule is suspended and selects it. The states of a
+// tainted node do not depend on its Pods, so the node alone is read.
+func (c *Config) Holds(r *rule.Rule, node *corev1.Node) bool {
+	if !r.HasTaint(node) {
+		return false
+	}
+	st, _ := rule.StateOf(r, c.Readiness(), rule.Input{Node: node})
+	return st.Holds() || st == rule.StateSuspended && r.Matches(node)
 }
 
 // ComponentOf names the rule and the required component whose Pods this DaemonSet
@@ -67,31 +81,96 @@ func (c *Config) TaintList() string {
 	return strings.Join(out, ", ")
 }
 
-// RebootedRule is the first rule that gates reboots, has released the node, sees it on a
-// new boot and has not put its taint back yet, whose taint the tolerations do not
-// tolerate: the window between a quick reboot, which may never turn the node NotReady, and
-// the re-gate write.
-func (c *Config) RebootedRule(node *corev1.Node, tolerations []corev1.Toleration) (*rule.Rule, bool) {
-	for _, r := range c.Gating() {
-		if rebootExposed(r, node, tolerations) && r.BootOf(node).Rebooted() {
-			return r, true
-		}
-	}
-	return nil, false
+// RebootExposed reports whether a reboot of the node would open a window for a Pod with
+// these tolerations between the kubelet's new boot ID, which a quick reboot may report
+// without the node ever turning NotReady, and the re-gate write: a rule that gates reboots,
+// runs (not suspended), selects the node and has released it, and whose taint is off.
+func (c *Config) RebootExposed(node *corev1.Node, tolerations []corev1.Toleration) bool {
+	return len(c.RebootWindows(node, tolerations)) > 0
 }
 
-// RebootExposed reports whether a reboot the node has not reported yet would open
-// RebootedRule's window for a Pod with these tolerations: a rule that gates reboots has
-// released the node and its taint is off.
-func (c *Config) RebootExposed(node *corev1.Node, tolerations []corev1.Toleration) bool {
-	for _, r := range c.Gating() {
-		if rebootExposed(r, node, tolerations) {
+// RebootWindows are the rules that RebootExposed finds for the node.
+func (c *Config) RebootWindows(node *corev1.Node, tolerations []corev1.Toleration) []*rule.Rule {
+	var out []*rule.Rule
+	for _, r := range c.Admitting() {
+		if r.GatesReboots() && r.Matches(node) && r.Completed(node) && !r.HasTaint(node) && !r.Tolerates(tolerations) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Orphan is a taint the gate placed for a rule it no longer runs as it was: the rule was
+// removed, renamed and no rule of the new name selects the node, its key changed, or it
+// became a dry run. No rule will ever lift it, so the gate does, after OrphanGracePeriod.
+type Orphan struct {
+	// Rule is the name the mark gives, the rule that placed the taint.
+	Rule string
+	// Taint is the placed taint (key and effect).
+	Taint corev1.Taint
+}
+
+// Orphans are the node's orphaned taints, in mark order. A mark counts only when this gate's
+// instance placed it, and while the node carries its taint; a taint a current rule owns (of its name, or of its key on a node it
+// selects, as after a rename) is that rule's to decide, whatever the mark says.
+func (c *Config) Orphans(node *corev1.Node) []Orphan {
+	prefix := c.PlacedAnnotation + "."
+	var out []Orphan
+	for _, k := range slices.Sorted(maps.Keys(node.Annotations)) {
+		name, ok := strings.CutPrefix(k, prefix)
+		if !ok {
+			continue
+		}
+		t, instance, ok := rule.ParsePlaced(node.Annotations[k])
+		if !ok || instance != c.Instance || !carries(node, t) || c.owned(name, t, node) {
+			continue
+		}
+		out = append(out, Orphan{Rule: name, Taint: t})
+	}
+	return out
+}
+
+// owned reports whether a rule that writes owns taint t on the node, placed under name.
+func (c *Config) owned(name string, t corev1.Taint, node *corev1.Node) bool {
+	for _, r := range c.Enforced() {
+		if r.Taint.Key == t.Key && r.Taint.Effect == t.Effect && (r.Name == name || r.Matches(node)) {
 			return true
 		}
 	}
 	return false
 }
 
-func rebootExposed(r *rule.Rule, node *corev1.Node, tolerations []corev1.Toleration) bool {
-	return r.GatesReboots() && r.Completed(node) && !r.HasTaint(node) && !r.Tolerates(tolerations)
+func carries(node *corev1.Node, t corev1.Taint) bool {
+	for _, x := range node.Spec.Taints {
+		if x.Key == t.Key && x.Effect == t.Effect {
+			return true
+		}
+	}
+	return false
+}
+
+// LiftOrphan removes an orphaned taint and its marks, and in the same write adds the taints
+// that admission would add to the node now (Admit): a node held by a rule whose key changed
+// stays held, under the new key. It changes nothing unless o is still an orphan of n (it
+// runs again on a fresh copy after a conflict).
+func (c *Config) LiftOrphan(n *corev1.Node, o Orphan) {
+	if !slices.Contains(c.Orphans(n), o) {
+		return
+	}
+	kept := n.Spec.Taints[:0:0]
+	for _, t := range n.Spec.Taints {
+		if t.Key != o.Taint.Key || t.Effect != o.Taint.Effect {
+			kept = append(kept, t)
+		}
+	}
+	if len(kept) == 0 {
+		kept = nil
+	}
+	n.Spec.Taints = kept
+	for k, v := range n.Annotations {
+		if strings.HasPrefix(k, c.PlacedAnnotation+".") && v == rule.PlacedValue(o.Taint, c.Instance) {
+			delete(n.Annotations, k)
+		}
+	}
+	c.Admit(n)
 }

@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"fmt"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,13 +25,19 @@ type Objects struct {
 	Binding *admissionregistrationv1.MutatingAdmissionPolicyBinding
 }
 
-// For renders one policy and binding per rule that holds nodes from creation (dry-run and
-// suspended rules write nothing, not even at creation; condition rules never taint at
-// creation), in rule order. The default rule's objects keep the name Name;
-// another rule's are Name-<rule>.
+// For renders one policy and binding per rule that holds nodes from creation, in rule order
+// (condition rules never taint at creation). The default rule's objects keep the name Name;
+// another rule's are Name-<rule>. A dry-run or suspended rule writes nothing, not even at
+// creation, yet still renders its objects, whose policy never matches: they are applied as
+// rendered, and an apply without pruning keeps an object the rendering leaves out, so the
+// policy of the rule before it was suspended would go on tainting new nodes that the
+// suspended rule then never releases.
 func For(c *config.Config) ([]Objects, error) {
 	var out []Objects
-	for _, r := range c.Admitting() {
+	for _, r := range c.EffectiveRules() {
+		if r.Mode == rule.Condition {
+			continue
+		}
 		name := Name
 		if r.Name != config.DefaultRuleName {
 			name += "-" + r.Name
@@ -38,6 +45,9 @@ func For(c *config.Config) ([]Objects, error) {
 		p, b, err := ForRule(r, name)
 		if err != nil {
 			return nil, fmt.Errorf("rule %q: %w", r.Name, err)
+		}
+		if r.DryRun || r.Suspend {
+			p.Spec.MatchConditions = append([]admissionregistrationv1.MatchCondition{{Name: "writes-nothing", Expression: "false"}}, p.Spec.MatchConditions...)
 		}
 		out = append(out, Objects{Policy: p, Binding: b})
 	}
@@ -60,10 +70,16 @@ func ForRule(c *rule.Rule, name string) (*admissionregistrationv1.MutatingAdmiss
 	}
 	taint += "}"
 	// The apiserver's TaintNodesByCondition plugin has normally added not-ready already, so
-	// the list usually exists; both shapes are handled.
-	expr := fmt.Sprintf(`has(object.spec.taints) ?
+	// the list usually exists; both shapes are handled, for the annotations too. The mark
+	// says the gate placed the taint (rule.Rule.PlacedAnnotation).
+	mark := strings.NewReplacer("~", "~0", "/", "~1").Replace(c.PlacedAnnotation)
+	expr := fmt.Sprintf(`(has(object.spec.taints) ?
   [JSONPatch{op: "add", path: "/spec/taints/-", value: %s}] :
-  [JSONPatch{op: "add", path: "/spec/taints", value: [%s]}]`, taint, taint)
+  [JSONPatch{op: "add", path: "/spec/taints", value: [%s]}]) +
+(has(object.metadata.annotations) ?
+  [JSONPatch{op: "add", path: "/metadata/annotations/%s", value: %q}] :
+  [JSONPatch{op: "add", path: "/metadata/annotations", value: {%q: %q}}])`,
+		taint, taint, mark, c.PlacedValue(), c.PlacedAnnotation, c.PlacedValue())
 
 	policy := &admissionregistrationv1.MutatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},

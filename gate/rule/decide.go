@@ -29,10 +29,11 @@ type Input struct {
 	// UnmetSince (continuous rules, after the first release) is when the caller first saw
 	// the requirements fail, or zero.
 	UnmetSince time.Time
-	// ReadyAfter, when set, is the moment a Pod's Ready transition must come after for its
-	// readiness to count: a Pod Ready since then or earlier, or ready by its annotation
-	// alone, is not ready. The decision sets it for a node re-gated after a reboot.
-	ReadyAfter time.Time
+	// Stale, when not nil, is readiness that does not count: the fingerprints of Pods whose
+	// readiness a rule that gates reboots recorded with an earlier boot (evidence.go). A
+	// Pod counts then only when Ready by its condition (the early-ready annotation survives
+	// a reboot) on containers whose fingerprint is not in it.
+	Stale map[string]bool
 }
 
 // Decision is the outcome of Decide for one node and one rule.
@@ -42,12 +43,17 @@ type Decision struct {
 	// Taint (continuous rules): put the taint back now; the requirements have failed for
 	// the settle time.
 	Taint bool
-	// Regate (rules with onReboot: gate): the released node has rebooted; put the taint
-	// back now, with the time of the re-gate.
-	Regate bool
-	// RecordBoot (rules with onReboot: gate): write the node's current boot ID as the one
-	// it was released on, and nothing else.
-	RecordBoot bool
+	// Write is the Node write the decision asks for (Apply makes it); Release and Taint
+	// ask for WriteRelease and WriteTaint.
+	Write Write
+	// State is the node's state under the rule that the decision was made in (StateOf).
+	State State
+	// Boot is the boot ID the node reported when the decision was made: a write for a rule
+	// that gates reboots is made only while the node still reports it.
+	Boot string
+	// Prints are the fingerprints of the rule's init Pods ready when the decision was made:
+	// the evidence a write records.
+	Prints []string
 	// TimedOut: MaxHold passed before the node was ready. With TimeoutRelease, Release is
 	// also true; with TimeoutKeep the taint stays.
 	TimedOut bool
@@ -63,51 +69,109 @@ type Decision struct {
 	ReadyAt time.Time
 }
 
+// Confirm reports whether the decision's write rests on the init Pods being as the
+// apiserver has them, so that one decided from a cache that lags must be decided again on
+// a fresh read before it is written: a re-taint (the requirements may hold again), a
+// reboot whose warm-up counts as already done (the readiness seen may be the old boot's),
+// and the readiness recorded as stale when the node booted again (too little recorded
+// lets the old boot's readiness count for the new one).
+func (d Decision) Confirm() bool {
+	return d.Taint || d.State == StateRebootedReady || d.State == StateRebootedAgain || d.State == StateHeldRebooted
+}
+
 // Wait reports whether the node keeps (or gets) the taint.
 func (d Decision) Wait() bool { return !d.Release }
 
-// Decide says what rule r does about a node it applies to. It is pure: the answer depends
-// only on its arguments.
+// Decide says what rule r does about a node: it names the node's state (StateOf) and decides
+// in it. It is pure: the answer depends only on its arguments.
 //
 // Before the rule first releases the node: release once the requirements hold and the
 // minimum hold has passed; at the maximum hold, apply the timeout policy. After it: a
-// startup rule does nothing, unless it gates reboots (afterReboot) or the autoscaler put its
-// taint back when it registered the node (afterRegistration); a continuous rule takes its
-// taint off while the requirements hold and puts it back once they have failed for the
+// startup rule does nothing, unless it gates reboots (the reboot states) or the autoscaler
+// put its taint back when it registered the node (StateReturned); a continuous rule takes
+// its taint off while the requirements hold and puts it back once they have failed for the
 // settle time.
 //
 // The Pod creation rule matters: when an autoscaler reuses a node name, a Ready init Pod of
 // the previous node can still be bound to that name until pod GC runs, and it must never
 // release the new node.
 func Decide(r *Rule, rd Readiness, in Input) Decision {
-	if r.ReturnedAtRegistration(in.Node) {
+	st, why, ev := r.classify(rd, in)
+	d := r.decideIn(st, why, ev, rd, in)
+	d.State, d.Boot, d.Prints = st, ev.boot.Current, ev.prints
+	return d
+}
+
+// decideIn is the decision in state st.
+func (r *Rule) decideIn(st State, why string, ev evidence, rd Readiness, in Input) Decision {
+	switch st {
+	case StateHeld:
+		if r.GatesReboots() && ev.record != nil {
+			in.Stale = ev.record // readiness seen on an earlier boot does not count
+		}
+		return r.decideFirst(rd, in)
+	case StateDryRun, StateUntainted:
+		// As if the rule had tainted the node at creation: what a dry run reports, and what
+		// backfill and `gate status` read of a node that came up untainted.
+		return r.decideFirst(rd, in)
+	case StateRegated:
+		return r.decideRegated(rd, in, ev)
+	case StateReturned:
 		return r.afterRegistration(rd, in)
+	case StateRetainted, StateReleased:
+		if r.Mode == Continuous {
+			met, _, why, since := r.requirements(rd, in)
+			return r.afterRelease(in, met, why, latest(since, in.UnmetSince))
+		}
+		met, _, _, _ := r.requirements(rd, in)
+		return Decision{Met: met, Reason: why}
+	case StateForeign:
+		met, _, _, _ := r.requirements(rd, in)
+		return Decision{Met: met, Reason: why}
+	case StateLeft, StateRegateDropped:
+		return Decision{Write: WriteRemove, Reason: why}
+	case StateRebooted:
+		return Decision{Write: WriteRegate, Reason: why}
+	case StateBootUnrecorded, StateRebootedReady, StateRegateRemoved, StateRestarted:
+		return Decision{Write: WriteRecord, Met: st == StateRebootedReady, Reason: why}
+	case StateHeldRebooted, StateRebootedAgain:
+		return Decision{Write: WriteStale, Reason: why}
 	}
-	if r.GatesReboots() && r.Completed(in.Node) {
-		return r.afterReboot(rd, in)
-	}
-	met, readyAt, why, since := r.requirements(rd, in)
-	if r.Completed(in.Node) {
-		return r.afterRelease(in, met, why, latest(since, in.UnmetSince))
-	}
+	return Decision{Reason: why}
+}
+
+// decideFirst is the decision before the rule first releases the node.
+func (r *Rule) decideFirst(rd Readiness, in Input) Decision {
+	met, readyAt, why, _ := r.requirements(rd, in)
 	created := in.Node.CreationTimestamp.Time
 	if met {
 		if minEnd := created.Add(r.MinHold.Duration); in.Now.Before(minEnd) {
 			return Decision{Met: true, Reason: "minimum hold not reached", RequeueAfter: minEnd.Sub(in.Now), ReadyAt: readyAt}
 		}
-		return Decision{Release: true, Met: true, Reason: r.readyReason(), ReadyAt: readyAt}
+		return released(Decision{Met: true, Reason: r.readyReason(), ReadyAt: readyAt})
 	}
 	if r.MaxHold.Duration <= 0 {
 		return Decision{Reason: why}
 	}
-	if deadline := created.Add(r.MaxHold.Duration); in.Now.Before(deadline) {
-		return Decision{Reason: why, RequeueAfter: deadline.Sub(in.Now)}
+	return r.timeout(created.Add(r.MaxHold.Duration), in.Now, fmt.Sprintf("maximum hold %s reached: %s", r.MaxHold.Duration, why), why)
+}
+
+// timeout is the decision of a hold whose requirements do not hold, with its maximum at
+// deadline: wait until then, and then apply the timeout policy.
+func (r *Rule) timeout(deadline, now time.Time, reason, why string) Decision {
+	if now.Before(deadline) {
+		return Decision{Reason: why, RequeueAfter: deadline.Sub(now)}
 	}
-	reason := fmt.Sprintf("maximum hold %s reached: %s", r.MaxHold.Duration, why)
 	if r.TimeoutPolicy == TimeoutRelease {
-		return Decision{Release: true, TimedOut: true, Reason: reason}
+		return released(Decision{TimedOut: true, Reason: reason})
 	}
 	return Decision{TimedOut: true, Reason: reason}
+}
+
+// released is d, asking for the release write.
+func released(d Decision) Decision {
+	d.Release, d.Write = true, WriteRelease
+	return d
 }
 
 // afterRegistration decides a released node whose autoscaler put the rule's taint back when
@@ -118,7 +182,28 @@ func (r *Rule) afterRegistration(rd Readiness, in Input) Decision {
 	if !met {
 		return Decision{Reason: why + " (the autoscaler put the taint back at registration)"}
 	}
-	return Decision{Release: true, Met: true, ReadyAt: readyAt, Reason: "the autoscaler put the taint back when it registered the node, after the release"}
+	return released(Decision{Met: true, ReadyAt: readyAt, Reason: "the autoscaler put the taint back when it registered the node, after the release"})
+}
+
+// decideRegated waits for readiness of the boot the re-gate waits for: Ready on containers
+// the record does not hold, whatever the clocks say. maxHold counts from the re-gate, on
+// the gate's clock alone.
+func (r *Rule) decideRegated(rd Readiness, in Input, ev evidence) Decision {
+	fresh := in
+	fresh.Stale = ev.record
+	if fresh.Stale == nil {
+		fresh.Stale = map[string]bool{}
+	}
+	met, readyAt, why, _ := r.requirements(rd, fresh)
+	if met {
+		return released(Decision{Met: true, ReadyAt: readyAt, Reason: fmt.Sprintf("ready again after the reboot to boot %s", ev.boot.Current)})
+	}
+	why = fmt.Sprintf("waiting for boot %s: %s", ev.boot.Current, why)
+	if r.MaxHold.Duration <= 0 {
+		return Decision{Reason: why}
+	}
+	return r.timeout(ev.boot.RegatedAt.Add(r.MaxHold.Duration), in.Now,
+		fmt.Sprintf("maximum hold %s after the re-gate reached: %s", r.MaxHold.Duration, why), why)
 }
 
 // readyReason says what held, for the release event.
@@ -147,7 +232,7 @@ func (r *Rule) afterRelease(in Input, met bool, why string, since time.Time) Dec
 	case r.Mode != Continuous:
 		return Decision{Met: met, Reason: "released"}
 	case met && r.HasTaint(in.Node):
-		return Decision{Release: true, Met: true, Reason: "requirements hold again"}
+		return released(Decision{Met: true, Reason: "requirements hold again"})
 	case met:
 		return Decision{Met: true, Reason: "requirements hold"}
 	case r.HasTaint(in.Node):
@@ -158,7 +243,7 @@ func (r *Rule) afterRelease(in Input, met bool, why string, since time.Time) Dec
 	if wait := since.Add(r.SettleTime.Duration).Sub(in.Now); wait > 0 {
 		return Decision{Reason: why, RequeueAfter: wait}
 	}
-	return Decision{Taint: true, Reason: fmt.Sprintf("%s for %s", why, in.Now.Sub(since).Round(time.Millisecond))}
+	return Decision{Taint: true, Write: WriteTaint, Reason: fmt.Sprintf("%s for %s", why, in.Now.Sub(since).Round(time.Millisecond))}
 }
 
 // requirements reports whether the rule's components are ready and its conditions hold,
@@ -197,7 +282,7 @@ func componentsReady(in Input, comps []compiledComponent, rd Readiness) (bool, t
 				continue
 			}
 			has = true
-			if podReady(p, rd) && readyAfter(p, in.ReadyAfter) {
+			if podReady(p, rd) && fresh(p, in.Stale) {
 				readyPod = p
 				break
 			}
@@ -263,11 +348,10 @@ func podReady(p *corev1.Pod, rd Readiness) bool {
 	return true
 }
 
-// readyAfter reports whether the Pod's Ready condition turned true after t (always, when t
-// is zero). Strictly after: a Pod's times have whole seconds, so a transition in t's own
-// second may as well have come before it.
-func readyAfter(p *corev1.Pod, t time.Time) bool {
-	return t.IsZero() || (hasPodReady(p) && readySince(p).After(t))
+// fresh reports whether the Pod's readiness counts with the stale set: always when it is nil;
+// else only when Ready by its condition, on containers whose fingerprint it does not hold.
+func fresh(p *corev1.Pod, stale map[string]bool) bool {
+	return stale == nil || (hasPodReady(p) && !stale[Fingerprint(p)])
 }
 
 func hasPodReady(p *corev1.Pod) bool {

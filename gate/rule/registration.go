@@ -8,6 +8,9 @@ import corev1 "k8s.io/api/core/v1"
 const (
 	KarpenterRegisteredLabel  = "karpenter.sh/registered"
 	KarpenterInitializedLabel = "karpenter.sh/initialized"
+	// KarpenterDoNotSyncTaintsLabel on a node tells Karpenter not to write its NodePool's
+	// taints and startupTaints onto the Node at registration.
+	KarpenterDoNotSyncTaintsLabel = "karpenter.sh/do-not-sync-taints"
 )
 
 // AwaitingStartupTaints reports whether an autoscaler has registered the node and waits for
@@ -16,13 +19,9 @@ const (
 // that (Karpenter was slow or restarting) gets the gate's taint back then. On such a node
 // the taint is the autoscaler's copy of the gate's, and the gate's to take off again. An
 // operator's taint by hand comes on a node that is already initialized, and a rule's own
-// re-gate after a reboot is marked by its regatedAt annotation: neither is touched.
+// re-gate after a reboot is marked by its regatedAt annotation: neither is touched. Nor is
+// a node labelled do-not-sync-taints, onto which Karpenter writes no taint back.
 func AwaitingStartupTaints(n *corev1.Node) bool {
-	return n.Labels[KarpenterRegisteredLabel] == "true" && n.Labels[KarpenterInitializedLabel] != "true"
-}
-
-// ReturnedAtRegistration reports whether a startup rule's taint is back on a node the rule
-// has released, put there by the autoscaler that registered the node since.
-func (r *Rule) ReturnedAtRegistration(n *corev1.Node) bool {
-	return r.Mode == Startup && r.Completed(n) && r.HasTaint(n) && !r.Regated(n) && AwaitingStartupTaints(n)
+	return n.Labels[KarpenterRegisteredLabel] == "true" && n.Labels[KarpenterInitializedLabel] != "true" &&
+		n.Labels[KarpenterDoNotSyncTaintsLabel] != "true"
 }

@@ -62,17 +62,16 @@ func TestDecideAfterRegistration(t *testing.T) {
 	}
 }
 
-// TestReturnedAtRegistrationSparesRegate: a rule gating reboots that re-gated the node owns
+// TestRegatedIsNotTheAutoscalersCopy: a rule gating reboots that re-gated the node owns
 // its taint, whatever the autoscaler's labels say.
-func TestReturnedAtRegistrationSparesRegate(t *testing.T) {
+func TestRegatedIsNotTheAutoscalersCopy(t *testing.T) {
 	r := rebootRule(t, nil)
 	const completed = "startup.k8s.io/completedAt.cni"
-	n := node(annotated(completed, "1"), annotated(completed+"_regatedAt", "2"), tainted, labelled(KarpenterRegisteredLabel, "true"))
-	if r.ReturnedAtRegistration(n) {
-		t.Error("a re-gated node counted as the autoscaler's copy of the taint")
+	reg := labelled(KarpenterRegisteredLabel, "true")
+	if st, _ := StateOf(r, Readiness{}, Input{Node: node(annotated(completed, "1"), annotated(completed+"_regatedAt", "2"), tainted, reg)}); st != StateRegated {
+		t.Errorf("a re-gated node: state %q, want %q", st, StateRegated)
 	}
-	n = node(annotated(completed, "1"), tainted, labelled(KarpenterRegisteredLabel, "true"))
-	if !r.ReturnedAtRegistration(n) {
-		t.Error("a released node with the taint back at registration not recognised")
+	if st, _ := StateOf(r, Readiness{}, Input{Node: node(annotated(completed, "1"), tainted, reg)}); st != StateReturned {
+		t.Errorf("a released node with the taint back at registration: state %q, want %q", st, StateReturned)
 	}
 }

@@ -106,6 +106,14 @@ type Rule struct {
 	// taint and removes it with it (default startup.k8s.io/taintedAt.<name>): it marks a
 	// taint the rule placed, the only kind the rule ever lifts.
 	CompletedAnnotation string `json:"completedAnnotation,omitempty"`
+	// PlacedAnnotation is the mark the rule writes with every taint it places, valued
+	// PlacedValue: <placedAnnotation>.<name> of the config (default
+	// startup.k8s.io/placed.<name>). The gate lifts only taints it placed, and by the mark
+	// knows the taints of a rule that no longer exists.
+	PlacedAnnotation string `json:"-"`
+	// Instance is the config's instance: the name of this gate among several in one
+	// cluster, part of every mark's value, so that a gate lifts only the taints it placed.
+	Instance string `json:"-"`
 	// Match (condition rules) are the node conditions that must all be present and match
 	// for the taint to be on.
 	Match []Match `json:"match,omitempty"`
@@ -172,12 +180,13 @@ func (r *Rule) CompileSelectors(at string, errs *Errors) {
 	if r.OnReboot == "" {
 		r.OnReboot = RebootIgnore
 	}
+	if r.PlacedAnnotation == "" {
+		r.PlacedAnnotation = DefaultPlacedAnnotation + "." + r.Name
+	}
 	out := &compiled{}
 	r.validateName(field, errs)
 	r.validateTaint(field, errs)
-	for _, msg := range validation.IsQualifiedName(r.CompletedAnnotation) {
-		errs.Add(field("completedAnnotation"), "%q: %s", r.CompletedAnnotation, msg)
-	}
+	r.validateAnnotationKeys(field, errs)
 	var err error
 	if out.nodes, err = labels.Parse(r.NodeSelector); err != nil {
 		errs.Add(field("nodeSelector"), "%q: %v", r.NodeSelector, err)
@@ -219,6 +228,32 @@ func (r *Rule) validateOnReboot(field func(string) string, errs *Errors) {
 		}
 	default:
 		errs.Add(field("onReboot"), "%q: must be %q or %q", r.OnReboot, RebootIgnore, RebootGate)
+	}
+}
+
+// DefaultPlacedAnnotation prefixes the mark of a taint a rule placed (PlacedAnnotation).
+const DefaultPlacedAnnotation = "startup.k8s.io/placed"
+
+// validateAnnotationKeys checks every annotation key the rule writes on Nodes, as the
+// apiserver will: the completion annotation, the reboot records derived from it, and the
+// mark of a placed taint. A rule name makes part of them; a key the apiserver refuses would
+// fail every release (or every re-gate) on every node, so a name too long for one is an
+// error here, naming the key.
+func (r *Rule) validateAnnotationKeys(field func(string) string, errs *Errors) {
+	for _, msg := range validation.IsQualifiedName(r.CompletedAnnotation) {
+		errs.Add(field("completedAnnotation"), "%q: %s", r.CompletedAnnotation, msg)
+	}
+	if len(validation.IsQualifiedName(r.CompletedAnnotation)) > 0 {
+		return
+	}
+	derived := []string{r.PlacedAnnotation}
+	if r.Mode != Condition {
+		derived = append(derived, r.BootAnnotation(), r.EvidenceAnnotation(), r.RegatedAnnotation())
+	}
+	for _, key := range derived {
+		for _, msg := range validation.IsQualifiedName(key) {
+			errs.Add(field("name"), "%q: makes the annotation key %q, which the apiserver refuses: %s (shorten the name or the completion annotation)", r.Name, key, msg)
+		}
 	}
 }
 
@@ -400,22 +435,67 @@ func Tolerated(tolerations []corev1.Toleration, taint *corev1.Taint) bool {
 }
 
 // AddTaint adds the rule's taint unless the node has it (or, for a startup rule, the rule
-// has already released the node). It reports whether it changed the node. It is the one
-// mutation that the webhook, backfill and a continuous re-taint share.
+// has already released the node), and marks it as the rule's (Placed). It reports whether it
+// changed the node. It is the one mutation that the webhook, backfill and a continuous
+// re-taint share.
 func (r *Rule) AddTaint(n *corev1.Node) bool {
 	if (r.Mode == Startup && r.Completed(n)) || r.HasTaint(n) {
 		return false
 	}
-	n.Spec.Taints = append(n.Spec.Taints, r.Taint)
+	r.place(n)
 	return true
 }
 
-// Release removes only the rule's taint and, the first time, records completion. A node
-// already released keeps its original completion time: it is set exactly once.
+// place puts the rule's taint on the node with the mark that says the rule placed it.
+func (r *Rule) place(n *corev1.Node) {
+	if !r.HasTaint(n) {
+		n.Spec.Taints = append(n.Spec.Taints, r.Taint)
+	}
+	setAnnotation(n, r.PlacedAnnotation, r.PlacedValue())
+}
+
+// PlacedValue is the value of the rule's mark: its taint's key and effect, which identify
+// the taint, and the gate's instance, if it has one.
+func (r *Rule) PlacedValue() string { return PlacedValue(r.Taint, r.Instance) }
+
+// PlacedValue is a mark's value: "<key>:<effect>", then "@<instance>" when the gate has an
+// instance name.
+func PlacedValue(t corev1.Taint, instance string) string {
+	v := t.Key + ":" + string(t.Effect)
+	if instance != "" {
+		v += "@" + instance
+	}
+	return v
+}
+
+// ParsePlaced reads a mark's value: the taint it names and the instance that placed it.
+func ParsePlaced(v string) (corev1.Taint, string, bool) {
+	v, instance, _ := strings.Cut(v, "@")
+	i := strings.LastIndex(v, ":")
+	if i <= 0 {
+		return corev1.Taint{}, "", false
+	}
+	return corev1.Taint{Key: v[:i], Effect: corev1.TaintEffect(v[i+1:])}, instance, true
+}
+
+// Placed reports whether the rule's mark on the node says that the rule placed the taint
+// it carries: a taint the rule placed is the rule's to take off when the node leaves its
+// selector; any other (registered by hand on an excluded node) is not.
+func (r *Rule) Placed(n *corev1.Node) bool {
+	return n.Annotations[r.PlacedAnnotation] == r.PlacedValue()
+}
+
+// Release removes only the rule's taint and, the first time, records completion; it ends a
+// re-gate, and a rule that gates reboots records the boot the node runs. A node already
+// released keeps its original completion time: it is set exactly once. It is the release
+// whatever the readiness (`gate release`); the controller's is Apply's.
 func (r *Rule) Release(n *corev1.Node, now time.Time) {
 	r.RemoveTaint(n)
 	r.mark(n, now)
-	r.RecordBoot(n)
+	delete(n.Annotations, r.RegatedAnnotation())
+	if id := n.Status.NodeInfo.BootID; r.GatesReboots() && id != "" {
+		setAnnotation(n, r.BootAnnotation(), id)
+	}
 }
 
 // mark sets the rule's annotation on the node to now, unless it is set.
@@ -433,8 +513,14 @@ func (r *Rule) mark(n *corev1.Node, now time.Time) {
 // to what is read back.
 func metaTime(now time.Time) metav1.Time { return metav1.NewTime(now.Truncate(time.Second)) }
 
-// RemoveTaint removes every entry that matches the rule's key and effect, and nothing else.
+// RemoveTaint removes every entry that matches the rule's key and effect, and nothing else,
+// with the marks that say a rule placed that taint.
 func (r *Rule) RemoveTaint(n *corev1.Node) {
+	for k, v := range n.Annotations {
+		if v == r.PlacedValue() && strings.HasPrefix(k, placedPrefixOf(r.PlacedAnnotation)) {
+			delete(n.Annotations, k)
+		}
+	}
 	if r.taintIndex(n.Spec.Taints) < 0 {
 		return
 	}
@@ -448,6 +534,16 @@ func (r *Rule) RemoveTaint(n *corev1.Node) {
 		out = nil
 	}
 	n.Spec.Taints = out
+}
+
+// placedPrefixOf is the prefix every rule's mark shares, "<placedAnnotation>.", read off one
+// rule's mark key.
+func placedPrefixOf(key string) string {
+	i := strings.LastIndex(key, ".")
+	if i < 0 {
+		return key
+	}
+	return key[:i+1]
 }
 
 // ComponentOf names the component of this rule whose Pods the DaemonSet creates, or "": a

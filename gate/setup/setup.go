@@ -188,7 +188,8 @@ func podToNode(_ context.Context, o client.Object) []ctrl.Request {
 
 // podTrim keeps of an init Pod what Decide and the index read: identity, the labels the
 // components' selectors read, the early-ready annotation, times, node and readiness (the
-// Ready condition, each container's ready). Nothing reads a cached Pod's other labels and
+// Ready condition, each container's ready, and for a rule that gates reboots each
+// container's ID and restart count). Nothing reads a cached Pod's other labels and
 // annotations, tolerations, owners or other conditions: the checks that need a Pod's
 // tolerations read it from the API. The init Pods of a DaemonSet then carry the same
 // labels and annotations, and the cached Pods share their maps; a Pod's other annotations
@@ -198,6 +199,12 @@ func podTrim(cfg *config.Config) func(any) (any, error) {
 	keepLabel := sets.New(cfg.PodLabelKeys()...).Has
 	ready := cfg.Readiness().Annotation
 	keepAnnotation := func(k string) bool { return k == ready }
+	// A rule that gates reboots fingerprints a Pod's containers (rule.Fingerprint): their
+	// IDs and restart counts are kept then, and only then.
+	evidence := false
+	for _, rl := range cfg.EffectiveRules() {
+		evidence = evidence || rl.GatesReboots()
+	}
 	return func(o any) (any, error) {
 		p, ok := o.(*corev1.Pod)
 		if !ok {
@@ -210,6 +217,9 @@ func podTrim(cfg *config.Config) func(any) (any, error) {
 		statuses := make([]corev1.ContainerStatus, max(len(p.Spec.Containers), len(p.Status.ContainerStatuses)))
 		for i, s := range p.Status.ContainerStatuses {
 			statuses[i] = corev1.ContainerStatus{Name: s.Name, Ready: s.Ready}
+			if evidence {
+				statuses[i].ContainerID, statuses[i].RestartCount = s.ContainerID, s.RestartCount
+			}
 		}
 		var conds []corev1.PodCondition
 		for _, c := range p.Status.Conditions {
@@ -232,7 +242,7 @@ func podTrim(cfg *config.Config) func(any) (any, error) {
 // nodeTrim keeps of a Node what the gate reads: its metadata with only the labels keep
 // keeps (those the rules read, and those the required DaemonSets are expected to select
 // nodes by) and the annotations of the rules (the completion annotation, and the boot and
-// re-gate ones that extend its key), its taints, the node conditions a rule reads (type,
+// re-gate ones that extend its key, and the marks of the taints it placed), its taints, the node conditions a rule reads (type,
 // status and transition time), and its boot ID. A cloud node's other labels, images,
 // addresses, capacity, other conditions, heartbeats and other controllers' annotations are
 // most of its size and nothing the gate reads; in a cache of every Node they would be most
@@ -250,6 +260,9 @@ func nodeTrim(cfg *config.Config, keep gate.CachedLabels) func(any) (any, error)
 	if cfg.CompletedAnnotation != "" {
 		prefixes = append(prefixes, cfg.CompletedAnnotation)
 	}
+	// The marks of the taints the gate placed, every rule's, a rule gone among them: by them
+	// a node that left a rule's selector loses the rule's taint, and an orphan is lifted.
+	prefixes = append(prefixes, cfg.PlacedAnnotation+".")
 	labels := newInterner()
 	return func(o any) (any, error) {
 		n, ok := o.(*corev1.Node)

@@ -245,7 +245,10 @@ func TestPodTrimDecides(t *testing.T) {
 		"a container not started": {testobj.Pod("a", "n", podAt, testobj.ReadyAt(trimT0.Add(-time.Minute)), testobj.Containers("a", "b"), testobj.ContainerStatuses(true))},
 		"terminating":             {testobj.Pod("a", "n", podAt, testobj.ReadyAt(trimT0.Add(-time.Minute)), testobj.Terminating(trimT0))},
 		"older than node":         {testobj.Pod("a", "n", created.Add(-time.Minute), testobj.ReadyAt(trimT0.Add(-time.Minute)))},
-		"other component":         {testobj.Pod("a", "n", podAt, testobj.ReadyAt(trimT0.Add(-time.Minute)), testobj.Labels(map[string]string{"startup.k8s.io/component": "gpu"}))},
+		"restarted ready": {testobj.Pod("a", "n", podAt, testobj.ReadyAt(trimT0.Add(-time.Minute)), func(p *corev1.Pod) {
+			p.Status.ContainerStatuses[0].ContainerID, p.Status.ContainerStatuses[0].RestartCount = "containerd://0123abcd", 3
+		})},
+		"other component": {testobj.Pod("a", "n", podAt, testobj.ReadyAt(trimT0.Add(-time.Minute)), testobj.Labels(map[string]string{"startup.k8s.io/component": "gpu"}))},
 	}
 	for name, cfg := range trimConfigs(t) {
 		trim := podTrim(cfg)

@@ -1,0 +1,293 @@
+package rule
+
+import (
+	"flag"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The state machine of one node under a startup rule that gates reboots, explored: every
+// sequence of events up to a depth, from a node just released, and after each event the
+// gate deciding on a fresh view of the init Pod, on the stale view it last had, or not at
+// all (down, or the events coalesced into one reconcile). It decides as the controller
+// does (Decide, then Apply its write, until none is left). Whenever the gate has just
+// decided on a fresh view, two invariants are judged on the ground truth the model keeps,
+// not on the gate's code:
+//
+//   - early: the rule runs and gates reboots, the warm-up has not run on the boot the node
+//     runs, and nothing stands between a Pod and the node: no taint, and the Pod guard
+//     (which denies in state rebooted) would let it through;
+//   - stranded: the warm-up has run on the boot the node runs, the init Pod is Ready, the
+//     rule runs, and its taint is still on.
+//
+// Every violation must fall on one of the two limits concepts.md states.
+
+// world is the model: the Node as the API holds it, the init Pod's containers, the rule's
+// config, and what the gate last saw.
+type world struct {
+	node *corev1.Node
+	// boot counts the node's boots; start counts container starts; startBoot is the boot
+	// the current containers started on; ready says they are Ready.
+	boot, start, startBoot int
+	ready                  bool
+	// warmedBoot is the boot on which the warm-up last completed (-1: none yet); a
+	// container that crashes after it does not undo it (a startup rule never re-taints).
+	warmedBoot int
+	// shown is the start the Pod's status shows, and whether Ready: after a reboot the
+	// kubelet reports the new boot first and the new containers after.
+	shown      int
+	shownReady bool
+	suspend    bool
+	ignore     bool // onReboot: ignore
+	// seen is the Pod as the gate last saw it.
+	seen *corev1.Pod
+	path []string
+	// restartUnseen: on a released node, containers Ready since the gate last recorded
+	// readiness; rebootedUnseen: a re-gated node rebooted since the gate last decided. limit names the limit the
+	// path has reached, if any.
+	restartUnseen, rebootedUnseen bool
+	limit                         string
+}
+
+const (
+	limitEarly    = "after the release, containers Ready that the rule did not record (it did not decide, or was suspended or ignoring reboots: a restart on the released boot, or the warm-up of a boot since), then a reboot seen before the kubelet reported the new boot's containers"
+	limitStranded = "re-gated, a second reboot and its warm-up, before the rule decided again (down, or suspended)"
+)
+
+func (w *world) clone() *world {
+	c := *w
+	c.node = w.node.DeepCopy()
+	c.path = slices.Clone(w.path)
+	return &c
+}
+
+func (w *world) pod() *corev1.Pod { return gen(int32(w.shown), w.shownReady) }
+
+func (w *world) warm() bool { return w.warmedBoot == w.boot }
+
+// events change the world; each reports whether it applies.
+var events = map[string]func(w *world) bool{
+	"reboot": func(w *world) bool {
+		if w.boot == 2 {
+			return false
+		}
+		w.boot++
+		w.node.Status.NodeInfo.BootID = fmt.Sprintf("b%d", w.boot)
+		w.rebootedUnseen = w.rebootedUnseen || w.node.Annotations[cniRegated] != ""
+		if w.restartUnseen {
+			w.limit = limitEarly
+		}
+		return true
+	},
+	"kubelet-restarts-containers": func(w *world) bool {
+		if w.startBoot == w.boot {
+			return false
+		}
+		w.start, w.startBoot, w.ready = w.start+1, w.boot, false
+		w.shown, w.shownReady = w.start, false
+		return true
+	},
+	"warm-up": func(w *world) bool {
+		if w.startBoot != w.boot || w.ready {
+			return false
+		}
+		w.ready, w.shownReady, w.warmedBoot = true, true, w.boot
+		w.restartUnseen = w.restartUnseen || w.node.Annotations[cniDone] != ""
+		return true
+	},
+	"crash-restart": func(w *world) bool {
+		if w.startBoot != w.boot || !w.ready || w.start > 4 {
+			return false
+		}
+		w.start++
+		w.shown, w.ready, w.shownReady = w.start, false, false
+		return true
+	},
+	"suspend":  func(w *world) bool { w.suspend = !w.suspend; return true },
+	"onReboot": func(w *world) bool { w.ignore = !w.ignore; return true },
+}
+
+// explorer holds the rules of each config the model switches between; defect, when set,
+// changes each decision: a gate with a known defect, which the exploration must catch.
+type explorer struct {
+	rules  map[[2]bool]*Rule
+	defect func(d Decision, pod *corev1.Pod) Decision
+}
+
+func newExplorer(t *testing.T) *explorer {
+	t.Helper()
+	e := &explorer{rules: map[[2]bool]*Rule{}}
+	for _, suspend := range []bool{false, true} {
+		for _, ignore := range []bool{false, true} {
+			e.rules[[2]bool{suspend, ignore}] = rebootRule(t, func(r *Rule) {
+				r.Suspend = suspend
+				if ignore {
+					r.OnReboot = RebootIgnore
+				}
+			})
+		}
+	}
+	return e
+}
+
+func (e *explorer) rule(w *world) *Rule { return e.rules[[2]bool{w.suspend, w.ignore}] }
+
+// decide runs the gate: decisions and their writes until none is left, on the Pod as it is
+// (fresh) or as the gate last saw it.
+func (e *explorer) decide(w *world, fresh bool) {
+	r := e.rule(w)
+	view := w.seen
+	if fresh || view == nil {
+		view = w.pod()
+	}
+	for range 5 {
+		d := Decide(r, Readiness{}, Input{Node: w.node, Pods: []*corev1.Pod{view}, Now: t0})
+		if d.Confirm() {
+			// The controller decides such a write again on the Pods read from the apiserver.
+			d = Decide(r, Readiness{}, Input{Node: w.node, Pods: []*corev1.Pod{w.pod()}, Now: t0})
+		}
+		if e.defect != nil {
+			d = e.defect(d, view)
+		}
+		if d.State == StateRebootedAgain && w.rebootedUnseen && w.warm() {
+			w.limit = limitStranded
+		}
+		if d.Write == WriteNone || r.Suspend || r.DryRun {
+			break
+		}
+		r.Apply(d, w.node, t0)
+	}
+	if fresh {
+		w.seen, w.rebootedUnseen = view, w.rebootedUnseen && r.Suspend
+		// Only a rule that runs and gates reboots records a restart's readiness.
+		w.restartUnseen = w.restartUnseen && !r.GatesReboots() || r.Suspend
+	}
+}
+
+// judge names the invariant the world breaks, if any.
+func (e *explorer) judge(w *world) string {
+	r := e.rule(w)
+	if r.Suspend || !r.GatesReboots() {
+		return ""
+	}
+	st, _ := StateOf(r, Readiness{}, Input{Node: w.node, Pods: []*corev1.Pod{w.pod()}, Now: t0})
+	switch {
+	case !w.warm() && !r.HasTaint(w.node) && st != StateRebooted:
+		return "early"
+	case w.warm() && w.ready && r.HasTaint(w.node):
+		return "stranded"
+	}
+	return ""
+}
+
+// exploration is what one walk found.
+type exploration struct {
+	paths, judged, limits int
+	defects               []string
+}
+
+// explore walks every path of up to depth events from a node just released.
+func (e *explorer) explore(t *testing.T, depth int) exploration {
+	t.Helper()
+	start := &world{node: node(tainted, annotated(cniPlaced, PlacedValue(cniTaint, "")), onBoot("b0")), ready: true, shownReady: true}
+	e.decide(start, true)
+	if r := e.rule(start); r.HasTaint(start.node) {
+		t.Fatalf("start: not released: %v", start.node.Annotations)
+	}
+	names := slices.Sorted(maps.Keys(events))
+	var x exploration
+	var walk func(w *world, left int)
+	walk = func(w *world, left int) {
+		x.paths++
+		if left == 0 {
+			return
+		}
+		for _, name := range names {
+			for _, reaction := range []string{"fresh", "stale", "none"} {
+				n := w.clone()
+				if !events[name](n) {
+					break
+				}
+				n.path = append(n.path, name+"/"+reaction)
+				switch reaction {
+				case "fresh":
+					e.decide(n, true)
+				case "stale":
+					e.decide(n, false)
+					e.decide(n, true)
+				}
+				if reaction != "none" {
+					x.judged++
+					switch v := e.judge(n); {
+					case v == "":
+					case v == "early" && n.limit == limitEarly, v == "stranded" && n.limit == limitStranded:
+						x.limits++
+					default:
+						x.defects = append(x.defects, fmt.Sprintf("%s after %s: taints %v, annotations %v", v, strings.Join(n.path, ", "), n.node.Spec.Taints, n.node.Annotations))
+					}
+				}
+				walk(n, left-1)
+			}
+		}
+	}
+	walk(start, depth)
+	return x
+}
+
+// exploreDepth is how many events deep TestExploreRebootStates goes: make test's default
+// takes seconds; make explore goes deeper.
+var exploreDepth = flag.Int("explore-depth", 5, "events per path in TestExploreRebootStates")
+
+// TestExploreRebootStates explores every path of up to -explore-depth events: every
+// violation is on a documented limit.
+func TestExploreRebootStates(t *testing.T) {
+	depth := *exploreDepth
+	x := newExplorer(t).explore(t, depth)
+	t.Logf("%d paths to depth %d, %d judged; %d violations, all on the documented limits", x.paths, depth, x.judged, x.limits)
+	for _, d := range x.defects[:min(len(x.defects), 5)] {
+		t.Error(d)
+	}
+	if x.limits == 0 {
+		t.Error("no path reached a documented limit: the exploration does not reach as far as it claims")
+	}
+}
+
+// TestExploreCatchesDefects: the exploration's negative controls. A gate that counts the
+// old boot's readiness after a re-gate lets Pods in early; one that releases a re-gated
+// node only on a Ready transition later than its own clock's re-gate strands it.
+func TestExploreCatchesDefects(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		defect     func(d Decision, pod *corev1.Pod) Decision
+	}{
+		{name: "re-gated node released on any Ready Pod", want: "early", defect: func(d Decision, pod *corev1.Pod) Decision {
+			if d.State == StateRegated && d.Write == WriteNone && hasPodReady(pod) {
+				return released(d)
+			}
+			return d
+		}},
+		// The gate before the evidence: a re-gated node released only on a Ready transition
+		// after the re-gate's second, which this model's kubelet, whose clock reads the
+		// re-gate's second, never shows.
+		{name: "re-gate released on the gate's clock", want: "stranded", defect: func(d Decision, _ *corev1.Pod) Decision {
+			if d.State == StateRegated && d.Release {
+				return Decision{State: d.State, Reason: "no Ready transition after the re-gate"}
+			}
+			return d
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newExplorer(t)
+			e.defect = tc.defect
+			x := e.explore(t, 4)
+			if !slices.ContainsFunc(x.defects, func(d string) bool { return strings.HasPrefix(d, tc.want+" ") }) {
+				t.Errorf("%d paths, %d defects %v; want one %s", x.paths, len(x.defects), x.defects[:min(len(x.defects), 3)], tc.want)
+			}
+		})
+	}
+}

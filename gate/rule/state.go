@@ -1,0 +1,191 @@
+package rule
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// State is where a node stands under one rule. StateOf names it from the node, its Pods
+// and the rule alone, and everything that reads a node's standing reads it there: Decide
+// (and so the controller, which dispatches on it), the Pod guard, `gate status`, the
+// metrics, and the simulator's invariants. Some states last (held, released); others ask
+// for one write, after which the node is in a lasting state (rebooted: the re-gate).
+type State string
+
+// The states of a startup or continuous rule; a condition rule's node is StateCondition
+// (DecideCondition reads it further).
+const (
+	// StateSuspended: the rule is suspended. It writes nothing; its taint, if on, stays.
+	StateSuspended State = "suspended"
+	// StateDryRun: the rule reports what it would do and writes nothing.
+	StateDryRun State = "dry-run"
+	// StateCondition: a condition rule (DecideCondition).
+	StateCondition State = "condition"
+	// StateOutside: the rule does not select the node and placed no taint on it.
+	StateOutside State = "outside"
+	// StateLeft: the rule placed its taint on the node and no longer selects it (its labels
+	// or the rule's selector changed): the taint comes off.
+	StateLeft State = "left-selector"
+	// StateUntainted: the rule selects the node and has not released it, and its taint is
+	// not on (the node came up without it): backfill's to decide.
+	StateUntainted State = "untainted"
+	// StateHeld: the rule's taint is on and the rule has not released the node yet.
+	StateHeld State = "held"
+	// StateHeldRebooted: held, and the node booted again since the rule recorded readiness
+	// on it: what was Ready then is recorded as not counting (one write).
+	StateHeldRebooted State = "held-rebooted"
+	// StateReleased: the rule released the node and has nothing to do.
+	StateReleased State = "released"
+	// StateRetainted: a continuous rule's taint is back on.
+	StateRetainted State = "re-tainted"
+	// StateReturned: the autoscaler put the rule's taint back when it registered the node
+	// after the release; the rule takes it off again once its requirements hold.
+	StateReturned State = "returned"
+	// StateForeign: a released startup rule's taint is on again, put there by someone else
+	// (an operator): not the rule's to lift.
+	StateForeign State = "foreign"
+	// StateBootUnrecorded: the rule gates reboots and has no boot recorded for the node (it
+	// released the node before it gated reboots): the boot and its readiness are recorded.
+	StateBootUnrecorded State = "boot-unrecorded"
+	// StateRestarted: the released node's init Pods run new containers on the same boot: the
+	// new readiness is recorded, so that a later reboot is not mistaken for it.
+	StateRestarted State = "restarted"
+	// StateRebooted: the released node runs a new boot whose warm-up has not shown fresh
+	// readiness: the taint goes back (the re-gate).
+	StateRebooted State = "rebooted"
+	// StateRebootedReady: the released node runs a new boot, and every component is already
+	// Ready on containers the record does not hold: the warm-up ran again while the gate
+	// was not looking. The boot and the readiness are recorded; no taint.
+	StateRebootedReady State = "rebooted-ready"
+	// StateRegated: the rule holds the rebooted node until fresh readiness.
+	StateRegated State = "regated"
+	// StateRebootedAgain: re-gated, the node booted again: the re-gate now waits for the new
+	// boot, and readiness Ready when the gate saw it may be the old boot's, so it does not
+	// count (one write).
+	StateRebootedAgain State = "rebooted-again"
+	// StateRegateDropped: re-gated, and the rule no longer gates reboots: the taint comes off.
+	StateRegateDropped State = "regate-dropped"
+	// StateRegateRemoved: re-gated, and the taint was removed by hand: the current boot is
+	// recorded as released.
+	StateRegateRemoved State = "regate-removed"
+)
+
+// Holds reports whether a rule in this state holds the node: its taint is on, or must come
+// back, and it stays until the rule's requirements hold. A binding to such a node (which
+// does not tolerate the taint) is early.
+func (s State) Holds() bool {
+	switch s {
+	case StateHeld, StateHeldRebooted, StateRetainted, StateReturned, StateRebooted, StateRegated, StateRebootedAgain:
+		return true
+	}
+	return false
+}
+
+// StateOf names the node's state under the rule, with why in words (for `gate status` and
+// events). It is pure. A suspended rule's node is StateSuspended whatever else holds: its
+// rule does nothing until resumed.
+func StateOf(r *Rule, rd Readiness, in Input) (State, string) {
+	st, why, _ := r.classify(rd, in)
+	return st, why
+}
+
+// evidence is what classify read about the node's readiness, for the decision that follows.
+type evidence struct {
+	boot Boot
+	// record is the recorded evidence (nil: none recorded).
+	record map[string]bool
+	// prints are the fingerprints of the counted Pods ready now.
+	prints []string
+}
+
+// classify is StateOf, with the evidence it read.
+func (r *Rule) classify(rd Readiness, in Input) (State, string, evidence) {
+	n := in.Node
+	ev := evidence{boot: r.BootOf(n)}
+	if r.GatesReboots() {
+		ev.record, ev.prints = r.Evidence(n), r.readyPrints(rd, in)
+	}
+	switch {
+	case r.Suspend:
+		return StateSuspended, "the rule is suspended: it writes nothing until resumed", ev
+	case r.Mode == Condition:
+		return StateCondition, "", ev
+	case r.DryRun:
+		return StateDryRun, "dry run: the rule writes nothing", ev
+	case !r.Matches(n) && r.HasTaint(n) && r.Placed(n):
+		return StateLeft, fmt.Sprintf("the node left the rule's selector %q: its taint comes off", r.NodeSelector), ev
+	case !r.Matches(n):
+		return StateOutside, "the rule does not select the node", ev
+	case !r.Completed(n):
+		return r.classifyFirst(n, ev)
+	case r.HasTaint(n):
+		return r.classifyTainted(n, ev)
+	}
+	return r.classifyReleased(rd, in, ev)
+}
+
+// classifyFirst: a node the rule has not released yet.
+func (r *Rule) classifyFirst(n *corev1.Node, ev evidence) (State, string, evidence) {
+	switch {
+	case !r.HasTaint(n):
+		return StateUntainted, "came up without the rule's taint (backfill's, if on)", ev
+	case r.GatesReboots() && ev.boot.Rebooted():
+		return StateHeldRebooted, fmt.Sprintf("booted again (boot %s) since readiness was seen on boot %s", ev.boot.Current, ev.boot.Recorded), ev
+	}
+	return StateHeld, "", ev
+}
+
+// classifyTainted: a released node that carries the rule's taint again.
+func (r *Rule) classifyTainted(n *corev1.Node, ev evidence) (State, string, evidence) {
+	b := ev.boot
+	if _, marked := n.Annotations[r.RegatedAnnotation()]; marked {
+		switch {
+		case !r.GatesReboots():
+			return StateRegateDropped, "re-gated, and the rule no longer gates reboots: its taint comes off", ev
+		case b.RebootedAgain():
+			return StateRebootedAgain, fmt.Sprintf("re-gated for boot %s, the node booted again (boot %s)", b.Awaited, b.Current), ev
+		}
+		return StateRegated, fmt.Sprintf("re-gated after the reboot to boot %s", b.Current), ev
+	}
+	switch {
+	case r.Mode == Continuous:
+		return StateRetainted, "", ev
+	case !AwaitingStartupTaints(n):
+		return StateForeign, "the rule released the node; its taint was put back by someone else, whose it is to remove", ev
+	case r.GatesReboots() && b.Rebooted():
+		return StateRebooted, fmt.Sprintf("the autoscaler put the taint back at registration, and the node rebooted since the release (boot %s, released on boot %s)", b.Current, b.Recorded), ev
+	}
+	return StateReturned, "the autoscaler put the taint back when it registered the node, after the release", ev
+}
+
+// classifyReleased: a node the rule released, its taint off.
+func (r *Rule) classifyReleased(rd Readiness, in Input, ev evidence) (State, string, evidence) {
+	n, b := in.Node, ev.boot
+	_, marked := n.Annotations[r.RegatedAnnotation()]
+	switch {
+	case !r.GatesReboots():
+		return StateReleased, "released", ev
+	case marked:
+		return StateRegateRemoved, "the re-gate's taint was removed by hand: recording the current boot", ev
+	case b.Current == "":
+		return StateReleased, "released (the kubelet reports no boot ID)", ev
+	case b.Recorded == "":
+		return StateBootUnrecorded, "recording the boot the node was released on", ev
+	case b.Rebooted() && ev.record != nil && r.freshlyReady(rd, in, ev.record):
+		return StateRebootedReady, fmt.Sprintf("rebooted (boot %s, released on boot %s) and already ready again on new containers", b.Current, b.Recorded), ev
+	case b.Rebooted():
+		return StateRebooted, fmt.Sprintf("rebooted: boot %s, released on boot %s", b.Current, b.Recorded), ev
+	case ev.record != nil && unrecorded(ev.prints, ev.record):
+		return StateRestarted, "init containers restarted on the same boot: recording their readiness", ev
+	}
+	return StateReleased, "released", ev
+}
+
+// freshlyReady reports whether the rule's requirements hold on readiness the record does
+// not hold.
+func (r *Rule) freshlyReady(rd Readiness, in Input, record map[string]bool) bool {
+	in.Stale = record
+	met, _, _, _ := r.requirements(rd, in)
+	return met
+}

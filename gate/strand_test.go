@@ -1,0 +1,444 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/gate/rule"
+	"github.com/startupgate/startupgate/internal/testobj"
+)
+
+// The tests in this file are the paths off the scenarios' lines on which the gate stranded
+// a node, let a Pod in early, or denied a binding no rule stood for (issue 54's list). Each
+// is written against the gate's behaviour only (a node and its Pods in, the node's taints
+// and annotations out), so that it runs on the gate before the fixes, where it fails.
+
+// restartInit restarts the init Pod's containers as a kubelet does after a reboot: a new
+// container ID and a restart count one higher, Ready (since at, by the kubelet's clock) or
+// not yet.
+func restartInit(t *testing.T, c client.Client, name string, ready bool, at time.Time) {
+	t.Helper()
+	p := &corev1.Pod{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "kube-system", Name: name}, p); err != nil {
+		t.Fatal(err)
+	}
+	restarts := int32(0)
+	if len(p.Status.ContainerStatuses) > 0 {
+		restarts = p.Status.ContainerStatuses[0].RestartCount + 1
+	}
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.NewTime(at)}}
+	p.Status.ContainerStatuses = nil
+	for _, ct := range p.Spec.Containers {
+		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: ct.Name, Ready: ready,
+			RestartCount: restarts, ContainerID: fmt.Sprintf("containerd://%s-%d", ct.Name, restarts)})
+	}
+	if err := c.Status().Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readyInit turns the init Pod's current containers Ready since at (by the kubelet's clock).
+func readyInit(t *testing.T, c client.Client, name string, at time.Time) {
+	t.Helper()
+	p := &corev1.Pod{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "kube-system", Name: name}, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(at)}}
+	for i := range p.Status.ContainerStatuses {
+		p.Status.ContainerStatuses[i].Ready = true
+	}
+	if err := c.Status().Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// releasedOnB1 is a node the reboot-gating rule of cfg releases on boot b1, its init Pod
+// Ready (first container) since t0+1m; the reconciler env is returned after that release.
+func releasedOnB1(t *testing.T, cfg *config.Config, funcs interceptor.Funcs) *reconcilerEnv {
+	t.Helper()
+	node := testobj.Node("n", t0, testobj.Taints(gateTaint))
+	node.Status.NodeInfo.BootID = "b1"
+	pod := componentPod("init-n", "n", "init", testobj.ReadyAt(t0.Add(time.Minute)))
+	pod.Status.ContainerStatuses[0].ContainerID = "containerd://main-0"
+	e := newReconcilerEnv(t, cfg, false, funcs, node, pod)
+	e.r.Reader = e.c // as the gate runs: decisions that rest on current Pods read them
+	e.reconcile(t, "n")
+	rl := cfg.EffectiveRules()[0]
+	if n := getNode(t, e.c, "n"); rl.HasTaint(n) || n.Annotations[rl.BootAnnotation()] != "b1" {
+		t.Fatalf("setup: taints %v, annotations %v; want released on boot b1", n.Spec.Taints, n.Annotations)
+	}
+	return e
+}
+
+// settle reconciles the node a few times, as the events that follow a change would.
+func settle(t *testing.T, e *reconcilerEnv, name string) {
+	t.Helper()
+	for range 3 {
+		e.reconcile(t, name)
+	}
+}
+
+// withRule is cfg's first rule changed by mod, revalidated: an operator's edit.
+func withRule(t *testing.T, cfg *config.Config, mod func(*rule.Rule)) *config.Config {
+	t.Helper()
+	c := *cfg
+	c.Rules = append([]rule.Rule(nil), cfg.Rules...)
+	mod(&c.Rules[0])
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return &c
+}
+
+// TestFreshReadinessAlreadyHappened: readiness on the new boot counts however the gate comes
+// to see it: after it was down through the reboot and the warm-up, after a suspended rule
+// resumes, after onReboot went gate, ignore and gate again, within the re-gate's own second,
+// and from a kubelet whose clock is behind the gate's. The node ends released on the new
+// boot, not held for a Ready transition that already happened.
+func TestFreshReadinessAlreadyHappened(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		// path takes the released node through the reboot and its warm-up.
+		path func(t *testing.T, e *reconcilerEnv, cfg *config.Config)
+	}{
+		{name: "gate down through the reboot and the warm-up", path: func(t *testing.T, e *reconcilerEnv, _ *config.Config) {
+			t.Helper()
+			setBoot(t, e.c, "n", "b2")
+			restartInit(t, e.c, "init-n", true, e.clock.Now().Add(10*time.Minute))
+			e.clock.Step(20 * time.Minute)
+		}},
+		{name: "suspended through the reboot, then resumed", path: func(t *testing.T, e *reconcilerEnv, cfg *config.Config) {
+			t.Helper()
+			e.r.Config = withRule(t, cfg, func(r *rule.Rule) { r.Suspend = true })
+			setBoot(t, e.c, "n", "b2")
+			restartInit(t, e.c, "init-n", false, e.clock.Now())
+			settle(t, e, "n")
+			e.clock.Step(time.Minute)
+			restartInit(t, e.c, "init-n", true, e.clock.Now())
+			settle(t, e, "n")
+			e.clock.Step(time.Minute)
+			e.r.Config = cfg
+		}},
+		{name: "onReboot gate, ignore, gate", path: func(t *testing.T, e *reconcilerEnv, cfg *config.Config) {
+			t.Helper()
+			e.r.Config = withRule(t, cfg, func(r *rule.Rule) { r.OnReboot = rule.RebootIgnore })
+			setBoot(t, e.c, "n", "b2")
+			restartInit(t, e.c, "init-n", true, e.clock.Now().Add(time.Minute))
+			e.clock.Step(2 * time.Minute)
+			settle(t, e, "n")
+			e.r.Config = cfg
+		}},
+		{name: "Ready within the re-gate's second", path: func(t *testing.T, e *reconcilerEnv, _ *config.Config) {
+			t.Helper()
+			setBoot(t, e.c, "n", "b2")
+			restartInit(t, e.c, "init-n", false, e.clock.Now())
+			e.reconcile(t, "n") // the re-gate, at the fake clock's second
+			readyInit(t, e.c, "init-n", e.clock.Now())
+		}},
+		{name: "the kubelet's clock behind the gate's", path: func(t *testing.T, e *reconcilerEnv, _ *config.Config) {
+			t.Helper()
+			setBoot(t, e.c, "n", "b2")
+			restartInit(t, e.c, "init-n", false, e.clock.Now().Add(-time.Minute))
+			e.reconcile(t, "n")
+			e.clock.Step(5 * time.Second)
+			readyInit(t, e.c, "init-n", e.clock.Now().Add(-30*time.Second))
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := rebootConfig(t)
+			e := releasedOnB1(t, cfg, interceptor.Funcs{})
+			tt.path(t, e, cfg)
+			settle(t, e, "n")
+			rl := cfg.EffectiveRules()[0]
+			if n := getNode(t, e.c, "n"); rl.HasTaint(n) || n.Annotations[rl.BootAnnotation()] != "b2" {
+				t.Errorf("taints %v, annotations %v; want released on boot b2: its init Pod is Ready on it", n.Spec.Taints, n.Annotations)
+			}
+		})
+	}
+}
+
+// TestPodGuardRebootedNodeNoRuleHolds: a rebooted node whose reboot-gating rule is
+// suspended, or no longer selects it, will never get the taint back; the guard must not
+// deny its bindings for that rule.
+func TestPodGuardRebootedNodeNoRuleHolds(t *testing.T) {
+	cfg := rebootConfig(t)
+	rl := cfg.EffectiveRules()[0]
+	node := testobj.Node("n", t0, testobj.NodeAnnotation(rl.CompletedAnnotation, "1"), testobj.NodeAnnotation(rl.BootAnnotation(), "b1"))
+	node.Status.NodeInfo.BootID = "b2"
+	for _, tt := range []struct {
+		name string
+		mod  func(*rule.Rule)
+	}{
+		{name: "rule suspended", mod: func(r *rule.Rule) { r.Suspend = true }},
+		{name: "rule no longer selects the node", mod: func(r *rule.Rule) { r.NodeSelector = "pool=gpu" }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _ := newFakeClient(interceptor.Funcs{}, node.DeepCopy())
+			g := &PodGuard{Nodes: c, API: c, Config: withRule(t, cfg, tt.mod)}
+			if resp, _ := g.decide(context.Background(), "n", nil); !resp.Allowed {
+				t.Errorf("denied (%s); no rule will hold the node again", resp.Result.Message)
+			}
+		})
+	}
+}
+
+// regatedOnB2 is a node the reboot-gating rule of cfg released on b1 and re-gated on b2,
+// its init Pod restarted and not Ready yet.
+func regatedOnB2(t *testing.T, cfg *config.Config) *reconcilerEnv {
+	t.Helper()
+	e := releasedOnB1(t, cfg, interceptor.Funcs{})
+	setBoot(t, e.c, "n", "b2")
+	restartInit(t, e.c, "init-n", false, e.clock.Now())
+	e.clock.Step(time.Second)
+	e.reconcile(t, "n")
+	if n := getNode(t, e.c, "n"); !cfg.EffectiveRules()[0].HasTaint(n) {
+		t.Fatalf("setup: taints %v; want the node re-gated", n.Spec.Taints)
+	}
+	return e
+}
+
+// TestRegateEndsWhenOnRebootIsIgnore: switching onReboot from gate to ignore ends every
+// re-gate: the rule no longer holds rebooted nodes, so its taint comes off.
+func TestRegateEndsWhenOnRebootIsIgnore(t *testing.T) {
+	cfg := rebootConfig(t)
+	e := regatedOnB2(t, cfg)
+	e.r.Config = withRule(t, cfg, func(r *rule.Rule) { r.OnReboot = rule.RebootIgnore })
+	settle(t, e, "n")
+	if n := getNode(t, e.c, "n"); cfg.EffectiveRules()[0].HasTaint(n) {
+		t.Errorf("taints %v; a rule that no longer gates reboots holds the re-gated node for good", n.Spec.Taints)
+	}
+}
+
+// TestDerivedAnnotationKeysValidated: a rule's name becomes part of the annotation keys
+// the gate writes; a name that makes one of them invalid must fail validation, not every
+// release on every node.
+func TestDerivedAnnotationKeysValidated(t *testing.T) {
+	name := strings.Repeat("a", 45)
+	cfg := config.DefaultConfig()
+	cfg.Rules = []rule.Rule{{Name: name, Taint: gateTaint, OnReboot: rule.RebootGate,
+		Components: []rule.Component{{Name: "init", Selector: config.DefaultInitLabel}}}}
+	err := cfg.Validate()
+	if err == nil || !strings.Contains(err.Error(), "rules[0]") {
+		t.Errorf("Validate() = %v; want an error naming rules[0]: its annotation keys exceed 63 characters", err)
+	}
+}
+
+// TestReconcileRunsEveryRuleDespiteAnError: one rule's failed write must not keep the
+// node's other rules from running.
+func TestReconcileRunsEveryRuleDespiteAnError(t *testing.T) {
+	cfg := rulesConfig(t, func(c *config.Config) { c.Rules = c.Rules[:2] })
+	node := testobj.Node("n", t0, testobj.Taints(gateTaint, gpuRuleTaint), testobj.NodeLabel("pool", "gpu"))
+	fail := interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		if n, ok := obj.(*corev1.Node); ok && !cfg.EffectiveRules()[0].HasTaint(n) {
+			return apierrors.NewInvalid(schema.GroupKind{Kind: "Node"}, n.Name, nil)
+		}
+		return c.Patch(ctx, obj, patch, opts...)
+	}}
+	e := newReconcilerEnv(t, cfg, false, fail, node,
+		componentPod("init-n", "n", "init", testobj.ReadyAt(t0.Add(time.Minute))),
+		componentPod("gpu-n", "n", "gpu-driver", testobj.ReadyAt(t0.Add(time.Minute))))
+	if _, err := e.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "n"}}); err == nil {
+		t.Errorf("Reconcile() = nil, want the first rule's error")
+	}
+	if n := getNode(t, e.c, "n"); cfg.EffectiveRules()[1].HasTaint(n) {
+		t.Errorf("taints %v; the gpu rule never ran after the default rule's write failed", n.Spec.Taints)
+	}
+}
+
+// TestReleaseRechecksTheBoot: the node rebooted between the decision and the write (a
+// conflict, then the fresh read shows a new boot). The release was decided on the old boot's
+// readiness and must not be written, nor decided again on it.
+func TestReleaseRechecksTheBoot(t *testing.T) {
+	cfg := rebootConfig(t)
+	conflicted := false
+	funcs := interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		if conflicted {
+			return c.Patch(ctx, obj, patch, opts...)
+		}
+		conflicted = true
+		n := &corev1.Node{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), n); err != nil {
+			return err
+		}
+		n.Status.NodeInfo.BootID = "b2"
+		if err := c.Status().Update(ctx, n); err != nil {
+			return err
+		}
+		return apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, n.Name, errors.New("the kubelet wrote first"))
+	}}
+	node := testobj.Node("n", t0, testobj.Taints(gateTaint))
+	node.Status.NodeInfo.BootID = "b1"
+	pod := componentPod("init-n", "n", "init", testobj.ReadyAt(t0.Add(time.Minute)))
+	pod.Status.ContainerStatuses[0].ContainerID = "containerd://main-0"
+	e := newReconcilerEnv(t, cfg, false, funcs, node, pod)
+	rl := cfg.EffectiveRules()[0]
+	settle(t, e, "n")
+	if n := getNode(t, e.c, "n"); !rl.HasTaint(n) {
+		t.Fatalf("taints %v, annotations %v; released on boot b1's readiness while the node runs b2", n.Spec.Taints, n.Annotations)
+	}
+	restartInit(t, e.c, "init-n", true, e.clock.Now())
+	settle(t, e, "n")
+	if n := getNode(t, e.c, "n"); rl.HasTaint(n) || n.Annotations[rl.BootAnnotation()] != "b2" {
+		t.Errorf("taints %v, annotations %v; want released on boot b2 once its init Pod is Ready", n.Spec.Taints, n.Annotations)
+	}
+}
+
+// TestSecondRebootWhileRegated: re-gated for b2, the node reboots again before the gate saw
+// b2's readiness; the gate must wait for b3's, not release on b2's.
+func TestSecondRebootWhileRegated(t *testing.T) {
+	cfg := rebootConfig(t)
+	e := regatedOnB2(t, cfg)
+	rl := cfg.EffectiveRules()[0]
+	readyInit(t, e.c, "init-n", e.clock.Now().Add(5*time.Second)) // b2's readiness, unseen by the gate
+	setBoot(t, e.c, "n", "b3")
+	e.clock.Step(time.Minute)
+	settle(t, e, "n")
+	if n := getNode(t, e.c, "n"); !rl.HasTaint(n) {
+		t.Fatalf("taints %v, annotations %v; released on boot b2's readiness while the node runs b3", n.Spec.Taints, n.Annotations)
+	}
+	restartInit(t, e.c, "init-n", true, e.clock.Now())
+	settle(t, e, "n")
+	if n := getNode(t, e.c, "n"); rl.HasTaint(n) || n.Annotations[rl.BootAnnotation()] != "b3" {
+		t.Errorf("taints %v, annotations %v; want released on boot b3", n.Spec.Taints, n.Annotations)
+	}
+}
+
+// TestRegistrationAfterAReboot: Karpenter put the taint back at registration, and the node
+// rebooted since its release: the readiness of the release's boot must not release it.
+func TestRegistrationAfterAReboot(t *testing.T) {
+	cfg := rebootConfig(t)
+	e := releasedOnB1(t, cfg, interceptor.Funcs{})
+	rl := cfg.EffectiveRules()[0]
+	n := getNode(t, e.c, "n")
+	n.Spec.Taints = append(n.Spec.Taints, gateTaint)
+	n.Labels = map[string]string{rule.KarpenterRegisteredLabel: "true"}
+	if err := e.c.Update(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	setBoot(t, e.c, "n", "b2")
+	settle(t, e, "n")
+	if n := getNode(t, e.c, "n"); !rl.HasTaint(n) {
+		t.Fatalf("taints %v; released on boot b1's readiness after a reboot", n.Spec.Taints)
+	}
+	restartInit(t, e.c, "init-n", true, e.clock.Now())
+	settle(t, e, "n")
+	if n := getNode(t, e.c, "n"); rl.HasTaint(n) {
+		t.Errorf("taints %v; want released once the init Pod is Ready on boot b2", n.Spec.Taints)
+	}
+}
+
+// TestDoNotSyncTaintsIsNotKarpentersCopy: Karpenter never writes the startup taints back
+// onto a node labelled do-not-sync-taints, so a taint with the rule's key there is someone
+// else's, and the gate must leave it.
+func TestDoNotSyncTaintsIsNotKarpentersCopy(t *testing.T) {
+	cfg := rulesConfig(t, func(c *config.Config) { c.Rules = c.Rules[:1] })
+	rl := cfg.EffectiveRules()[0]
+	node := testobj.Node("n", t0, testobj.Taints(gateTaint), testobj.NodeAnnotation(rl.CompletedAnnotation, "1"),
+		testobj.NodeLabel(rule.KarpenterRegisteredLabel, "true"), testobj.NodeLabel("karpenter.sh/do-not-sync-taints", "true"))
+	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, node, componentPod("init-n", "n", "init", testobj.ReadyAt(t0.Add(time.Minute))))
+	settle(t, e, "n")
+	if n := getNode(t, e.c, "n"); !rl.HasTaint(n) {
+		t.Errorf("taints %v; lifted a taint Karpenter never wrote back", n.Spec.Taints)
+	}
+}
+
+// TestRuleGoneWhileHolding: a rule removed, or its taint key changed, while it holds a node
+// it tainted must not leave its taint there for good. A rule only renamed goes on holding
+// under its new name. The grace period passes first (an hour is past any default).
+func TestRuleGoneWhileHolding(t *testing.T) {
+	gpuNode := func() *corev1.Node {
+		return testobj.Node("n", t0, testobj.NodeLabel("pool", "gpu"))
+	}
+	for _, tt := range []struct {
+		name string
+		edit func(c *config.Config)
+		// gone is the taint that must be off at the end; kept, one that must be on.
+		gone, kept *corev1.Taint
+	}{
+		{name: "rule removed", edit: func(c *config.Config) { c.Rules = c.Rules[:1] }, gone: &gpuRuleTaint},
+		{name: "taint key changed", edit: func(c *config.Config) { c.Rules[1].Taint.Key = "example.com/gpu-warming" }, gone: &gpuRuleTaint,
+			kept: &corev1.Taint{Key: "example.com/gpu-warming", Effect: corev1.TaintEffectNoSchedule}},
+		{name: "rule renamed", edit: func(c *config.Config) { c.Rules[1].Name = "accelerator" }, kept: &gpuRuleTaint},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := rulesConfig(t, func(c *config.Config) { c.Rules = c.Rules[:2] })
+			node := gpuNode()
+			cfg.Admit(node) // the webhook, at the node's CREATE
+			e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, node)
+			settle(t, e, "n")
+			next := *cfg
+			next.Rules = append([]rule.Rule(nil), cfg.Rules...)
+			tt.edit(&next)
+			if err := next.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			e.r.Config = &next
+			settle(t, e, "n")
+			e.clock.Step(time.Hour)
+			settle(t, e, "n")
+			n := getNode(t, e.c, "n")
+			has := func(tn *corev1.Taint) bool {
+				for _, x := range n.Spec.Taints {
+					if x.Key == tn.Key && x.Effect == tn.Effect {
+						return true
+					}
+				}
+				return false
+			}
+			if tt.gone != nil && has(tt.gone) {
+				t.Errorf("taints %v; %s stays on a node no rule holds", n.Spec.Taints, tt.gone.Key)
+			}
+			if tt.kept != nil && !has(tt.kept) {
+				t.Errorf("taints %v; want %s: the node's warm-up has not finished", n.Spec.Taints, tt.kept.Key)
+			}
+		})
+	}
+}
+
+// TestOtherInstancesTaintsLeftAlone: two gates in one cluster, with disjoint node selectors
+// and rules of the same names, mark their taints with their instance; neither lifts the
+// other's, neither as a node outside its selector nor as an orphan.
+func TestOtherInstancesTaintsLeftAlone(t *testing.T) {
+	ours := rulesConfig(t, func(c *config.Config) {
+		c.Instance = "team-a"
+		c.Rules = c.Rules[1:2] // gpu
+		c.Rules[0].NodeSelector = "pool=gpu,team=a"
+	})
+	theirs := rulesConfig(t, func(c *config.Config) {
+		c.Instance = "team-b"
+		c.Rules = c.Rules[1:2]
+		c.Rules[0].NodeSelector = "pool=gpu,team=b"
+		c.Rules[0].Name = "accelerator"
+	})
+	node := testobj.Node("n", t0, testobj.NodeLabel("pool", "gpu"), testobj.NodeLabel("team", "b"))
+	theirs.Admit(node)
+	if !theirs.EffectiveRules()[0].HasTaint(node) {
+		t.Fatalf("setup: team b's gate did not taint its node: %v", node.Spec.Taints)
+	}
+	e := newReconcilerEnv(t, ours, false, interceptor.Funcs{}, node)
+	settle(t, e, "n")
+	e.clock.Step(time.Hour)
+	settle(t, e, "n")
+	if w := e.calls.writes(); w != 0 {
+		t.Errorf("team a's gate wrote %d times to team b's node: taints %v", w, getNode(t, e.c, "n").Spec.Taints)
+	}
+}
