@@ -6,12 +6,14 @@ import (
 	"math"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/startupgate/startupgate/gate/rule"
 	"github.com/startupgate/startupgate/sim/check"
 	"github.com/startupgate/startupgate/sim/record"
 	"github.com/startupgate/startupgate/sim/report"
+	"github.com/startupgate/startupgate/sim/scenario"
 )
 
 // Judging a run: sim/check decides, over the records and what was observed; this file only
@@ -43,6 +45,9 @@ func (rn *run) judge() *report.Result {
 		// Only the autoscaler deletes nodes in such a run (the cleanup comes after).
 		v.Violations = append(v.Violations, check.DisruptedWhileHeld(recs, rn.start)...)
 	}
+	rn.mu.Lock()
+	v.Violations = append(v.Violations, rn.stranded...)
+	rn.mu.Unlock()
 	v.Violations = append(v.Violations, check.Suspended(rn.recorder.Suspensions(), func(m record.Mark) int64 { return m.Time.Sub(rn.start).Milliseconds() })...)
 	obs := rn.observed(v, recs)
 	res := &report.Result{
@@ -165,4 +170,33 @@ func (rn *run) countEvents(reason string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// judgeEnd reads the scenario's nodes and Pods as the run left them and judges them by the
+// gate's config in force at the end (check.Stranded).
+func (rn *run) judgeEnd(ctx context.Context) error {
+	if rn.harness.Off() {
+		return nil
+	}
+	nodes, err := rn.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: scenario.Label + "=" + rn.sc.Name})
+	if err != nil {
+		return fmt.Errorf("listing the run's nodes: %w", err)
+	}
+	pods, err := rn.client.CoreV1().Pods(rn.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing the run's Pods: %w", err)
+	}
+	ptrs := make([]*corev1.Pod, len(pods.Items))
+	for i := range pods.Items {
+		ptrs[i] = &pods.Items[i]
+	}
+	cfg := rn.harness.Config()
+	if !cfg.Validated() {
+		return nil // the gate never started (a late install that the run did not reach)
+	}
+	stranded := check.Stranded(nodes.Items, ptrs, &cfg)
+	rn.mu.Lock()
+	rn.stranded = stranded
+	rn.mu.Unlock()
+	return nil
 }

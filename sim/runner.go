@@ -17,6 +17,7 @@ import (
 
 	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/rule"
+	"github.com/startupgate/startupgate/sim/check"
 	"github.com/startupgate/startupgate/sim/controlplane"
 	"github.com/startupgate/startupgate/sim/faults"
 	"github.com/startupgate/startupgate/sim/gateundertest"
@@ -168,6 +169,10 @@ type run struct {
 	steps    int
 	lastStep time.Time // when the last step to finish did
 	refused  int       // registrations refused by admission
+	// rebooted are the nodes of the last reboot step (AfterRegated waits for them).
+	rebooted []string
+	// stranded are the violations of the nodes as the run left them (judgeEnd).
+	stranded []check.Violation
 }
 
 // Run runs one scenario and judges it. An error means the run itself could not be carried
@@ -277,6 +282,7 @@ func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64
 	} else if err := rn.recorder.ResolveReleases(ctx, r.recorderClient); err != nil {
 		rn.fail(fmt.Errorf("recorder: %w", err))
 	}
+	rn.fail(rn.judgeEnd(ctx))
 	if h := r.Opts.Hooks; h != nil && h.Settled != nil {
 		rn.fail(h.Settled(outer, Live{run: rn}))
 	}
@@ -391,6 +397,9 @@ func ScopeConfig(cfg config.Config, name string) config.Config {
 		}
 		return sel + "," + scenario.Label + "=" + name
 	}
+	// The scenarios' gates share a plane: each marks the taints it places as its own, and
+	// lifts no other's.
+	cfg.Instance = name
 	cfg.Rules = append([]rule.Rule(nil), cfg.Rules...)
 	for i := range cfg.Rules {
 		cfg.Rules[i].NodeSelector = scope(cfg.Rules[i].NodeSelector)

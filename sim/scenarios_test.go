@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -290,6 +291,33 @@ var negativeControls = []negativeControl{
 		sc.Timeout = time.Minute
 		sc.Timeline = append(sc.Timeline, scenario.Step{At: 10 * time.Second, SuspendRule: &scenario.SuspendRule{Rule: "default", For: sc.Timeout}})
 	}, want: check.KindStuckAfterRegistration},
+	// The gate up through the reboot, and the rule suspended once the taint is back: the
+	// suspended rule never releases, though the init Pods are Ready again on the new boot.
+	{file: "reboot-gate-down", mutate: func(sc *scenario.Scenario) {
+		sc.Timeline = slices.DeleteFunc(sc.Timeline, func(s scenario.Step) bool { return s.GateCrash != nil })
+		sc.Timeline = append(sc.Timeline, suspendOnceRegated())
+	}, want: check.KindHeldAfterReinit},
+	{file: "reboot-suspended-resumed", mutate: func(sc *scenario.Scenario) {
+		sc.Timeline = slices.DeleteFunc(sc.Timeline, func(s scenario.Step) bool { return s.EditRule != nil })
+		sc.Timeline = append(sc.Timeline, suspendOnceRegated())
+	}, want: check.KindHeldAfterReinit},
+	{file: "reboot-onreboot-toggled", mutate: func(sc *scenario.Scenario) {
+		last := sc.Timeline[len(sc.Timeline)-1].EditRule
+		last.OnReboot, last.Suspend = "", ptr.To(true)
+	}, want: check.KindHeldAfterReinit},
+	{file: "reboot-twice-regated", mutate: func(sc *scenario.Scenario) {
+		sc.Timeline = append(sc.Timeline, suspendOnceRegated())
+	}, want: check.KindHeldAfterReinit},
+	// A grace period past the run's end: the removed rule's taint, which no rule in force
+	// holds, is still on.
+	{file: "rule-removed-while-holding", mutate: func(sc *scenario.Scenario) {
+		sc.GateConfig.OrphanGracePeriod.Duration = 10 * time.Minute
+		sc.Expect.Events = nil
+	}, want: check.KindStranded},
+	{file: "rule-renamed-rekeyed", mutate: func(sc *scenario.Scenario) {
+		sc.GateConfig.OrphanGracePeriod.Duration = 10 * time.Minute
+		sc.Expect.Events = nil
+	}, want: check.KindStranded},
 	// The gate restarts without the suspension, so it goes on releasing nodes while the rule
 	// should be frozen. The window lasts half the run's timeout: on a loaded machine every
 	// node may come out of its warm-up after the scenario's 8 s, and a window without a
@@ -303,6 +331,12 @@ var negativeControls = []negativeControl{
 			}
 		}
 	}, want: check.KindWroteWhileSuspended},
+}
+
+// suspendOnceRegated is a step that suspends the rule named default for good once the nodes
+// of the last reboot are re-gated.
+func suspendOnceRegated() scenario.Step {
+	return scenario.Step{AfterRegated: true, EditRule: &scenario.EditRule{Rule: "default", Suspend: ptr.To(true)}}
 }
 
 // TestPolicyMode runs scenarios with --gate policy. The fail-open outage scenario is run

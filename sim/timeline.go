@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -70,6 +71,9 @@ func (rn *run) play(ctx, gateCtx context.Context) {
 			if step.AfterReleased && !rn.waitReleased(ctx) {
 				return
 			}
+			if step.AfterRegated && !rn.waitRegated(ctx) {
+				return
+			}
 			rn.step(ctx, step)
 			rn.mu.Lock()
 			rn.steps++
@@ -105,7 +109,7 @@ func sequenced(steps []scenario.Step) [][]int {
 		if cond && lastCond >= 0 {
 			after[i] = append(after[i], lastCond)
 		}
-		waits := steps[i].AfterBound || steps[i].AfterReleased
+		waits := steps[i].AfterBound || steps[i].AfterReleased || steps[i].AfterRegated
 		if waits && lastWait >= 0 && (!cond || lastWait != lastCond) {
 			after[i] = append(after[i], lastWait)
 		}
@@ -190,6 +194,14 @@ func (rn *run) action(a any) func(context.Context) error {
 		return func(ctx context.Context) error { return rn.reboot(ctx, a) }
 	case *scenario.SuspendRule:
 		return func(ctx context.Context) error { return rn.suspendRule(ctx, a) }
+	case *scenario.CrashAtWrite:
+		return func(context.Context) error {
+			return rn.harness.CrashAtWrite(a.Write, a.After, a.RestartAfter)
+		}
+	case *scenario.WatchDelay:
+		return func(context.Context) error { return rn.harness.DelayWatches(a.Resource, a.Delay, a.For) }
+	case *scenario.EditRule:
+		return func(ctx context.Context) error { return rn.editRule(ctx, a) }
 	case *scenario.PauseAutoscaler:
 		return func(ctx context.Context) error { return rn.pauseAutoscaler(ctx, a) }
 	case *scenario.WebhookOutage:
@@ -479,6 +491,23 @@ func (rn *run) waitReleased(ctx context.Context) bool {
 	return rn.waitFor(ctx, func(recs []record.NodeRecord) bool { return check.Held(recs) == 0 })
 }
 
+// waitRegated waits until every node of the last reboot step that ran carries a gating
+// rule's taint again since its reboot (false: ctx ended first), for a step that is
+// AfterRegated.
+func (rn *run) waitRegated(ctx context.Context) bool {
+	rn.mu.Lock()
+	rebooted := rn.rebooted
+	rn.mu.Unlock()
+	return rn.waitFor(ctx, func(recs []record.NodeRecord) bool {
+		for i := range recs {
+			if n := len(recs[i].Reboots); slices.Contains(rebooted, recs[i].Name) && (n == 0 || recs[i].Reboots[n-1].Regated.IsZero()) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // waitFor polls the recorder until done holds (false: ctx ended first). It polls as
 // waitSettled does, but asks only done instead of judging every invariant at each tick.
 func (rn *run) waitFor(ctx context.Context, done func([]record.NodeRecord) bool) bool {
@@ -596,6 +625,9 @@ func (rn *run) reboot(ctx context.Context, rb *scenario.Reboot) error {
 	if err != nil {
 		return err
 	}
+	rn.mu.Lock()
+	rn.rebooted = nodes
+	rn.mu.Unlock()
 	n, err := rn.kubelet.Reboot(nodes)
 	rn.note("reboot of %v: %d init Pods restarted", nodes, n)
 	return err

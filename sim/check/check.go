@@ -46,6 +46,9 @@ const (
 	// KindBoundBeforeReinit: a workload Pod was bound to a rebooted node after the node
 	// reported its new boot ID and before its init Pods were Ready again on that boot.
 	KindBoundBeforeReinit = "bound-before-reinit"
+	// KindHeldAfterReinit: a rebooted node's init Pods were Ready again on the new boot, and
+	// a startup rule's taint was still on at the end of the run.
+	KindHeldAfterReinit = "held-after-reinit"
 )
 
 // Bounds are the limits a run is judged against: the scenario's own, and the gate
@@ -163,7 +166,7 @@ func Check(records []record.NodeRecord, start time.Time, b Bounds) Verdict {
 		}
 		v.Violations = append(v.Violations, ruleViolations(rec)...)
 		v.Violations = append(v.Violations, continuousViolations(rec, b, &v, ms)...)
-		v.Violations = append(v.Violations, rebootViolations(rec, &v, ms)...)
+		v.Violations = append(v.Violations, rebootViolations(rec, b.StartupTaints, &v, ms)...)
 		v.Violations = append(v.Violations, stuckAfterRegistration(rec, b.StartupTaints, ms)...)
 	}
 	return v

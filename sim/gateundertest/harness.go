@@ -54,18 +54,27 @@ type Harness struct {
 	floor     bool // the floor controller instead of the gate
 	reactive  bool // no admission at all: the controller alone, tainting by backfill
 	cfg       config.Config
-	scenario  string
-	ns        string
-	rc        *rest.Config // admin, direct
-	as        *rest.ImpersonationConfig
-	cs        kubernetes.Interface
-	webhook   scenario.WebhookSettings
-	shipped   bool
-	args      []string
-	run       string
+	// cfgMu guards cfg's replacement by Reconfigure against Config's readers; reconfMu
+	// makes Reconfigures one at a time.
+	cfgMu, reconfMu sync.Mutex
+	scenario        string
+	ns              string
+	rc              *rest.Config // admin, direct
+	as              *rest.ImpersonationConfig
+	cs              kubernetes.Interface
+	webhook         scenario.WebhookSettings
+	shipped         bool
+	args            []string
+	run             string
 
-	// nodeWrites counts the in-process gate's successful Node writes.
-	nodeWrites atomic.Int64
+	// nodeWrites counts the in-process gate's successful Node writes; writeAttempts every
+	// Node write it sent.
+	nodeWrites, writeAttempts atomic.Int64
+	// crash is an armed crash point (CrashAtWrite); delays the watch delays by resource
+	// (DelayWatches); ctx is the context Start ran under, for the restarts after a crash.
+	crash  atomic.Pointer[crashPoint]
+	delays sync.Map
+	ctx    context.Context
 
 	whRelay  *controlplane.Relay
 	apiRelay *controlplane.Relay
@@ -147,22 +156,6 @@ func (h *Harness) NodeWrites() int64 {
 	return h.nodeWrites.Load()
 }
 
-// writeCounter counts accepted writes (PATCH, PUT) to Nodes on the gate's client.
-type writeCounter struct {
-	next http.RoundTripper
-	n    *atomic.Int64
-}
-
-// RoundTrip passes req on and counts it if it is a successful write to a Node.
-func (w *writeCounter) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := w.next.RoundTrip(req)
-	write := req.Method == http.MethodPatch || req.Method == http.MethodPut
-	if err == nil && write && strings.HasPrefix(req.URL.Path, "/api/v1/nodes/") && resp.StatusCode < 300 {
-		w.n.Add(1)
-	}
-	return resp, err
-}
-
 // Replicas are the gate instances, in start order.
 func (h *Harness) Replicas() []*Replica { return h.replicas }
 
@@ -203,6 +196,7 @@ func (h *Harness) Start(ctx context.Context, replicas int) error {
 	if h.off {
 		return nil
 	}
+	h.setContext(ctx)
 	if h.installed {
 		return WaitAdmission(ctx, h.cs, &h.cfg, h.scenario)
 	}
@@ -276,7 +270,7 @@ func (h *Harness) gateRC() *rest.Config {
 	}
 	rc.QPS, rc.Burst = 1000, 2000
 	rc.UserAgent = "startupgate-gate"
-	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &writeCounter{next: rt, n: &h.nodeWrites} })
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &perturbing{next: rt, h: h} })
 	controlplane.LogSlowRequests(rc, ctrllog.Log.WithValues("run", h.run))
 	if h.as != nil {
 		rc.Impersonate = *h.as

@@ -18,23 +18,36 @@ func (h *Harness) Reconfigure(ctx context.Context, change func(*config.Config)) 
 	if h.off {
 		return 0, nil
 	}
+	// Two edits at once would each start from the config before both: one would be lost.
+	h.reconfMu.Lock()
+	defer h.reconfMu.Unlock()
 	for _, r := range h.replicas {
 		if err := h.kill(r); err != nil {
 			return 0, err
 		}
 	}
 	writes := h.NodeWrites()
-	cfg := h.cfg
+	cfg := h.Config()
 	cfg.Rules = slices.Clone(cfg.Rules)
 	change(&cfg)
 	if err := cfg.Validate(); err != nil {
 		return writes, err
 	}
+	h.cfgMu.Lock()
 	h.cfg = cfg
+	h.cfgMu.Unlock()
 	for _, r := range h.replicas {
 		if err := h.Run(ctx, r); err != nil {
 			return writes, err
 		}
 	}
 	return writes, nil
+}
+
+// Config is the configuration the replicas run with now: the scenario's, as the last
+// Reconfigure left it.
+func (h *Harness) Config() config.Config {
+	h.cfgMu.Lock()
+	defer h.cfgMu.Unlock()
+	return h.cfg
 }

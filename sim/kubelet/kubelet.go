@@ -2,6 +2,8 @@ package kubelet
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -549,7 +551,8 @@ func (k *Kubelet) setStatus(p *corev1.Pod, ready bool, restarts int32) error {
 		cur.Status.ContainerStatuses = nil
 		for _, c := range cur.Spec.Containers {
 			st := corev1.ContainerStatus{Name: c.Name, Image: c.Image, Ready: ready, RestartCount: restarts, Started: ptr.To(true),
-				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}
+				ContainerID: containerID(cur, c.Name, restarts),
+				State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}
 			if restarts > 0 && !ready {
 				st.Started = ptr.To(false)
 				st.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
@@ -557,6 +560,13 @@ func (k *Kubelet) setStatus(p *corev1.Pod, ready bool, restarts int32) error {
 			cur.Status.ContainerStatuses = append(cur.Status.ContainerStatuses, st)
 		}
 	}, true)
+}
+
+// containerID is the ID a container runtime gives the Pod's container on its restarts-th
+// start, as a real kubelet reports it: one per start, never reused.
+func containerID(p *corev1.Pod, name string, restarts int32) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", p.UID, name, restarts))
+	return "containerd://" + hex.EncodeToString(sum[:])
 }
 
 func (k *Kubelet) annotateReady(p *corev1.Pod) error {

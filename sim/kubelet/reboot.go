@@ -66,12 +66,26 @@ func (k *Kubelet) Reboot(nodes []string) (int, error) {
 			switch tl := rp.init.Ready; tl.Mode {
 			case scenario.ModeNever, scenario.ModeCrashLoop:
 			default:
+				// The containers of this boot, unless the node boots again before they are
+				// ready: a reboot kills them, and the next boot's come up instead.
 				p := rp.pod
-				k.after(k.delay(name, rp.init.Name, boot, tl), func() error { return k.ready(p, k.setStatus(p, true, restarts)) })
+				k.after(k.delay(name, rp.init.Name, boot, tl), func() error {
+					if k.bootCount(name) != boot {
+						return nil
+					}
+					return k.ready(p, k.setStatus(p, true, restarts))
+				})
 			}
 		}
 	}
 	return restarted, nil
+}
+
+// bootCount is how many times the node has rebooted.
+func (k *Kubelet) bootCount(node string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.boots[node]
 }
 
 // reportBoot writes the node's new boot ID into its status.

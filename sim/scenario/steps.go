@@ -24,9 +24,14 @@ type Step struct {
 	// slow plane the replicas fit on the nodes released first, and a reboot meant for
 	// released nodes would strike one still held. A node never released holds the step
 	// until the run ends. It keeps the AfterBound steps' order.
-	AfterReleased bool        `yaml:"afterReleased"`
-	Join          *Join       `yaml:"join"`
-	Reregister    *Reregister `yaml:"reregister"`
+	AfterReleased bool `yaml:"afterReleased"`
+	// AfterRegated holds the step, once At has passed, until every node of the last reboot
+	// step before it carries a gating rule's taint again: a step meant for re-gated nodes
+	// (an edit of the rule, a second reboot) must not strike before the re-gate. It keeps
+	// the AfterBound steps' order.
+	AfterRegated bool        `yaml:"afterRegated"`
+	Join         *Join       `yaml:"join"`
+	Reregister   *Reregister `yaml:"reregister"`
 	// Scale sets a workload's replicas (workloads that arrive after the nodes).
 	Scale *Scale `yaml:"scale"`
 	// NodeDelete deletes a node and the Pods bound to it.
@@ -47,6 +52,8 @@ type Step struct {
 	Reboot *Reboot `yaml:"reboot"`
 	// SuspendRule restarts the gate with a rule suspended, and again with it resumed.
 	SuspendRule *SuspendRule `yaml:"suspendRule"`
+	// EditRule restarts the gate with one rule changed: an operator's edit of its config.
+	EditRule *EditRule `yaml:"editRule"`
 	// PauseAutoscaler stops the autoscaler at the next Node it creates, before it can
 	// register that Node, and continues it later.
 	PauseAutoscaler *PauseAutoscaler `yaml:"pauseAutoscaler"`
@@ -54,6 +61,8 @@ type Step struct {
 	WebhookOutage       *WebhookOutage    `yaml:"webhookOutage"`
 	WebhookLatency      *WebhookLatency   `yaml:"webhookLatency"`
 	GateCrash           *GateCrash        `yaml:"gateCrash"`
+	CrashAtWrite        *CrashAtWrite     `yaml:"crashAtWrite"`
+	WatchDelay          *WatchDelay       `yaml:"watchDelay"`
 	LeaderFailover      *LeaderFailover   `yaml:"leaderFailover"`
 	TaintWriters        *TaintWriters     `yaml:"taintWriters"`
 	APIServerRestart    *APIServerRestart `yaml:"apiserverRestart"`
@@ -67,8 +76,8 @@ type Step struct {
 // accepted and then silently not run (and the runner's dispatch is tested against it).
 func (s *Step) Actions() []any {
 	var acts []any
-	for _, a := range []any{s.Join, s.Reregister, s.Scale, s.NodeDelete, s.Relabel, s.InitPod, s.NodeCondition, s.KubeletStop, s.Reboot, s.SuspendRule, s.PauseAutoscaler, s.WebhookOutage, s.WebhookLatency,
-		s.GateCrash, s.LeaderFailover, s.TaintWriters, s.APIServerRestart, s.WatchDrops, s.DeleteInitDaemonSet, s.BypassPods} {
+	for _, a := range []any{s.Join, s.Reregister, s.Scale, s.NodeDelete, s.Relabel, s.InitPod, s.NodeCondition, s.KubeletStop, s.Reboot, s.SuspendRule, s.EditRule, s.PauseAutoscaler, s.WebhookOutage, s.WebhookLatency,
+		s.GateCrash, s.CrashAtWrite, s.WatchDelay, s.LeaderFailover, s.TaintWriters, s.APIServerRestart, s.WatchDrops, s.DeleteInitDaemonSet, s.BypassPods} {
 		if !reflect.ValueOf(a).IsNil() {
 			acts = append(acts, a)
 		}
@@ -173,6 +182,33 @@ type SuspendRule struct {
 	Unchanged bool `yaml:"unchanged"`
 }
 
+// EditRule changes one rule of the gate's config while the gate holds, releases or
+// re-gates nodes, as an operator's edit of the gate's ConfigMap does: every replica stops
+// before any starts again with the changed config. From the edit on, the run is judged by
+// the rules in force. With For, the edit is undone after it. At least one change is set.
+type EditRule struct {
+	// Rule names the gate rule to change, as the config in force names it.
+	Rule string `yaml:"rule"`
+	// OnReboot sets the rule's onReboot: ignore or gate.
+	OnReboot string `yaml:"onReboot"`
+	// Suspend sets or clears the rule's suspend.
+	Suspend *bool `yaml:"suspend"`
+	// DryRun sets or clears the rule's dryRun.
+	DryRun *bool `yaml:"dryRun"`
+	// Remove takes the rule out of the config.
+	Remove bool `yaml:"remove"`
+	// Rename gives the rule a new name (its completion annotation follows the name).
+	Rename string `yaml:"rename"`
+	// TaintKey gives the rule's taint a new key.
+	TaintKey string `yaml:"taintKey"`
+	// NodeSelector replaces the rule's node selector (the scenario's own scope is kept).
+	NodeSelector *string `yaml:"nodeSelector"`
+	// MaxHold sets the rule's maxHold.
+	MaxHold *time.Duration `yaml:"maxHold"`
+	// For, if set, is how long the edit lasts before it is undone.
+	For time.Duration `yaml:"for"`
+}
+
 // PauseAutoscaler stops Karpenter (SIGSTOP) inside the admission of the next Node CREATE of
 // the scenario's NodePool, so that the Node exists and Karpenter, stopped before it hears
 // back, has not registered it; after For it continues, and registers the Node then. That
@@ -217,6 +253,29 @@ type WebhookLatency struct {
 type GateCrash struct {
 	// RestartAfter is how long the gate stays down.
 	RestartAfter time.Duration `yaml:"restartAfter"`
+}
+
+// CrashAtWrite kills the in-process gate just before (the write is lost) or just after its
+// Write-th Node write from the step on, and starts it again RestartAfter later: a crash
+// point, as the explorer (sim/explore) places one at every write of a run in turn.
+type CrashAtWrite struct {
+	// Write counts the gate's Node write attempts from the step (1: the next one).
+	Write int `yaml:"write"`
+	// After kills the gate once the write has been answered, instead of before it is sent.
+	After bool `yaml:"after"`
+	// RestartAfter is how long the gate stays down.
+	RestartAfter time.Duration `yaml:"restartAfter"`
+}
+
+// WatchDelay makes the in-process gate's watches of Resource (nodes or pods) deliver every
+// event that arrives within For Delay late: the gate decides on a stale view meanwhile.
+type WatchDelay struct {
+	// Resource is nodes or pods.
+	Resource string `yaml:"resource"`
+	// Delay is how late each event arrives.
+	Delay time.Duration `yaml:"delay"`
+	// For is how long events are delayed.
+	For time.Duration `yaml:"for"`
 }
 
 // LeaderFailover kills the leader of a multi-replica gate; the other must take over. It is

@@ -191,12 +191,38 @@ func (sc *Scenario) validateGateFault(s *Step) error {
 		return fmt.Errorf("suspendRule.for must be positive")
 	case s.SuspendRule != nil && !sc.hasRule(s.SuspendRule.Rule):
 		return fmt.Errorf("suspendRule: no gate rule %q", s.SuspendRule.Rule)
+	case s.EditRule != nil:
+		return s.EditRule.validate()
+	case (s.CrashAtWrite != nil || s.WatchDelay != nil) && sc.GateProcess != nil:
+		return fmt.Errorf("crashAtWrite and watchDelay act in an in-process gate: drop gateProcess")
+	case s.CrashAtWrite != nil && (s.CrashAtWrite.Write < 1 || s.CrashAtWrite.RestartAfter < 0):
+		return fmt.Errorf("crashAtWrite.write must be at least 1, restartAfter not negative")
+	case s.WatchDelay != nil && (s.WatchDelay.Resource != "nodes" && s.WatchDelay.Resource != "pods" || s.WatchDelay.Delay <= 0 || s.WatchDelay.For <= 0):
+		return fmt.Errorf("watchDelay needs resource nodes or pods, and a positive delay and for")
 	case (s.GateCrash != nil || s.LeaderFailover != nil) && sc.GateProcess == nil:
 		return fmt.Errorf("gateCrash and leaderFailover need gateProcess (the gate must run as a process to be killed)")
 	case s.LeaderFailover != nil && sc.GateProcess.Replicas < 2:
 		return fmt.Errorf("leaderFailover needs gateProcess.replicas >= 2")
 	case s.WebhookOutage != nil && s.WebhookOutage.Mode != "" && s.WebhookOutage.Mode != "refuse" && s.WebhookOutage.Mode != "hang":
 		return fmt.Errorf("webhookOutage.mode %q: want refuse or hang", s.WebhookOutage.Mode)
+	}
+	return nil
+}
+
+// validate checks an edit: one rule named, at least one change, each a value the gate takes.
+// Whether the rule exists is the run's to say: an earlier edit may have renamed it.
+func (e *EditRule) validate() error {
+	switch {
+	case e.Rule == "":
+		return fmt.Errorf("editRule.rule is required")
+	case e.OnReboot == "" && e.Suspend == nil && e.DryRun == nil && !e.Remove && e.Rename == "" && e.TaintKey == "" && e.NodeSelector == nil && e.MaxHold == nil:
+		return fmt.Errorf("editRule: set at least one change")
+	case e.OnReboot != "" && e.OnReboot != "ignore" && e.OnReboot != "gate":
+		return fmt.Errorf("editRule.onReboot %q: want ignore or gate", e.OnReboot)
+	case e.For < 0 || e.MaxHold != nil && *e.MaxHold < 0:
+		return fmt.Errorf("editRule: for and maxHold must not be negative")
+	case e.Remove && e.For > 0:
+		return fmt.Errorf("editRule: a removal is not undone; drop for")
 	}
 	return nil
 }

@@ -71,6 +71,16 @@ func fault(s *Step) (name string, d time.Duration, ok bool) {
 		return "nodes rebooted", 0, true
 	case s.SuspendRule != nil:
 		return fmt.Sprintf("rule %s suspended", s.SuspendRule.Rule), s.SuspendRule.For, true
+	case s.CrashAtWrite != nil:
+		when := "before"
+		if s.CrashAtWrite.After {
+			when = "after"
+		}
+		return fmt.Sprintf("gate killed %s write %d", when, s.CrashAtWrite.Write), s.CrashAtWrite.RestartAfter, true
+	case s.WatchDelay != nil:
+		return fmt.Sprintf("%s watch %s late", s.WatchDelay.Resource, s.WatchDelay.Delay), s.WatchDelay.For, true
+	case s.EditRule != nil:
+		return fmt.Sprintf("rule %s edited", s.EditRule.Rule), s.EditRule.For, true
 	case s.PauseAutoscaler != nil:
 		// The window starts with the next Node the autoscaler creates, after At.
 		return "autoscaler paused", s.PauseAutoscaler.For, true

@@ -22,22 +22,23 @@ func (r *Recorder) node(old, cur *corev1.Node) {
 	defer r.mu.Unlock()
 	rec, ok := r.nodes[string(cur.UID)]
 	if !ok {
-		rec = &nodeState{NodeRecord: &record.NodeRecord{Name: cur.Name, UID: string(cur.UID), Gated: r.cfg.Gated(cur), Created: m,
-			CreatedAt: cur.CreationTimestamp.Time, Components: r.components(cur)}}
+		rec = &nodeState{NodeRecord: &record.NodeRecord{Name: cur.Name, UID: string(cur.UID), Gated: r.config().Gated(cur), Created: m,
+			CreatedAt: cur.CreationTimestamp.Time, Components: r.components(cur.Labels)}}
 		// The first version this process sees may be later than the CREATE (the recorder
 		// starts before any node joins, so normally it is the CREATE itself).
-		rec.TaintedAtCreate = r.cfg.HasTaint(cur)
+		rec.TaintedAtCreate = r.config().HasTaint(cur)
 		r.nodes[rec.UID] = rec
 		r.byName[cur.Name] = append(r.byName[cur.Name], rec.UID)
 	}
 	if old != nil && !equality.Semantic.DeepEqual(old.Labels, cur.Labels) {
 		// Relabelled: the init DaemonSets that target the node may differ now.
-		rec.Components = r.components(cur)
+		rec.Components = r.components(cur.Labels)
 		if rec.InitReady.IsZero() && allReady(rec, r.continuous) {
 			rec.InitReady = m
 		}
 	}
-	if r.cfg.HasTaint(cur) && rec.Tainted.IsZero() {
+	rec.labels = cur.Labels
+	if r.config().HasTaint(cur) && rec.Tainted.IsZero() {
 		rec.Tainted = m
 	}
 	r.rules(rec, cur, m)
@@ -53,7 +54,7 @@ func (r *Recorder) node(old, cur *corev1.Node) {
 	}
 	if old != nil {
 		for _, t := range lostTaints(old.Spec.Taints, cur.Spec.Taints) {
-			if isForeign(t, r.cfg) && !r.ledger.Removed(cur.Name, t.Key) {
+			if isForeign(t, r.config()) && !placed(old, t, r.config()) && !r.ledger.Removed(cur.Name, t.Key) {
 				rec.LostTaints = append(rec.LostTaints, fmt.Sprintf("%s at rv %d, written by %s", t.ToString(), m.RV, writers(old, cur)))
 			}
 		}
@@ -62,7 +63,7 @@ func (r *Recorder) node(old, cur *corev1.Node) {
 
 // released: the node has its completion and not the gate's taint.
 func (r *Recorder) released(n *corev1.Node) bool {
-	return r.cfg.Released(n) && !r.cfg.HasTaint(n)
+	return r.config().Released(n) && !r.config().HasTaint(n)
 }
 
 // rules records, per rule, what this version shows: completion annotations that change
@@ -73,7 +74,7 @@ func (r *Recorder) rules(rec *nodeState, cur *corev1.Node, m record.Mark) {
 		rec.completed = map[string]string{}
 	}
 	var outside []string
-	for _, rl := range r.cfg.EffectiveRules() {
+	for _, rl := range r.config().EffectiveRules() {
 		v, set := cur.Annotations[rl.CompletedAnnotation] // v is "" when not set
 		// A condition rule's annotation marks its taint and comes and goes with it; it is
 		// not a completion.
@@ -152,6 +153,18 @@ func isForeign(t corev1.Taint, cfg *config.Config) bool {
 		}
 	}
 	return true
+}
+
+// placed reports whether the node, as it was, marked t as a taint the gate placed: a rule
+// the gate no longer runs placed it, and the gate lifts it (an orphan). The mark is the
+// gate's, and this reads it as the gate writes it.
+func placed(n *corev1.Node, t corev1.Taint, cfg *config.Config) bool {
+	for k, v := range n.Annotations {
+		if placedTaint, _, ok := rule.ParsePlaced(v); ok && strings.HasPrefix(k, cfg.PlacedAnnotation+".") && placedTaint == t {
+			return true
+		}
+	}
+	return false
 }
 
 // writers names the field managers whose entries changed between two versions: who wrote

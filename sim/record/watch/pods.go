@@ -3,11 +3,13 @@ package watch
 import (
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/startupgate/startupgate/sim/record"
+	"github.com/startupgate/startupgate/sim/scenario"
 )
 
 func (r *Recorder) pod(p *corev1.Pod) {
@@ -30,7 +32,7 @@ func (r *Recorder) pod(p *corev1.Pod) {
 		seen = &podSeen{node: rec, init: comp != "", component: comp, binding: len(rec.Bindings)}
 		r.pods[string(p.UID)] = seen
 		rec.Bindings = append(rec.Bindings, record.Binding{
-			Pod: p.Namespace + "/" + p.Name, Mark: m, Tolerates: r.cfg.Tolerates(p.Spec.Tolerations), Init: seen.init,
+			Pod: p.Namespace + "/" + p.Name, Mark: m, Tolerates: r.config().Tolerates(p.Spec.Tolerations), Init: seen.init,
 			Stateful: ownedBy(p, "StatefulSet"),
 		})
 		if seen.init {
@@ -41,7 +43,7 @@ func (r *Recorder) pod(p *corev1.Pod) {
 	if !seen.init {
 		return
 	}
-	seen.ready = record.PodIsReady(p, r.cfg)
+	seen.ready = record.PodIsReady(p, r.config())
 	seen.wasReady = seen.wasReady || seen.ready
 	seen.initState(p, m)
 	rec := seen.node
@@ -133,15 +135,29 @@ func allReady(rec *nodeState, continuous map[string]bool) bool {
 	return len(rec.Components) > 0
 }
 
-// components lists the init DaemonSets whose nodeSelector matches the node.
-func (r *Recorder) components(n *corev1.Node) []string {
+// components lists the init DaemonSets whose nodeSelector matches the node's labels; once
+// a step edited the gate's rules, only those a rule in force requires.
+func (r *Recorder) components(nodeLabels map[string]string) []string {
 	var out []string
 	for _, in := range r.init {
-		if labels.SelectorFromSet(in.NodeSelector).Matches(labels.Set(n.Labels)) {
+		if labels.SelectorFromSet(in.NodeSelector).Matches(labels.Set(nodeLabels)) && (!r.edited || r.required(in)) {
 			out = append(out, in.Name)
 		}
 	}
 	return out
+}
+
+// required reports whether a rule in force, one that holds nodes, has a component whose
+// Pods are the init DaemonSet's.
+func (r *Recorder) required(in scenario.InitDaemonSet) bool {
+	ds := &appsv1.DaemonSet{}
+	ds.Spec.Template.Labels = in.Labels
+	for _, rl := range r.config().Gating() {
+		if rl.ComponentOf(ds) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // componentOf names the init DaemonSet a Pod belongs to, or "".

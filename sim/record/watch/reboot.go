@@ -15,7 +15,7 @@ func (r *Recorder) reboots(rec *nodeState, cur *corev1.Node, m record.Mark) {
 		}
 		rec.boot = id
 	}
-	if n := len(rec.Reboots); n > 0 && rec.Reboots[n-1].Regated.IsZero() && m.RV > rec.Reboots[n-1].Seen.RV && r.cfg.HasTaint(cur) {
+	if n := len(rec.Reboots); n > 0 && rec.Reboots[n-1].Regated.IsZero() && m.RV > rec.Reboots[n-1].Seen.RV && r.config().HasTaint(cur) {
 		rec.Reboots[n-1].Regated = m
 	}
 }

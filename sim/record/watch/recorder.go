@@ -33,7 +33,9 @@ import (
 // coalesce intermediate versions, which can only make a binding look later than it was
 // (a missed early Pod), never earlier — the checker never invents a violation.
 type Recorder struct {
-	cfg       *config.Config
+	// cfg is the gate config the run is judged by: the scenario's, or, once a step has
+	// edited the gate's rules, the one in force (SetConfig).
+	cfg       atomic.Pointer[config.Config]
 	ledger    *record.Ledger
 	namespace string
 	// init are the scenario's init DaemonSets: the simulator's ground truth of which
@@ -47,6 +49,9 @@ type Recorder struct {
 	// current maps a node name to the UIDs it has had, in order.
 	byName map[string][]string
 	pods   map[string]*podSeen // by pod UID
+	// edited: a step edited the gate's rules; components then counts only the init
+	// DaemonSets a rule in force requires.
+	edited bool
 	// suspensions are the stretches the run had a gate rule suspended.
 	suspensions []record.Suspension
 	// podRV and nodeRV are the newest resourceVersions each stream has delivered: the
@@ -63,6 +68,7 @@ type nodeState struct {
 	// retainted: which continuous rules' taints the last version carried, after completion.
 	retainted map[string]bool
 	boot      string // the last boot ID the node reported
+	labels    map[string]string
 }
 
 // NodeRV is the newest resourceVersion the node stream has delivered: every Node change up
@@ -85,9 +91,32 @@ type podSeen struct {
 
 // NewRecorder prepares a recorder for one scenario namespace.
 func NewRecorder(cfg *config.Config, ledger *record.Ledger, namespace string, init []scenario.InitDaemonSet) *Recorder {
-	return &Recorder{cfg: cfg, ledger: ledger, namespace: namespace, init: init, continuous: continuousComponents(init),
+	r := &Recorder{ledger: ledger, namespace: namespace, init: init, continuous: continuousComponents(init),
 		nodes: map[string]*nodeState{}, byName: map[string][]string{}, pods: map[string]*podSeen{}}
+	r.cfg.Store(cfg)
+	return r
 }
+
+// SetConfig judges what the recorder sees from now on by cfg: the gate's rules as an edit
+// left them. A node's components become the init DaemonSets that a rule of cfg requires
+// there: a component whose rule was removed no longer holds the node, and a node whose
+// remaining components are ready is ready from now on.
+func (r *Recorder) SetConfig(cfg *config.Config) {
+	r.cfg.Store(cfg)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.edited = true
+	now := record.Mark{RV: r.nodeRV.Load(), Time: time.Now()}
+	for _, rec := range r.nodes {
+		rec.Components = r.components(rec.labels)
+		if rec.InitReady.IsZero() && allReady(rec, r.continuous) {
+			rec.InitReady = now
+		}
+	}
+}
+
+// config is the gate config the run is judged by now.
+func (r *Recorder) config() *config.Config { return r.cfg.Load() }
 
 // continuousComponents names the init DaemonSets that must stay ready after release.
 func continuousComponents(init []scenario.InitDaemonSet) map[string]bool {
