@@ -31,6 +31,12 @@ TEST_TIMEOUT  ?= 40m
 SOAK_RUNS     ?= 1000
 SOAK_SEED     ?= 1
 SOAK_PARALLEL ?= 4
+# make explore: cases per perturbation kind and scenario, the first seed, and how many at once.
+EXPLORE_PER_KIND ?= 12
+EXPLORE_SEED     ?= 1
+EXPLORE_PARALLEL ?= 4
+# How deep the pure exploration of the reboot state machine goes in make explore.
+EXPLORE_DEPTH    ?= 7
 SOAK_REPEAT   ?= $(shell n=$$(ls $(SCENARIOS)/*.yaml | wc -l); echo $$(( ($(SOAK_RUNS) + n - 1) / n )))
 BENCH_FLAGS   ?=
 
@@ -137,7 +143,8 @@ test-gate: modules ## Build bin/test/gate, the gate that the tests run as a proc
 test: ## Everything: verify, then every test with the race detector (the scenario suite on the embedded plane and the nested modules included), lint beside them.
 	@hack/thp $(MAKE) --no-print-directory test-all
 
-# make test under hack/thp, which says why it sets transparent huge pages for the run.
+# make test under hack/thp, which sets transparent huge pages for the run only when asked
+# (STARTUPGATE_THP=always), and says why one would.
 .PHONY: test-all
 test-all:
 	@mkdir -p $(OUT); setsid sh -c '{ echo 19 >/proc/self/autogroup; } 2>/dev/null; exec nice -n 19 "$$@"' sh \
@@ -243,9 +250,16 @@ soak: controlplane karpenter build ## Every scenario on consecutive seeds until 
 	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate hack/leftovers bin/simulate run --repeat $(SOAK_REPEAT) --seed $(SOAK_SEED) --parallel $(SOAK_PARALLEL) \
 		--gate-log $(OUT)/soak-gate.log --plane-logs $(OUT)/soak-plane --json $(OUT)/soak.json --junit $(OUT)/soak.xml $(SCENARIOS)
 
+.PHONY: explore
+explore: controlplane build ## Perturbed runs of every scenario (crash points at the gate's writes, stale views, config edits), judged by the invariants, with their negative controls; out/explore.md has the table.
+	@mkdir -p $(OUT)
+	@set -o pipefail; go test -count=1 -run 'TestExplore' -explore-depth $(EXPLORE_DEPTH) -v ./gate/rule | grep -E '^(---|ok|FAIL)|paths to depth'
+	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate hack/leftovers bin/simulate explore --per-kind $(EXPLORE_PER_KIND) --seed $(EXPLORE_SEED) --parallel $(EXPLORE_PARALLEL) \
+		--out $(OUT)/explore.md --json $(OUT)/explore.json --gate-log $(OUT)/explore-gate.log $(SCENARIOS)
+
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME in turn; a crasher lands in testdata/fuzz/ as a seed.
-	@for t in gate:FuzzNodeWebhook gate:FuzzPodGuard gate:FuzzLoadConfig sim/scenario:FuzzScenarioParse gate/convert:FuzzConvert; do \
+	@for t in gate:FuzzNodeWebhook gate:FuzzPodGuard gate:FuzzLoadConfig sim/scenario:FuzzScenarioParse gate/convert:FuzzConvertTainter gate/convert:FuzzConvertNRC; do \
 		echo "== $${t#*:} ($(FUZZTIME))"; \
 		go test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 100x -parallel $(FUZZ_PARALLEL) ./$${t%%:*} || exit 1; \
 	done

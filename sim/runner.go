@@ -182,6 +182,11 @@ func (r *Runner) Run(ctx context.Context, sc *scenario.Scenario) (*report.Result
 	return r.runSeed(ctx, sc, r.Opts.Seed)
 }
 
+// RunSeed is Run with another seed than the runner's: one case of an exploration.
+func (r *Runner) RunSeed(ctx context.Context, sc *scenario.Scenario, seed uint64) (*report.Result, error) {
+	return r.runSeed(ctx, sc, seed)
+}
+
 // runSeed is Run with the seed of one repetition.
 //
 // The deferred steps (stopping the gate, the cleanup) run after the run is judged; a failure

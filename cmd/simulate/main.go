@@ -28,6 +28,7 @@ import (
 const usage = `Usage:
   simulate list [DIR]
   simulate run [flags] FILE|DIR...
+  simulate explore [flags] FILE|DIR...
   simulate bench [flags]
   simulate demo [flags]
   simulate --version
@@ -35,6 +36,8 @@ const usage = `Usage:
 Commands:
   list   print the scenarios in DIR (default scenarios/) with their descriptions
   run    run scenarios and judge them; exit 0 only if every one met its expect
+  explore  perturbed runs of the scenarios, judged by the invariants: crash points at the
+         gate's Node writes, stale views, config transitions (simulate explore -h)
   bench  measure the gate against the plane's floor on the embedded plane
          (simulate bench -h for its flags)
   demo   the autoscale demo: Karpenter launches nodes for a Deployment scaled from 0,
@@ -74,6 +77,8 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, nil
 	case "run":
 		return runScenarios(args[1:], stdout, stderr)
+	case "explore":
+		return runExplore(args[1:], stdout, stderr)
 	case "bench":
 		return runBench(args[1:], stdout, stderr)
 	case "demo":
@@ -86,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 		runFlags(stdout).PrintDefaults()
 		return 0, nil
 	}
-	return 2, fmt.Errorf("unknown command %q (want list, run, bench or demo)", args[0])
+	return 2, fmt.Errorf("unknown command %q (want list, run, explore, bench or demo)", args[0])
 }
 
 type runOpts struct {

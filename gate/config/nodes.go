@@ -157,20 +157,6 @@ func (c *Config) LiftOrphan(n *corev1.Node, o Orphan) {
 	if !slices.Contains(c.Orphans(n), o) {
 		return
 	}
-	kept := n.Spec.Taints[:0:0]
-	for _, t := range n.Spec.Taints {
-		if t.Key != o.Taint.Key || t.Effect != o.Taint.Effect {
-			kept = append(kept, t)
-		}
-	}
-	if len(kept) == 0 {
-		kept = nil
-	}
-	n.Spec.Taints = kept
-	for k, v := range n.Annotations {
-		if strings.HasPrefix(k, c.PlacedAnnotation+".") && v == rule.PlacedValue(o.Taint, c.Instance) {
-			delete(n.Annotations, k)
-		}
-	}
+	rule.Lift(n, o.Taint, c.PlacedAnnotation+".", rule.PlacedValue(o.Taint, c.Instance))
 	c.Admit(n)
 }

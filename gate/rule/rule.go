@@ -516,24 +516,27 @@ func metaTime(now time.Time) metav1.Time { return metav1.NewTime(now.Truncate(ti
 // RemoveTaint removes every entry that matches the rule's key and effect, and nothing else,
 // with the marks that say a rule placed that taint.
 func (r *Rule) RemoveTaint(n *corev1.Node) {
+	Lift(n, r.Taint, placedPrefixOf(r.PlacedAnnotation), r.PlacedValue())
+}
+
+// Lift removes every entry of taint t (matched on key and effect) from the node, and the
+// marks under markPrefix valued mark: the one removal of a taint the gate placed, a rule's
+// or an orphan's.
+func Lift(n *corev1.Node, t corev1.Taint, markPrefix, mark string) {
 	for k, v := range n.Annotations {
-		if v == r.PlacedValue() && strings.HasPrefix(k, placedPrefixOf(r.PlacedAnnotation)) {
+		if v == mark && strings.HasPrefix(k, markPrefix) {
 			delete(n.Annotations, k)
 		}
 	}
-	if r.taintIndex(n.Spec.Taints) < 0 {
-		return
-	}
-	out := make([]corev1.Taint, 0, len(n.Spec.Taints)-1)
-	for _, t := range n.Spec.Taints {
-		if t.Key != r.Taint.Key || t.Effect != r.Taint.Effect {
-			out = append(out, t)
+	var out []corev1.Taint
+	for _, x := range n.Spec.Taints {
+		if x.Key != t.Key || x.Effect != t.Effect {
+			out = append(out, x)
 		}
 	}
-	if len(out) == 0 {
-		out = nil
+	if len(out) < len(n.Spec.Taints) {
+		n.Spec.Taints = out
 	}
-	n.Spec.Taints = out
 }
 
 // placedPrefixOf is the prefix every rule's mark shares, "<placedAnnotation>.", read off one

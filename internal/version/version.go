@@ -14,8 +14,10 @@ import (
 //	-X github.com/startupgate/startupgate/internal/version.Version=0.1.0
 //	-X github.com/startupgate/startupgate/internal/version.Commit=<git rev-parse HEAD>
 //
-// A plain `go build` or `go run` leaves them at their defaults; Revision then falls back to
-// the VCS revision the go command records in the binary.
+// A plain `go build`, `go run` or `go install` leaves them at their defaults; Release and
+// Revision then fall back to what the go command records in the binary: the module version
+// (`go install ...@version`) and the VCS revision (a build in a checkout, unless
+// GOFLAGS has -buildvcs=false).
 var (
 	Version = "dev"
 	Commit  = "unknown"
@@ -63,7 +65,29 @@ func revisionOf(info *debug.BuildInfo) string {
 
 // String is the line a --version flag prints: "startupgate 0.1.0 (commit abc1234)".
 func String() string {
-	return fmt.Sprintf("startupgate %s (commit %s)", Version, ShortRevision())
+	return fmt.Sprintf("startupgate %s (commit %s)", Release(), ShortRevision())
+}
+
+// Release returns the version the binary was built as: the stamped Version, else the module
+// version the go command records for `go install .../cmd/gate@v0.1.0` ("v0.1.0"), else
+// "dev".
+func Release() string {
+	if Version != "" && Version != "dev" {
+		return Version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		return releaseOf(info)
+	}
+	return "dev"
+}
+
+// releaseOf reads the main module's version from a binary's build info: a tagged or
+// pseudo-version when the binary was built from the module proxy, "(devel)" from a checkout.
+func releaseOf(info *debug.BuildInfo) string {
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	return "dev"
 }
 
 // ShortRevision is Revision in git's short form, as String prints it.

@@ -56,3 +56,13 @@ func setStamp(t *testing.T, v, c string) {
 	Version, Commit = v, c
 	t.Cleanup(func() { Version, Commit = oldV, oldC })
 }
+
+// TestReleaseOf: go install records the module version; a build in a checkout records
+// "(devel)", which is no version.
+func TestReleaseOf(t *testing.T) {
+	for _, tc := range []struct{ main, want string }{{"v0.1.0", "v0.1.0"}, {"v0.0.0-20261128230000-abcdef012345", "v0.0.0-20261128230000-abcdef012345"}, {"(devel)", "dev"}, {"", "dev"}} {
+		if got := releaseOf(&debug.BuildInfo{Main: debug.Module{Version: tc.main}}); got != tc.want {
+			t.Errorf("releaseOf(%q) = %q, want %q", tc.main, got, tc.want)
+		}
+	}
+}

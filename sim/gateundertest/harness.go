@@ -74,6 +74,7 @@ type Harness struct {
 	// (DelayWatches); ctx is the context Start ran under, for the restarts after a crash.
 	crash  atomic.Pointer[crashPoint]
 	delays sync.Map
+	byNode nodeCounts
 	ctx    context.Context
 
 	whRelay  *controlplane.Relay

@@ -106,6 +106,7 @@ func (p *perturbing) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := p.next.RoundTrip(req)
 	if err == nil && write && resp.StatusCode < 300 {
 		h.nodeWrites.Add(1)
+		h.byNode.count(req.URL.Path[len("/api/v1/nodes/"):])
 	}
 	if cp != nil {
 		go h.crashed(cp)
@@ -209,3 +210,32 @@ func (d *delayLine) Close() error {
 
 // setContext keeps the context a harness started under, for the restarts of crash points.
 func (h *Harness) setContext(ctx context.Context) { h.ctx = ctx }
+
+// nodeCounts counts the gate's accepted writes per Node.
+type nodeCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *nodeCounts) count(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[name]++
+}
+
+// MostWrittenNode is the Node the in-process gate wrote most often, and how often ("", 0:
+// none, or a process gate).
+func (h *Harness) MostWrittenNode() (string, int) {
+	h.byNode.mu.Lock()
+	defer h.byNode.mu.Unlock()
+	name, most := "", 0
+	for n, c := range h.byNode.n {
+		if c > most || c == most && n < name {
+			name, most = n, c
+		}
+	}
+	return name, most
+}

@@ -1,0 +1,262 @@
+// Package explore generates perturbed runs of the scenarios and judges each by the
+// invariants, after Sieve (OSDI '22) and Acto (SOSP '23), which found bugs in dozens of
+// Kubernetes controllers by perturbing what a controller sees and does rather than by
+// writing more scenarios. A scenario is one path a node takes; a perturbation moves the
+// path off it:
+//
+//   - crash points: the gate killed just before, or just after, its k-th Node write, for
+//     every k of the scenario's run in turn, and restarted;
+//   - stale views: the gate's Node or Pod watch delivering late over a window the seed
+//     chooses, or cut over and over so that its informers re-list and skip versions;
+//   - config transitions: an operator's edit of a rule (suspend, onReboot, dry run, a
+//     selector that no longer matches, a rename, a new taint key, a removal) at a moment
+//     the seed chooses, undone or not.
+//
+// Every run is judged by the simulator's invariants (sim/check: no early Pod, no stranded
+// node, no foreign taint lost, no release before readiness, ...) and by a bound on the
+// Node writes per node; the base scenario's timing expectations are dropped, since a
+// crash or a late watch may take a release past them without breaking anything. Each
+// invariant has a negative control (Controls), which must be caught.
+package explore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"k8s.io/utils/ptr"
+
+	"github.com/startupgate/startupgate/gate/rule"
+	"github.com/startupgate/startupgate/sim/check"
+	"github.com/startupgate/startupgate/sim/scenario"
+)
+
+// Kind is a kind of perturbation.
+type Kind string
+
+// The kinds.
+const (
+	CrashBefore Kind = "crash-before-write"
+	CrashAfter  Kind = "crash-after-write"
+	StaleNodes  Kind = "stale-node-view"
+	StalePods   Kind = "stale-pod-view"
+	Relist      Kind = "relist"
+	Transition  Kind = "config-transition"
+)
+
+// Kinds are every kind, in the order the table lists them.
+var Kinds = []Kind{CrashBefore, CrashAfter, StaleNodes, StalePods, Relist, Transition}
+
+// MaxWritesPerNode bounds the Node writes the gate makes to one node in a run: a release
+// per rule, a re-gate and a release per reboot, a few records, retries after crashes. A
+// gate that fights another writer, or flaps, writes far more.
+const MaxWritesPerNode = 24
+
+// Case is one perturbed run of a base scenario.
+type Case struct {
+	Base string `json:"base"`
+	Kind Kind   `json:"kind"`
+	// Index tells the case from the others of its base and kind: the write of a crash
+	// point, or the draw of the seeded kinds. Seed is the run's.
+	Index int    `json:"index"`
+	Seed  uint64 `json:"seed"`
+	// What says in words what the perturbation is.
+	What string `json:"what"`
+	// Scenario is the perturbed scenario.
+	Scenario *scenario.Scenario `json:"-"`
+	// Off runs the case with no gate at all: a negative control's.
+	Off bool `json:"off,omitempty"`
+	// Unjudged are the violation kinds the case does not judge: an edit that takes a rule's
+	// hold away on purpose (a selector that matches no node, a dry run, a removal, onReboot
+	// ignore, a suspension for good) makes Pods land, and nodes stay unreleased, with no rule
+	// in force holding them, which the run's ground truth, written for the rules before the
+	// edit, would call early or stuck. Stranded nodes, lost foreign taints, the write bound
+	// and the rest are still judged.
+	Unjudged []string `json:"unjudged,omitempty"`
+}
+
+// liftsHold are the kinds an edit that takes a rule's hold away leaves unjudged.
+var liftsHold = []string{check.KindEarlyPod, check.KindBoundBeforeReinit, check.KindStuck, check.KindLateRelease,
+	check.KindPrematureRelease, check.KindDryRunWrote, check.KindHeldAfterReinit, check.KindStuckAfterRegistration}
+
+// takesHold reports whether an edit takes a rule's hold away from nodes it held.
+func takesHold(e *scenario.EditRule) bool {
+	return e.NodeSelector != nil || e.DryRun != nil && *e.DryRun || e.Remove || e.OnReboot == string(rule.RebootIgnore) ||
+		e.Suspend != nil && *e.Suspend && e.For == 0
+}
+
+// Replay is the command that runs the case again.
+func (c Case) Replay() string {
+	return fmt.Sprintf("go run ./cmd/simulate explore --replay %s:%d --seed %d %s", c.Kind, c.Index, c.Seed, c.Scenario.File)
+}
+
+// Applies reports whether the explorer perturbs the scenario at all: a scenario that
+// expects violations (a negative control), or stuck nodes, or that needs the plane to
+// itself (an autoscaler, a large burst, a changed controller-manager), is left to the suite.
+func Applies(sc *scenario.Scenario) bool {
+	return sc.Expect.Violations != "some" && sc.Expect.Stuck == 0 && !sc.Exclusive() && sc.Admission == "" && sc.GateStartsAt == 0
+}
+
+// inProcess reports whether the scenario's gate can run in this process, which crash
+// points and late watches act on: no step needs a gate process.
+func inProcess(sc *scenario.Scenario) bool {
+	for _, s := range sc.Timeline {
+		if s.GateCrash != nil || s.LeaderFailover != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Make builds the case of kind and index for base, with a run seed; writes is how many Node
+// writes the base's unperturbed run made (the crash points' range). ok is false when the
+// kind does not apply to base.
+func Make(base *scenario.Scenario, kind Kind, index int, seed uint64, writes int) (Case, bool) {
+	sc := prepare(base)
+	c := Case{Base: base.Name, Kind: kind, Index: index, Seed: seed, Scenario: sc}
+	rng := rand.New(rand.NewPCG(seed, uint64(index)<<8|uint64(slices.Index(Kinds, kind))))
+	span := lastStep(base) + 2*time.Second
+	at := func() time.Duration { return time.Duration(rng.Int64N(int64(span))) }
+	var step scenario.Step
+	switch kind {
+	case CrashBefore, CrashAfter:
+		if !inProcess(sc) || index < 1 || index > writes {
+			return c, false
+		}
+		restart := time.Duration(200+rng.IntN(2800)) * time.Millisecond
+		step = scenario.Step{CrashAtWrite: &scenario.CrashAtWrite{Write: index, After: kind == CrashAfter, RestartAfter: restart}}
+		c.What = fmt.Sprintf("killed %s its write %d, back %s later", map[bool]string{true: "after", false: "before"}[kind == CrashAfter], index, restart)
+	case StaleNodes, StalePods:
+		if !inProcess(sc) {
+			return c, false
+		}
+		resource := map[Kind]string{StaleNodes: "nodes", StalePods: "pods"}[kind]
+		d := scenario.WatchDelay{Resource: resource, Delay: time.Duration(500+rng.IntN(3500)) * time.Millisecond, For: time.Duration(2+rng.IntN(9)) * time.Second}
+		step = scenario.Step{At: at(), WatchDelay: &d}
+		c.What = fmt.Sprintf("%s watch %s late for %s from %s", resource, d.Delay, d.For, step.At.Round(time.Millisecond))
+	case Relist:
+		d := scenario.WatchDrops{Every: time.Duration(300+rng.IntN(1200)) * time.Millisecond, Duration: time.Duration(3+rng.IntN(8)) * time.Second}
+		step = scenario.Step{At: at(), WatchDrops: &d}
+		c.What = fmt.Sprintf("connections cut every %s for %s from %s", d.Every, d.Duration, step.At.Round(time.Millisecond))
+	case Transition:
+		e, ok := edit(sc, rng)
+		if !ok {
+			return c, false
+		}
+		step = scenario.Step{At: at(), EditRule: e}
+		c.What = fmt.Sprintf("at %s: %s", step.At.Round(time.Millisecond), describe(e))
+		if takesHold(e) {
+			c.Unjudged = liftsHold
+		}
+	default:
+		return c, false
+	}
+	sc.Timeline = append(sc.Timeline, step)
+	return c, true
+}
+
+// prepare copies base for a perturbation: its own timeline and rules, the timing
+// expectations dropped (a perturbation may take a release past them without breaking an
+// invariant), a short orphan grace, and time to settle after the last step.
+func prepare(base *scenario.Scenario) *scenario.Scenario {
+	sc := *base
+	sc.Timeline = slices.Clone(base.Timeline)
+	sc.GateConfig.Rules = slices.Clone(base.GateConfig.Rules)
+	sc.GateConfig.OrphanGracePeriod.Duration = 2 * time.Second
+	e := &sc.Expect
+	e.ReleasedWithin, e.RetaintWithin, e.ReplacementWithin, e.WritesPerRelease = 0, 0, 0, 0
+	e.Events, e.EventsMatch, e.AtLeast = nil, nil, scenario.Counters{}
+	e.Window = max(e.Window, 10*time.Second)
+	sc.Timeout += 30 * time.Second
+	return &sc
+}
+
+// lastStep is the offset of the scenario's last step.
+func lastStep(sc *scenario.Scenario) time.Duration {
+	var last time.Duration
+	for _, s := range sc.Timeline {
+		last = max(last, s.At)
+	}
+	return last
+}
+
+// edit draws an operator's edit of one of the scenario's rules: one that a run of the
+// base can meet (a rule that exists; a removal only of one rule of several; onReboot only
+// on a startup rule with a component). Half are undone after a while.
+func edit(sc *scenario.Scenario, rng *rand.Rand) (*scenario.EditRule, bool) {
+	rules := sc.GateConfig.Rules
+	if len(rules) == 0 {
+		return nil, false // the default rule, which an edit of rules cannot name
+	}
+	r := rules[rng.IntN(len(rules))]
+	e := &scenario.EditRule{Rule: r.Name}
+	var choices []func()
+	choices = append(choices,
+		func() { e.Suspend = ptr.To(true) },
+		func() { e.DryRun = ptr.To(!r.DryRun) },
+		func() { e.NodeSelector = ptr.To("startupgate.io/explore-none=true") },
+		func() { e.Rename = r.Name + "-renamed" },
+		func() { e.TaintKey = r.Taint.Key + "-rekeyed" },
+	)
+	if (r.Mode == "" || r.Mode == rule.Startup) && len(r.Components) > 0 {
+		choices = append(choices, func() {
+			e.OnReboot = map[bool]string{true: string(rule.RebootIgnore), false: string(rule.RebootGate)}[r.OnReboot == rule.RebootGate]
+		})
+	}
+	if len(rules) > 1 {
+		choices = append(choices, func() { e.Remove = true })
+	}
+	choices[rng.IntN(len(choices))]()
+	if !e.Remove && e.Rename == "" && rng.IntN(2) == 0 {
+		e.For = time.Duration(2+rng.IntN(8)) * time.Second
+	}
+	return e, true
+}
+
+// describe says what an edit does.
+func describe(e *scenario.EditRule) string {
+	var what string
+	switch {
+	case e.Suspend != nil:
+		what = "suspend"
+	case e.DryRun != nil:
+		what = fmt.Sprintf("dryRun: %v", *e.DryRun)
+	case e.NodeSelector != nil:
+		what = "selector narrowed to no node"
+	case e.Rename != "":
+		what = "renamed " + e.Rename
+	case e.TaintKey != "":
+		what = "taint key " + e.TaintKey
+	case e.OnReboot != "":
+		what = "onReboot: " + e.OnReboot
+	case e.Remove:
+		what = "removed"
+	}
+	what = fmt.Sprintf("rule %s %s", e.Rule, what)
+	if e.For > 0 {
+		what += fmt.Sprintf(", undone after %s", e.For)
+	}
+	return what
+}
+
+// Runner runs one case; the simulator's runner, as RunSeed does it, with the writes of
+// the run's most written node.
+type Runner func(ctx context.Context, c Case) (Outcome, error)
+
+// Outcome is what a case's run showed.
+type Outcome struct {
+	Passed bool `json:"passed"`
+	// Failures are the run's failures, as the simulator reports them.
+	Failures []string `json:"failures,omitempty"`
+	// NodeWrites is the most the gate wrote one node, and which.
+	NodeWrites int    `json:"node_writes"`
+	Node       string `json:"node,omitempty"`
+	// Writes are all the gate's accepted Node writes in the run.
+	Writes int `json:"writes"`
+}
+
+// Violated reports whether the outcome breaks an invariant: the run failed, or the gate
+// wrote one node more than MaxWritesPerNode times.
+func (o Outcome) Violated() bool { return !o.Passed || o.NodeWrites > MaxWritesPerNode }

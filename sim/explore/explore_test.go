@@ -1,0 +1,104 @@
+package explore
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/startupgate/startupgate/sim/scenario"
+)
+
+func loadSuite(t *testing.T) []*scenario.Scenario {
+	t.Helper()
+	scs, err := scenario.LoadAll([]string{"../../scenarios"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scs
+}
+
+// TestPlan: a plan perturbs every scenario the explorer applies to with every kind that
+// applies to it, each case adding exactly one step to its base, crash points only within
+// the base's writes; the same seed gives the same plan.
+func TestPlan(t *testing.T) {
+	scs := loadSuite(t)
+	writes := map[string]int{}
+	for _, sc := range scs {
+		writes[sc.Name] = 5
+	}
+	plan := Plan(scs, writes, 3, 7)
+	kinds, bases := map[Kind]int{}, map[string]bool{}
+	for _, c := range plan {
+		kinds[c.Kind]++
+		bases[c.Base] = true
+		i := slices.IndexFunc(scs, func(sc *scenario.Scenario) bool { return sc.Name == c.Base })
+		if got, want := len(c.Scenario.Timeline), len(scs[i].Timeline)+1; got != want {
+			t.Errorf("%s %s: %d steps, want the base's %d and one more", c.Kind, c.Base, got, want-1)
+		}
+		if act := c.Scenario.Timeline[len(c.Scenario.Timeline)-1].Action(); act == nil {
+			t.Errorf("%s %s: the added step has no one action", c.Kind, c.Base)
+		}
+		if (c.Kind == CrashBefore || c.Kind == CrashAfter) && (c.Index < 1 || c.Index > 5) {
+			t.Errorf("%s %s: crash point at write %d of 5", c.Kind, c.Base, c.Index)
+		}
+		if !Applies(scs[i]) {
+			t.Errorf("%s: perturbed, though the explorer does not apply to it", c.Base)
+		}
+	}
+	for _, k := range Kinds {
+		if kinds[k] == 0 {
+			t.Errorf("no case of kind %s", k)
+		}
+	}
+	t.Logf("%d cases over %d scenarios: %v", len(plan), len(bases), kinds)
+	again := Plan(scs, writes, 3, 7)
+	what := func(cs []Case) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Base+" "+c.What)
+		}
+		return out
+	}
+	if diff := cmp.Diff(what(plan), what(again)); diff != "" {
+		t.Errorf("the same seed planned otherwise (-first +second):\n%s", diff)
+	}
+	if base := scs[0].Timeline; len(base) != len(loadSuite(t)[0].Timeline) {
+		t.Errorf("planning changed a base scenario's timeline")
+	}
+}
+
+// TestControls: every invariant has its negative control, built from the suite.
+func TestControls(t *testing.T) {
+	var got []string
+	for _, c := range Controls(loadSuite(t)) {
+		got = append(got, c.Control)
+	}
+	want := []string{"early-pod", "stranded", "held-after-reinit", "foreign-taint-lost", "writes-per-node"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("controls (-want +got):\n%s", diff)
+	}
+}
+
+// TestCaught: a control is caught by a failure that names its invariant, or for the write
+// bound by the writes; an ordinary case is violated by any failure or by the bound.
+func TestCaught(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		r            Result
+		caught, viol bool
+	}{
+		{"control caught", Result{Control: "stranded", Outcome: Outcome{Failures: []string{"expected no violations, found 1 (stranded)"}}}, true, true},
+		{"control not caught", Result{Control: "stranded", Outcome: Outcome{Passed: true}}, false, false},
+		{"write bound", Result{Control: "writes-per-node", Outcome: Outcome{Passed: true, NodeWrites: MaxWritesPerNode + 1}}, true, true},
+		{"case passed", Result{Outcome: Outcome{Passed: true, NodeWrites: 3}}, false, false},
+		{"case failed to run", Result{Err: "plane down", Outcome: Outcome{Passed: true}}, false, true},
+	} {
+		if got := tc.r.Caught(); got != tc.caught {
+			t.Errorf("%s: Caught() = %v", tc.name, got)
+		}
+		if got := tc.r.Violated(); got != tc.viol {
+			t.Errorf("%s: Violated() = %v", tc.name, got)
+		}
+	}
+}
