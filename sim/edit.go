@@ -17,10 +17,12 @@ import (
 // Pods, and from then on judges the run by the rules in force; with For, it restores the
 // rules after it.
 func (rn *run) editRule(ctx context.Context, e *scenario.EditRule) error {
-	before := rn.harness.Config().Rules
-	if !slices.ContainsFunc(before, func(r rule.Rule) bool { return r.Name == e.Rule }) {
-		return fmt.Errorf("editRule: the gate runs no rule %q (rules in force: %v)", e.Rule, ruleNames(before))
+	rules := rn.harness.Config().Rules
+	i := slices.IndexFunc(rules, func(r rule.Rule) bool { return r.Name == e.Rule })
+	if i < 0 {
+		return fmt.Errorf("editRule: the gate runs no rule %q (rules in force: %v)", e.Rule, ruleNames(rules))
 	}
+	before := rules[i]
 	if _, err := rn.harness.Reconfigure(ctx, func(cfg *config.Config) { edit(cfg, e, rn.sc.Name) }); err != nil {
 		return fmt.Errorf("editing rule %s: %w", e.Rule, err)
 	}
@@ -34,7 +36,9 @@ func (rn *run) editRule(ctx context.Context, e *scenario.EditRule) error {
 		return nil
 	case <-time.After(e.For):
 	}
-	if _, err := rn.harness.Reconfigure(ctx, func(cfg *config.Config) { cfg.Rules = slices.Clone(before) }); err != nil {
+	// Only this edit is undone: another step (a suspension, another edit) may have changed
+	// the rules since, and keeps its change.
+	if _, err := rn.harness.Reconfigure(ctx, func(cfg *config.Config) { undo(cfg, e, before) }); err != nil {
 		return fmt.Errorf("undoing the edit of rule %s: %w", e.Rule, err)
 	}
 	rn.judgeBy()
@@ -80,6 +84,41 @@ func edit(cfg *config.Config, e *scenario.EditRule, scenarioName string) {
 	}
 	if e.MaxHold != nil {
 		r.MaxHold = metav1.Duration{Duration: *e.MaxHold}
+	}
+}
+
+// undo sets back, on the rule e edited (under its new name, if e renamed it), the fields e
+// changed, as they were in before.
+func undo(cfg *config.Config, e *scenario.EditRule, before rule.Rule) {
+	name := e.Rule
+	if e.Rename != "" {
+		name = e.Rename
+	}
+	i := slices.IndexFunc(cfg.Rules, func(r rule.Rule) bool { return r.Name == name })
+	if i < 0 {
+		return
+	}
+	r := &cfg.Rules[i]
+	if e.OnReboot != "" {
+		r.OnReboot = before.OnReboot
+	}
+	if e.Suspend != nil {
+		r.Suspend = before.Suspend
+	}
+	if e.DryRun != nil {
+		r.DryRun = before.DryRun
+	}
+	if e.Rename != "" {
+		r.Name, r.CompletedAnnotation = before.Name, before.CompletedAnnotation
+	}
+	if e.TaintKey != "" {
+		r.Taint.Key = before.Taint.Key
+	}
+	if e.NodeSelector != nil {
+		r.NodeSelector = before.NodeSelector
+	}
+	if e.MaxHold != nil {
+		r.MaxHold = before.MaxHold
 	}
 }
 

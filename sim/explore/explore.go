@@ -79,7 +79,14 @@ type Case struct {
 
 // liftsHold are the kinds an edit that takes a rule's hold away leaves unjudged.
 var liftsHold = []string{check.KindEarlyPod, check.KindBoundBeforeReinit, check.KindStuck, check.KindLateRelease,
-	check.KindPrematureRelease, check.KindDryRunWrote, check.KindHeldAfterReinit, check.KindStuckAfterRegistration}
+	check.KindPrematureRelease, check.KindDryRunWrote, check.KindHeldAfterReinit, check.KindStuckAfterRegistration,
+	check.KindBoundWhileUnready, check.KindRetaintLate}
+
+// failOpen are the kinds a crash point leaves unjudged in a scenario whose webhook fails
+// open (failurePolicy Ignore): that trades the guarantee for availability while the gate is
+// down, and a crash points there finds only the trade (Pods on nodes registered while both
+// the webhook and the gate were down, before backfill came back).
+var failOpen = []string{check.KindEarlyPod, check.KindBusyBackfilled}
 
 // takesHold reports whether an edit takes a rule's hold away from nodes it held.
 func takesHold(e *scenario.EditRule) bool {
@@ -127,6 +134,9 @@ func Make(base *scenario.Scenario, kind Kind, index int, seed uint64, writes int
 		}
 		restart := time.Duration(200+rng.IntN(2800)) * time.Millisecond
 		step = scenario.Step{CrashAtWrite: &scenario.CrashAtWrite{Write: index, After: kind == CrashAfter, RestartAfter: restart}}
+		if sc.Webhook.FailurePolicy == "Ignore" {
+			c.Unjudged = failOpen
+		}
 		c.What = fmt.Sprintf("killed %s its write %d, back %s later", map[bool]string{true: "after", false: "before"}[kind == CrashAfter], index, restart)
 	case StaleNodes, StalePods:
 		if !inProcess(sc) {

@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
@@ -301,14 +302,7 @@ func (h *Harness) runLocked(ctx context.Context, r *Replica) error {
 		go h.supervise(ctx, r, r.cmd, r.done)
 		return nil
 	}
-	mgr, err := setup.NewManager(h.gateRC(), ptr.To(h.cfg), setup.ManagerOptions{
-		Logger:                 ctrllog.Log.WithValues("run", h.run, "replica", r.id),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		WebhookServer:          webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: r.port, CertDir: h.dir}),
-		// Every scenario starts a fresh gate in this process.
-		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-	}, setup.Options{})
+	mgr, err := h.newManager(ctx, r)
 	if err != nil {
 		return err
 	}
@@ -316,6 +310,30 @@ func (h *Harness) runLocked(ctx context.Context, r *Replica) error {
 	r.cancel, r.done = cancel, make(chan error, 1)
 	go func() { r.done <- mgr.Start(rctx) }()
 	return nil
+}
+
+// newManager makes an in-process replica's manager. Making one asks the apiserver what it
+// serves, and a fault may cut that request (watch drops, an apiserver restart): it is tried
+// again, a few times over some seconds, as a kubelet starts a container again that exited.
+func (h *Harness) newManager(ctx context.Context, r *Replica) (manager.Manager, error) {
+	for attempt := 1; ; attempt++ {
+		mgr, err := setup.NewManager(h.gateRC(), ptr.To(h.cfg), setup.ManagerOptions{
+			Logger:                 ctrllog.Log.WithValues("run", h.run, "replica", r.id),
+			Metrics:                metricsserver.Options{BindAddress: "0"},
+			HealthProbeBindAddress: "0",
+			WebhookServer:          webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: r.port, CertDir: h.dir}),
+			// Every scenario starts a fresh gate in this process.
+			Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+		}, setup.Options{})
+		if err == nil || attempt == 10 {
+			return mgr, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(restartDelay):
+		}
+	}
 }
 
 func (h *Harness) runProcess(r *Replica) error {

@@ -53,7 +53,17 @@ func (h *Harness) crashed(cp *crashPoint) {
 		return
 	case <-time.After(cp.restartAfter):
 	}
+	// A Reconfigure (an edit of the rules) in between has started the replicas already, with
+	// the config now in force: they are not started twice.
+	h.reconfMu.Lock()
+	defer h.reconfMu.Unlock()
 	for _, r := range h.replicas {
+		r.mu.Lock()
+		down := r.killed && r.cancel == nil && r.cmd == nil
+		r.mu.Unlock()
+		if !down {
+			continue
+		}
 		if err := h.Run(h.ctx, r); err != nil {
 			r.mu.Lock()
 			r.restartErr = errors.Join(r.restartErr, fmt.Errorf("restarting after a crash point: %w", err))
