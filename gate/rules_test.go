@@ -97,7 +97,7 @@ func TestWebhookAddsEveryMatchingRule(t *testing.T) {
 	}{
 		{"GPU node", testobj.Node("g", t0, testobj.NodeLabel("pool", "gpu")), []corev1.Taint{gateTaint, gpuRuleTaint, cniTaint}},
 		{"CPU node", testobj.Node("c", t0), []corev1.Taint{gateTaint, cniTaint}},
-		{"system node: only the rule without a selector", testobj.Node("s", t0, testobj.NodeLabel("kubernetes.azure.com/mode", "system")), []corev1.Taint{cniTaint}},
+		{"system node: excluded from every rule, the one without a selector too", testobj.Node("s", t0, testobj.NodeLabel("kubernetes.azure.com/mode", "system")), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, tainted := cfg.Admit(tc.node)

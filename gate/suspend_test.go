@@ -48,8 +48,8 @@ func TestSuspendedRuleAddsNothingAtCreation(t *testing.T) {
 	if diff := cmp.Diff([]string{policy.Name, policy.Name + "-cni"}, writing); diff != "" {
 		t.Errorf("policies that mutate (-want +got):\n%s", diff)
 	}
-	if cfg.Gated(testobj.Node("x", t0, testobj.NodeLabel("kubernetes.azure.com/mode", "system"), testobj.NodeLabel("pool", "gpu"))) != true {
-		t.Errorf("Gated() of a node the running cni rule applies to = false, want true")
+	if cfg.Gated(testobj.Node("x", t0, testobj.NodeLabel("pool", "gpu"))) != true {
+		t.Errorf("Gated() of a node the running default and cni rules apply to = false, want true")
 	}
 	all := rulesConfig(t, suspendAll)
 	if all.Gated(testobj.Node("y", t0)) {

@@ -55,7 +55,7 @@ func TestWebhookPolicyEquivalence(t *testing.T) {
 
 // TestWebhookPolicyEquivalenceRules: the same for the shipped example rules
 // (deploy/examples/rules.yaml): init on every gated node, the GPU driver on the GPU pool,
-// CNI on every node, a dry-run storage rule. A node matched by one rule and not another gets
+// CNI on every gated node, a dry-run storage rule. A node matched by one rule and not another gets
 // exactly its rules' taints, either way, and the dry-run rule's never.
 func TestWebhookPolicyEquivalenceRules(t *testing.T) {
 	raw, err := os.ReadFile("../deploy/examples/rules.yaml")
@@ -75,7 +75,7 @@ func TestWebhookPolicyEquivalenceRules(t *testing.T) {
 		{name: "cpu", want: taints(1, 0, 1)},
 		{name: "gpu", labels: nvidia, want: taints(1, 1, 1)},
 		{name: "gpu-registered-with-its-taint", labels: nvidia, taints: []corev1.Taint{{Key: gpu, Value: "karpenter", Effect: corev1.TaintEffectNoSchedule}}, want: taints(1, 1, 1)},
-		{name: "system", labels: map[string]string{"kubernetes.azure.com/mode": "system", "accelerator": "nvidia"}, want: taints(0, 0, 1)},
+		{name: "system", labels: map[string]string{"kubernetes.azure.com/mode": "system", "accelerator": "nvidia"}, want: taints(0, 0, 0)},
 		{name: "storage-dry-run", labels: map[string]string{"storage": "csi"}, want: taints(1, 0, 1)},
 		{name: "init-released", labels: nvidia, annotations: map[string]string{config.DefaultCompletedAnnotation: "1"}, want: taints(0, 1, 1)},
 		{name: "gpu-released", labels: nvidia, annotations: map[string]string{config.DefaultCompletedAnnotation + ".gpu": "1"}, want: taints(1, 0, 1)},

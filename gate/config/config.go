@@ -43,9 +43,8 @@ const (
 	// DefaultTaintedAnnotation, suffixed with the rule's name, marks the nodes a condition
 	// rule tainted: the rule lifts only a taint it placed.
 	DefaultTaintedAnnotation = "startup.k8s.io/taintedAt"
-	// DefaultNodeSelector gates every node except AKS system-pool and control-plane nodes:
-	// the gate's own Pods run there, so gating them could deadlock the cluster.
-	DefaultNodeSelector = "kubernetes.azure.com/mode!=system,!node-role.kubernetes.io/control-plane"
+	// DefaultNodeSelector gates every node that Exclude leaves.
+	DefaultNodeSelector = ""
 
 	// AutoscalerTaintPrefix is the key prefix the cluster autoscaler treats as a startup taint:
 	// a node carrying it is counted as upcoming capacity, not as unusable.
@@ -56,6 +55,16 @@ const (
 // gate's replicas takes, so that a replica still on the old rules never lifts the new
 // rules' taints as orphans, nor the reverse.
 const DefaultOrphanGracePeriod = 2 * time.Minute
+
+// DefaultExclude is Exclude's default: the AKS system pool (kubernetes.azure.com/mode=system)
+// and the control plane (node-role.kubernetes.io/control-plane), where the gate's own Pods
+// run, so that gating them could never deadlock the cluster.
+func DefaultExclude() []metav1.LabelSelectorRequirement {
+	return []metav1.LabelSelectorRequirement{
+		{Key: "kubernetes.azure.com/mode", Operator: metav1.LabelSelectorOpIn, Values: []string{"system"}},
+		{Key: "node-role.kubernetes.io/control-plane", Operator: metav1.LabelSelectorOpExists},
+	}
+}
 
 // DefaultRuleName names the rule that the top-level fields describe.
 const DefaultRuleName = "default"
@@ -79,8 +88,17 @@ type Config struct {
 	ReadyAnnotation string `json:"readyAnnotation"`
 	// CompletedAnnotation is written on the Node, in the same write that removes the taint.
 	CompletedAnnotation string `json:"completedAnnotation"`
-	// NodeSelector (label selector syntax) chooses which nodes are gated.
+	// NodeSelector (label selector syntax) chooses which nodes are gated, of those Exclude
+	// leaves.
 	NodeSelector string `json:"nodeSelector"`
+	// Exclude are the nodes the gate never touches, whatever a rule selects: a node that
+	// matches any of these requirements (label selector requirements: key, operator In,
+	// NotIn, Exists or DoesNotExist, values) is not tainted at creation, not released, not
+	// backfilled. The gate's own Pods run there, so that a gate whose Pods are all gone can
+	// come back. Every rule's selector, the webhook's objectSelector, the admission policy's
+	// and the Deployment's node affinity come from it. Default: the AKS system pool and the
+	// control plane.
+	Exclude []metav1.LabelSelectorRequirement `json:"exclude"`
 	// Components are the required init workloads.
 	Components []rule.Component `json:"components"`
 	// RequiredCondition, "Type=Status", must also hold on the Node before release (optional).
@@ -134,6 +152,7 @@ func DefaultConfig() Config {
 		ReadyAnnotation:     DefaultReadyAnnotation,
 		CompletedAnnotation: DefaultCompletedAnnotation,
 		NodeSelector:        DefaultNodeSelector,
+		Exclude:             DefaultExclude(),
 		Components:          []rule.Component{{Name: "init", Selector: DefaultInitLabel}},
 		TimeoutPolicy:       rule.TimeoutRelease,
 		Webhook:             true,
@@ -166,8 +185,22 @@ func Load(data []byte) (Config, []string, error) {
 	if err != nil {
 		return Config{}, nil, err
 	}
+	// A list decoded over a default list reuses its elements, and a field the file leaves
+	// out keeps the default element's value (a component without a name would be "init"):
+	// the lists with defaults are decoded into empty ones, and get their defaults back only
+	// when the file does not name them.
+	cfg.Components, cfg.Exclude = nil, nil
 	if err := DecodeStrict(raw, &cfg); err != nil {
 		return Config{}, nil, fmt.Errorf("decoding config: %w", err)
+	}
+	def := DefaultConfig()
+	var named map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &named) // an object: DecodeStrict has just read it into one
+	if _, ok := named["components"]; !ok {
+		cfg.Components = def.Components
+	}
+	if _, ok := named["exclude"]; !ok {
+		cfg.Exclude = def.Exclude
 	}
 	cfg.APIVersion, cfg.Kind = APIVersion, Kind
 	return cfg, warnings, nil
@@ -248,6 +281,11 @@ func (c *Config) Validate() error {
 		errs.Add("orphanGracePeriod", "%s: must not be negative", c.OrphanGracePeriod.Duration)
 	}
 	out := &compiled{rules: c.ruleList(&errs)}
+	if excl := c.exclusion(&errs); excl != "" {
+		for _, r := range out.rules {
+			r.NodeSelector = strings.TrimPrefix(r.NodeSelector+","+excl, ",")
+		}
+	}
 	at := func(i int) string {
 		if len(c.Rules) == 0 {
 			return "" // the default rule's fields are the top-level fields
@@ -282,6 +320,37 @@ func (c *Config) Validate() error {
 	}
 	c.compiled = out
 	return nil
+}
+
+// exclusion is the selector of the nodes Exclude leaves, as every rule's selector ends: each
+// requirement negated (a node excluded by any requirement fails one of them).
+func (c *Config) exclusion(errs *rule.Errors) string {
+	var parts []string
+	for i, e := range c.Exclude {
+		r, err := Negate(e)
+		if err != nil {
+			errs.Add(fmt.Sprintf("exclude[%d]", i), "%v", err)
+			continue
+		}
+		parts = append(parts, r.String())
+	}
+	return strings.Join(parts, ",")
+}
+
+// Negate is the label requirement a node outside the exclusion meets: In and NotIn swap, as
+// do Exists and DoesNotExist.
+func Negate(e metav1.LabelSelectorRequirement) (*labels.Requirement, error) {
+	op, ok := map[metav1.LabelSelectorOperator]selection.Operator{
+		metav1.LabelSelectorOpIn: selection.NotIn, metav1.LabelSelectorOpNotIn: selection.In,
+		metav1.LabelSelectorOpExists: selection.DoesNotExist, metav1.LabelSelectorOpDoesNotExist: selection.Exists,
+	}[e.Operator]
+	if !ok {
+		return nil, fmt.Errorf("%q: operator %q: must be In, NotIn, Exists or DoesNotExist", e.Key, e.Operator)
+	}
+	if (op == selection.In || op == selection.NotIn) != (len(e.Values) > 0) {
+		return nil, fmt.Errorf("%q: In and NotIn need values, Exists and DoesNotExist take none", e.Key)
+	}
+	return labels.NewRequirement(e.Key, op, e.Values)
 }
 
 // defaultCondition gives the default rule the --require-condition flag's condition, or
