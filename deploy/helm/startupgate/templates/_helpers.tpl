@@ -57,7 +57,26 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- if and .Values.pdb.enabled (not (kindIs "string" .Values.pdb.minAvailable)) (ge (int .Values.pdb.minAvailable) (int .Values.replicas)) -}}
 {{- fail "pdb.minAvailable must be below replicas: otherwise a drain can never evict a gate Pod" -}}
 {{- end -}}
+{{- if hasKey .Values.config "exclude" -}}
+{{- fail "config.exclude: set exclude at the top of the values; the chart renders it into the config, the webhook's objectSelector, the policy and the Deployment's affinity" -}}
+{{- end -}}
 {{- if and (eq .Values.mode "policy") (hasKey .Values.config "rules") (not .Values.policyManifest) -}}
 {{- fail "mode policy with config.rules: the chart renders the policy of the default rule only; pass `gate --print-policy --config F` as policyManifest (--set-file policyManifest=policy.yaml)" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The requirements of a node the gate gates: each exclusion negated (In and NotIn swap, as do
+Exists and DoesNotExist), as matchExpressions. Every rule's selector ends with them, and so
+do the webhook's and the policy's objectSelector.
+*/}}
+{{- define "startupgate.gatedExpressions" -}}
+{{- $negate := dict "In" "NotIn" "NotIn" "In" "Exists" "DoesNotExist" "DoesNotExist" "Exists" -}}
+{{- range .Values.exclude }}
+- key: {{ .key }}
+  operator: {{ get $negate .operator }}
+  {{- with .values }}
+  values: {{ toJson . }}
+  {{- end }}
 {{- end -}}
 {{- end -}}
