@@ -57,6 +57,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- if and .Values.pdb.enabled (not (kindIs "string" .Values.pdb.minAvailable)) (ge (int .Values.pdb.minAvailable) (int .Values.replicas)) -}}
 {{- fail "pdb.minAvailable must be below replicas: otherwise a drain can never evict a gate Pod" -}}
 {{- end -}}
+{{- if and (eq .Values.mode "policy") (semverCompare "<1.36.0-0" .Capabilities.KubeVersion.Version) -}}
+{{- fail (printf "mode policy needs Kubernetes 1.36 or later (MutatingAdmissionPolicy v1); this cluster is %s: use mode webhook" .Capabilities.KubeVersion.Version) -}}
+{{- end -}}
 {{- if hasKey .Values.config "exclude" -}}
 {{- fail "config.exclude: set exclude at the top of the values; the chart renders it into the config, the webhook's objectSelector, the policy and the Deployment's affinity" -}}
 {{- end -}}
