@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -46,6 +47,7 @@ type settings struct {
 	statusCommand    bool
 	statusNodes      []string
 	output           string
+	logLevel         string
 }
 
 // contractFlags hold the flags that set config.Config fields. They are parsed here first and
@@ -155,6 +157,20 @@ func (s *settings) register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&s.nodeLabels, "cache-node-labels", setup.DefaultNodeLabels, "label `KEYS` kept on each cached Node besides those the rules read (* keeps every label); a required DaemonSet that selects nodes by another label makes the gate read the node from the apiserver each time it decides")
 	fs.Float64Var(&s.qps, "kube-api-qps", 100, "client QPS to the apiserver")
 	fs.IntVar(&s.burst, "kube-api-burst", 200, "client burst to the apiserver")
+	fs.StringVar(&s.logLevel, "log-level", "info", "least level logged: error, info (state changes: held, released, re-gated, ...) or debug (every decision, V(1))")
+}
+
+// zapLevel is the zap level a --log-level names.
+func zapLevel(name string) (zapcore.Level, error) {
+	switch name {
+	case "error":
+		return zapcore.ErrorLevel, nil
+	case "info":
+		return zapcore.InfoLevel, nil
+	case "debug":
+		return zapcore.DebugLevel, nil
+	}
+	return 0, fmt.Errorf("--log-level %q: want error, info or debug", name)
 }
 
 // usage heads --help. Installed as kubectl-startupgate, the binary is a kubectl plugin:

@@ -62,6 +62,7 @@ func TestParseDefaults(t *testing.T) {
 		nodeLabels:       []string{"kubernetes.io/os", "kubernetes.io/arch"},
 		qps:              100,
 		burst:            200,
+		logLevel:         "info",
 	}
 	if diff := cmp.Diff(want, *s, cmp.AllowUnexported(settings{}), ignoreCompiled); diff != "" {
 		t.Errorf("settings mismatch (-want +got):\n%s", diff)
@@ -169,13 +170,13 @@ func TestParseFlags(t *testing.T) {
 				"--health-probe-bind-address", ":9090", "--webhook-port", "10250", "--cert-dir", "/certs", "--workers", "4",
 				"--kube-api-qps", "12.5", "--kube-api-burst", "25", "--print-policy",
 				"--leader-elect-lease-duration", "30s", "--leader-elect-renew-deadline", "20s", "--leader-elect-retry-period", "5s",
-				"--warm-standby=false", "--cache-sync-timeout", "30m", "--cache-node-labels", "gpu,example.com/pool"},
+				"--warm-standby=false", "--cache-sync-timeout", "30m", "--cache-node-labels", "gpu,example.com/pool", "--log-level", "debug"},
 			s: func(t *testing.T, s *settings) {
 				t.Helper()
 				want := settings{cfg: s.cfg, leaderElect: true, leaderNS: "gate-system", metricsAddr: "0", probeAddr: ":9090",
 					leaseDuration: 30 * time.Second, renewDeadline: 20 * time.Second, retryPeriod: 5 * time.Second,
 					webhookPort: 10250, certDir: "/certs", workers: 4, cacheSyncTimeout: 30 * time.Minute, qps: 12.5, burst: 25, printPolicy: true,
-					nodeLabels: []string{"gpu", "example.com/pool"}}
+					nodeLabels: []string{"gpu", "example.com/pool"}, logLevel: "debug"}
 				if diff := cmp.Diff(want, *s, cmp.AllowUnexported(settings{}), ignoreCompiled); diff != "" {
 					t.Errorf("settings mismatch (-want +got):\n%s", diff)
 				}
@@ -463,5 +464,18 @@ func TestParseRelease(t *testing.T) {
 				t.Errorf("taint key = %q, want %q", s.cfg.Taint.Key, wantKey)
 			}
 		})
+	}
+}
+
+// TestZapLevel: --log-level names error, info or debug; anything else is an error naming the
+// flag.
+func TestZapLevel(t *testing.T) {
+	for _, name := range []string{"error", "info", "debug"} {
+		if _, err := zapLevel(name); err != nil {
+			t.Errorf("zapLevel(%q) = %v", name, err)
+		}
+	}
+	if _, err := zapLevel("verbose"); err == nil || !strings.Contains(err.Error(), "--log-level") {
+		t.Errorf("zapLevel(verbose) = %v, want an error naming --log-level", err)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -57,7 +56,11 @@ func run(args []string) error {
 		_, err = os.Stdout.Write(out)
 		return err
 	}
-	ctrl.SetLogger(zap.New(zap.UseDevMode(false), zap.Level(zapcore.InfoLevel)))
+	level, err := zapLevel(s.logLevel)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.UseDevMode(false), zap.Level(level)))
 	rc, err := restConfig(s.kubeconfig)
 	if err != nil {
 		return err
