@@ -133,9 +133,18 @@ func TestAlertRules(t *testing.T) {
 		}
 	}
 
-	// The runbook: docs/operations.md has a row for each alert.
+	// The runbook: docs/operations.md has a row for each alert, with the anchor its
+	// runbook_url names; and each alert waits longer than one event keeps it true.
 	ops := string(readFile(t, "../../docs/operations.md"))
-	for name := range rules {
+	for name, r := range rules {
+		url, _, _ := unstructured.NestedString(r, "annotations", "runbook_url")
+		anchor := strings.ToLower(name)
+		if !strings.HasSuffix(url, "/docs/operations.md#"+anchor) || !strings.Contains(ops, `<a id="`+anchor+`"></a>`) {
+			t.Errorf("alert %s: runbook_url %q, want docs/operations.md#%s, an anchor of its row", name, url, anchor)
+		}
+		if f, _, _ := unstructured.NestedString(r, "for"); f == "" {
+			t.Errorf("alert %s has no for: one event would page", name)
+		}
 		if !strings.Contains(ops, "| `"+name+"` |") {
 			t.Errorf("docs/operations.md has no row for alert %s (what it means, what to do)", name)
 		}
@@ -346,7 +355,7 @@ func dashboardExprs(d map[string]any) []string {
 var labelValues = regexp.MustCompile(`^label_values\((.*),\s*[a-zA-Z_]\w*\)$`)
 
 // grafanaVars replaces Grafana's variables with what PromQL accepts in their place.
-var grafanaVars = strings.NewReplacer("$__rate_interval", "5m", "$job", ".*", "$rule", ".*")
+var grafanaVars = strings.NewReplacer("$__rate_interval", "5m", "$job", ".*", "$rule", ".*", "$cluster", ".*")
 
 // TestDashboardQueriesParse: every dashboard query is PromQL that Prometheus accepts, once
 // Grafana has put in its variables; promtool checks them as recording rules.
@@ -367,4 +376,75 @@ func TestDashboardQueriesParse(t *testing.T) {
 	if out, err := runPromtool(t, dir, "check", "rules", "dashboard.yaml"); err != nil {
 		t.Errorf("promtool check rules on the dashboard's queries: %v\n%s\n%s", err, out, b)
 	}
+}
+
+// TestDashboardDefaultsReadTheGateOnly: with its variables at their defaults, the dashboard
+// counts the gate's own replicas and reads its own leader, on a Prometheus that also scrapes
+// another controller-runtime application (three replicas, one leading): promtool evaluates
+// the "Replicas up" and leader panels' queries on such series.
+func TestDashboardDefaultsReadTheGateOnly(t *testing.T) {
+	_, d := dashboardJSON(t, dashboardOn)
+	defaults := strings.NewReplacer("$__rate_interval", "5m", "$rule", ".*", "$cluster", ".*", "$job", defaultJob(t, d))
+	var up, leader string
+	for _, e := range dashboardExprs(d) {
+		switch {
+		case strings.HasPrefix(e, "sum(up{"):
+			up = defaults.Replace(e)
+		case strings.Contains(e, "leader_election_master_status"):
+			leader = defaults.Replace(e)
+		}
+	}
+	if up == "" || leader == "" {
+		t.Fatalf("no Replicas up or leader panel among the dashboard's queries")
+	}
+	dir := t.TempDir()
+	rules := map[string]any{"groups": []any{map[string]any{"name": "panels", "rules": []any{
+		map[string]any{"record": "panel:replicas_up", "expr": up},
+		map[string]any{"record": "panel:leader", "expr": leader},
+	}}}}
+	series := func(job, instance, metric, v string) map[string]any {
+		return map[string]any{"series": fmt.Sprintf("%s{job=%q,instance=%q}", metric, job, instance), "values": v}
+	}
+	tests := map[string]any{"rule_files": []any{"panels.yaml"}, "evaluation_interval": "1m", "tests": []any{map[string]any{
+		"interval": "1m",
+		"input_series": []any{
+			series("startupgate-metrics", "10.0.0.1:8080", "up", "1x10"), series("startupgate-metrics", "10.0.0.2:8080", "up", "1x10"),
+			series("startupgate-metrics", "10.0.0.1:8080", "leader_election_master_status", "0x10"),
+			series("startupgate-metrics", "10.0.0.2:8080", "leader_election_master_status", "0x10"),
+			series("other-operator-metrics", "10.0.1.1:8080", "up", "1x10"), series("other-operator-metrics", "10.0.1.2:8080", "up", "1x10"),
+			series("other-operator-metrics", "10.0.1.3:8080", "up", "1x10"),
+			series("other-operator-metrics", "10.0.1.1:8080", "leader_election_master_status", "1x10"),
+		},
+		"promql_expr_test": []any{
+			map[string]any{"expr": "panel:replicas_up", "eval_time": "5m", "exp_samples": []any{map[string]any{"labels": "panel:replicas_up", "value": 2}}},
+			map[string]any{"expr": "panel:leader", "eval_time": "5m", "exp_samples": []any{map[string]any{"labels": "panel:leader", "value": 0}}},
+		},
+	}}}
+	for name, v := range map[string]any{"panels.yaml": rules, "panels.test.yaml": tests} {
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := runPromtool(t, dir, "test", "rules", "panels.test.yaml"); err != nil {
+		t.Errorf("the panels read other applications' targets with the default variables: %v\n%s", err, out)
+	}
+}
+
+// defaultJob is the job variable's default value.
+func defaultJob(t *testing.T, d map[string]any) string {
+	t.Helper()
+	vars, _, _ := unstructured.NestedSlice(d, "templating", "list")
+	for _, v := range vars {
+		if m := v.(map[string]any); m["name"] == "job" {
+			if s, ok, _ := unstructured.NestedString(m, "current", "value"); ok {
+				return s
+			}
+		}
+	}
+	t.Fatal("the job variable has no single default value")
+	return ""
 }

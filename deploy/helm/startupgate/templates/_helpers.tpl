@@ -83,3 +83,9 @@ do the webhook's and the policy's objectSelector.
   {{- end }}
 {{- end -}}
 {{- end -}}
+
+{{/* The scrape job of the gate's metrics: alerts.job, else the metrics Service's name, the
+job the chart's ServiceMonitor gives them. The alerts and the dashboard read only it. */}}
+{{- define "startupgate.metricsJob" -}}
+{{- default (printf "%s-metrics" (include "startupgate.fullname" .)) .Values.alerts.job -}}
+{{- end -}}
