@@ -48,6 +48,11 @@ type settings struct {
 	statusNodes      []string
 	output           string
 	logLevel         string
+	// kubeContext is the kubeconfig context; fromCluster: status and release read the
+	// running gate's config from its ConfigMap (gateNamespace/configMap), as no --config
+	// file or contract flag says otherwise.
+	kubeContext, gateNamespace, configMap string
+	fromCluster                           bool
 }
 
 // contractFlags hold the flags that set config.Config fields. They are parsed here first and
@@ -93,11 +98,24 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*settin
 	if err := f.overlay(fs, &cfg); err != nil {
 		return nil, err
 	}
+	s.fromCluster = (s.statusCommand || s.releaseCommand) && f.configFile == "" && !contractFlagSet(fs)
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid config: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	s.cfg = cfg
 	return s, nil
+}
+
+// contractFlagSet reports whether a flag that sets the Config was given.
+func contractFlagSet(fs *pflag.FlagSet) bool {
+	set := false
+	fs.Visit(func(f *pflag.Flag) {
+		switch f.Name {
+		case "webhook", "backfill", "pod-guard", "min-hold", "max-hold", "timeout-policy", "annotation-only", "taint", "node-selector", "require", "require-condition":
+			set = true
+		}
+	})
+	return set
 }
 
 // newFlagSet registers every flag in the Kubernetes convention (--flag, --flag=value), with
@@ -112,6 +130,11 @@ func newFlagSet(s *settings, f *contractFlags, stderr io.Writer) *pflag.FlagSet 
 	}
 	if s.statusCommand {
 		fs.StringVarP(&s.output, "output", "o", "", "with status: output format, wide or json (default: a table)")
+	}
+	if s.statusCommand || s.releaseCommand {
+		fs.StringVar(&s.kubeContext, "context", "", "with status and release: the kubeconfig context to use (default: the current one)")
+		fs.StringVar(&s.gateNamespace, "gate-namespace", "startupgate-system", "with status and release: the namespace of the running gate, whose config they read")
+		fs.StringVar(&s.configMap, "config-map", "startupgate-config", "with status and release: the running gate's ConfigMap (key config.yaml), read unless --config or a contract flag is given")
 	}
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usage)

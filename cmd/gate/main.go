@@ -61,7 +61,7 @@ func run(args []string) error {
 		return err
 	}
 	ctrl.SetLogger(zap.New(zap.UseDevMode(false), zap.Level(level)))
-	rc, err := restConfig(s.kubeconfig)
+	rc, err := restConfig(s.kubeconfig, s.kubeContext)
 	if err != nil {
 		return err
 	}
@@ -118,16 +118,17 @@ var homeKubeconfig = clientcmd.RecommendedHomeFile
 // file, else $KUBECONFIG, else in-cluster, else ~/.kube/config. It is done here rather than
 // by ctrl.GetConfig, which logs a stack trace for every place it found nothing: a user who
 // runs `gate status` without a cluster gets one line that says what to set.
-func restConfig(kubeconfig string) (*rest.Config, error) {
+func restConfig(kubeconfig, kubeContext string) (*rest.Config, error) {
 	if kubeconfig != "" {
-		rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig},
+			&clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
 		if err != nil {
 			return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
 		}
 		return rc, nil
 	}
 	env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar)
-	if env == "" {
+	if env == "" && kubeContext == "" {
 		if rc, err := rest.InClusterConfig(); err == nil {
 			return rc, nil
 		}
@@ -136,7 +137,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	if env == "" {
 		rules.Precedence = []string{homeKubeconfig}
 	}
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
 	switch {
 	case clientcmd.IsEmptyConfig(err) && env != "":
 		return nil, fmt.Errorf("no cluster to talk to: KUBECONFIG=%s names no usable kubeconfig; pass --kubeconfig FILE", env)
@@ -153,7 +154,11 @@ func release(ctx context.Context, s *settings, rc *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("creating client: %w", err)
 	}
-	released, err := gate.ReleaseNodes(ctx, c, &s.cfg, time.Now(), s.releaseNodes...)
+	cfg, err := clusterConfig(ctx, c, s, os.Stderr)
+	if err != nil {
+		return err
+	}
+	released, err := gate.ReleaseNodes(ctx, c, cfg, time.Now(), s.releaseNodes...)
 	if len(released) > 0 {
 		fmt.Printf("released %d node(s): %s\n", len(released), strings.Join(released, " "))
 	} else {

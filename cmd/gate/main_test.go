@@ -49,7 +49,7 @@ current-context: ctx
 		t.Run(tc.name, func(t *testing.T) {
 			// The explicit file wins over $KUBECONFIG.
 			t.Setenv("KUBECONFIG", filepath.Join(dir, "elsewhere"))
-			rc, err := restConfig(tc.path)
+			rc, err := restConfig(tc.path, "")
 			if tc.wantErr != nil {
 				if err == nil {
 					t.Fatalf("restConfig(%q) = %v, want an error", tc.path, rc.Host)
@@ -88,7 +88,7 @@ func TestRestConfigWithoutCluster(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("KUBECONFIG", tc.kubeconfig)
-			_, err := restConfig("")
+			_, err := restConfig("", "")
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("restConfig() error = %q, want one line containing %q", err, tc.want)
 			}

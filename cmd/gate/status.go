@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"text/tabwriter"
 	"time"
 
@@ -20,7 +21,11 @@ func status(ctx context.Context, s *settings, rc *rest.Config, out io.Writer, no
 	if err != nil {
 		return fmt.Errorf("creating client: %w", err)
 	}
-	rows, err := readStatus(ctx, c, &s.cfg, now, s.statusNodes...)
+	cfg, err := clusterConfig(ctx, c, s, os.Stderr)
+	if err != nil {
+		return err
+	}
+	rows, err := readStatus(ctx, c, cfg, now, s.statusNodes...)
 	if err != nil {
 		return err
 	}
