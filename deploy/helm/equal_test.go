@@ -29,7 +29,9 @@ var (
 	generatedName = regexp.MustCompile(`^(startupgate-config)-[a-z0-9]{10}$`)
 	// chartOnly are objects only the chart renders: the self-signed serving certificate,
 	// which generate-certs.sh creates for the kustomize install.
-	chartOnly = []string{"Secret startupgate-system/startupgate-webhook-tls"}
+	// And the Job helm uninstall runs first, to release the held nodes (a hook: Helm runs
+	// it; for kustomize, operations.md says to run `gate release --all`).
+	chartOnly = []string{"Secret startupgate-system/startupgate-webhook-tls", "Job startupgate-system/startupgate-release-nodes"}
 	// Not compared at all: the PrometheusRule and the Grafana dashboard ConfigMap
 	// (alerts.enabled, dashboard.enabled) are Helm-only and off in every install here. They
 	// need prometheus-operator's CRD and a Grafana sidecar, which the kustomize base does not

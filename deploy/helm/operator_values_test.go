@@ -53,3 +53,29 @@ func TestOperatorValues(t *testing.T) {
 		}
 	}
 }
+
+// TestUninstallReleasesNodes: helm uninstall first runs a pre-delete Job that releases every
+// held node with the gate's own ServiceAccount and config; its Pod carries none of the
+// gate's selector labels (no Service or PDB takes it for a gate replica); it can be turned
+// off.
+func TestUninstallReleasesNodes(t *testing.T) {
+	objs := renderChart(t, nil, nil)
+	job := mustFind(t, objs, "Job", "startupgate-release-nodes")
+	if hook := job.GetAnnotations()["helm.sh/hook"]; hook != "pre-delete" {
+		t.Errorf("the Job's hook is %q, want pre-delete", hook)
+	}
+	raw, _ := json.Marshal(job.Object)
+	for _, want := range []string{`"args":["release","--all","--config=/etc/startupgate/config.yaml"]`, `"serviceAccountName":"startupgate"`,
+		`"name":"startupgate-config"`, `"key":"startup.k8s.io/initializing"`} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("the Job lacks %s", want)
+		}
+	}
+	labels, _, _ := unstructured.NestedStringMap(job.Object, "spec", "template", "metadata", "labels")
+	if labels["app.kubernetes.io/name"] != "" || labels["app.kubernetes.io/instance"] != "" {
+		t.Errorf("the Job's Pod carries the gate's selector labels %v", labels)
+	}
+	if find(renderChart(t, map[string]any{"uninstall": map[string]any{"releaseNodes": false}}, nil), "Job", "startupgate-release-nodes") != nil {
+		t.Error("uninstall.releaseNodes false still renders the Job")
+	}
+}
