@@ -82,6 +82,14 @@ var liftsHold = []string{check.KindEarlyPod, check.KindBoundBeforeReinit, check.
 	check.KindPrematureRelease, check.KindDryRunWrote, check.KindHeldAfterReinit, check.KindStuckAfterRegistration,
 	check.KindBoundWhileUnready, check.KindRetaintLate}
 
+// gateDown are the kinds every crash point leaves unjudged: a Pod bound to a node that
+// rebooted while the gate was down. Only the gate closes that window (its re-gate write, and
+// its Pod guard, which fails open), and a quick reboot never turns the node NotReady; a crash
+// at the re-gate write leaves it open until the gate is back, and the check, which reads
+// bindings and reboots alone, cannot tell those Pods from later ones: it is left out for
+// crash points; every other check judges the run.
+var gateDown = []string{check.KindBoundBeforeReinit}
+
 // failOpen are the kinds a crash point leaves unjudged in a scenario whose webhook fails
 // open (failurePolicy Ignore): that trades the guarantee for availability while the gate is
 // down, and a crash points there finds only the trade (Pods on nodes registered while both
@@ -134,8 +142,9 @@ func Make(base *scenario.Scenario, kind Kind, index int, seed uint64, writes int
 		}
 		restart := time.Duration(200+rng.IntN(2800)) * time.Millisecond
 		step = scenario.Step{CrashAtWrite: &scenario.CrashAtWrite{Write: index, After: kind == CrashAfter, RestartAfter: restart}}
+		c.Unjudged = gateDown
 		if sc.Webhook.FailurePolicy == "Ignore" {
-			c.Unjudged = failOpen
+			c.Unjudged = append(slices.Clone(gateDown), failOpen...)
 		}
 		c.What = fmt.Sprintf("killed %s its write %d, back %s later", map[bool]string{true: "after", false: "before"}[kind == CrashAfter], index, restart)
 	case StaleNodes, StalePods:
