@@ -47,6 +47,7 @@ func (rn *run) judge() *report.Result {
 	}
 	rn.mu.Lock()
 	v.Violations = append(v.Violations, rn.stranded...)
+	v.Violations = append(v.Violations, rn.poolRefused...)
 	rn.mu.Unlock()
 	v.Violations = append(v.Violations, check.Suspended(rn.recorder.Suspensions(), func(m record.Mark) int64 { return m.Time.Sub(rn.start).Milliseconds() })...)
 	obs := rn.observed(v, recs)

@@ -171,6 +171,8 @@ type run struct {
 	refused  int       // registrations refused by admission
 	// rebooted are the nodes of the last reboot step (AfterRegated waits for them).
 	rebooted []string
+	// poolRefused are the refused registrations of the gate's own pool (Join.GatePool).
+	poolRefused []check.Violation
 	// stranded are the violations of the nodes as the run left them (judgeEnd).
 	stranded []check.Violation
 }

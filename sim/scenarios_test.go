@@ -309,6 +309,11 @@ var negativeControls = []negativeControl{
 	{file: "reboot-twice-regated", mutate: func(sc *scenario.Scenario) {
 		sc.Timeline = append(sc.Timeline, suspendOnceRegated())
 	}, want: check.KindHeldAfterReinit},
+	// No exclusion: the gate's own pool is gated too, so while every replica is down the
+	// webhook refuses its nodes, which the gate would need to come back on: the deadlock.
+	{file: "all-replicas-down", mutate: func(sc *scenario.Scenario) {
+		sc.GateConfig.Exclude = nil
+	}, want: check.KindGatePoolRefused},
 	// A grace period past the run's end: the removed rule's taint, which no rule in force
 	// holds, is still on.
 	{file: "rule-removed-while-holding", mutate: func(sc *scenario.Scenario) {

@@ -280,6 +280,10 @@ func (rn *run) register(ctx context.Context, name string, j *scenario.Join) {
 		}
 		rn.mu.Lock()
 		rn.refused++
+		if j.GatePool {
+			rn.poolRefused = append(rn.poolRefused, check.Violation{Kind: check.KindGatePoolRefused, Node: name,
+				AtMS: time.Since(rn.start).Milliseconds(), Detail: "a node of the pool the gate runs on was refused registration: " + err.Error()})
+		}
 		rn.mu.Unlock()
 		select {
 		case <-ctx.Done():

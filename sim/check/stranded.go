@@ -14,6 +14,11 @@ import (
 // ever take it off, and no reason for it shows in `gate status`.
 const KindStranded = "stranded"
 
+// KindGatePoolRefused is a node of the pool the gate's own replicas run on (a join marked
+// gatePool) whose registration admission refused: with every replica gone, that pool could
+// never grow back, and the gate never return (a deadlock).
+const KindGatePoolRefused = "gate-pool-refused"
+
 // Stranded judges the nodes as the run left them, with their init Pods, by the gate's
 // config in force at the end: each taint of the gate's must be one a rule holds the node
 // with, as the gate's own state function names it (config.Holds, rule.StateOf). A taint

@@ -98,9 +98,19 @@ func GateCrash(ctx context.Context, env *Env, c *scenario.GateCrash) error {
 	if err != nil {
 		return err
 	}
-	env.Gate.Kill(r)
-	env.Note("gateCrash: killed replica %d", r.ID())
-	after(ctx, c.RestartAfter, func() { env.Fail(env.Gate.Run(ctx, r)) })
+	killed := []*gateundertest.Replica{r}
+	if c.All {
+		killed = env.Gate.Replicas()
+	}
+	for _, r := range killed {
+		env.Gate.Kill(r)
+		env.Note("gateCrash: killed replica %d", r.ID())
+	}
+	after(ctx, c.RestartAfter, func() {
+		for _, r := range killed {
+			env.Fail(env.Gate.Run(ctx, r))
+		}
+	})
 	return nil
 }
 

@@ -253,6 +253,9 @@ type WebhookLatency struct {
 type GateCrash struct {
 	// RestartAfter is how long the gate stays down.
 	RestartAfter time.Duration `yaml:"restartAfter"`
+	// All kills every replica, not only the leader: a bad upgrade, a zone outage, every
+	// node the gate ran on replaced. The webhook answers no one until they are back.
+	All bool `yaml:"all"`
 }
 
 // CrashAtWrite kills the in-process gate just before (the write is lost) or just after its
@@ -342,6 +345,11 @@ type Join struct {
 	Labels map[string]string `yaml:"labels"`
 	// Taints registered with the node, as kubelet --register-with-taints or Karpenter would.
 	Taints []Taint `yaml:"taints"`
+	// GatePool marks these nodes as the pool the gate's own replicas run on (the nodes its
+	// exclude names): each must register whatever state the gate is in, or a gate whose
+	// replicas are all gone could never come back. A refused registration is a violation
+	// (gate-pool-refused).
+	GatePool bool `yaml:"gatePool"`
 	// ReadyAfter is how long the fake kubelet takes to report the node Ready (default 200ms).
 	ReadyAfter time.Duration `yaml:"readyAfter"`
 }
