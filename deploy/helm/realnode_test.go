@@ -46,9 +46,10 @@ import (
 )
 
 // The chart on real nodes: the image make image builds, imported into a real node's
-// containerd, installed with the Helm SDK as `helm install` does, onto a node labelled as
-// the system pool the project grew from deploys it (kubernetes.azure.com/mode=system), and
-// then everything that path must deliver: the webhook served from the Pods through the
+// containerd, installed with the Helm SDK as `helm install` does, onto a node labelled only
+// as an EKS managed node group named system is (eks.amazonaws.com/nodegroup=system), with
+// the chart's exclude naming that group and nothing of AKS's, and then everything that path
+// must deliver: the webhook served from the Pods through the
 // chart's Service and certificate, probes, leader election across two replicas, metrics
 // scraped from a Pod's IP, a real node gated and released by it, a burst of fake nodes with
 // no Pod early, and the Pods' containers killed under a burst. The plane serves real Pods
@@ -57,7 +58,7 @@ import (
 // node's bridge (a route this machine has, as every node's bridge is its own).
 
 const (
-	systemLabel = "kubernetes.azure.com/mode"
+	systemLabel = "eks.amazonaws.com/nodegroup"
 	// gateImage is what the chart is told to run: make image's tarball, tagged so.
 	gateImageRepo = "startupgate.local/startupgate"
 	gateImageTag  = "test"
@@ -254,12 +255,13 @@ func (c *cluster) startNode(t *testing.T, name string, index int, labels map[str
 }
 
 // values are the chart's values for this cluster: the imported image, never pulled, and
-// the system pool; everything else is the chart's default (two replicas, the webhook with
+// the system pool, which exclude names; everything else is the chart's default (two replicas, the webhook with
 // failurePolicy Fail, the self-signed certificate).
 func (c *cluster) values() map[string]any {
 	return map[string]any{
 		"image":        map[string]any{"repository": gateImageRepo, "tag": gateImageTag, "pullPolicy": "Never"},
 		"nodeSelector": map[string]any{systemLabel: "system"},
+		"exclude":      []any{map[string]any{"key": systemLabel, "operator": "In", "values": []any{"system"}}},
 	}
 }
 
@@ -707,11 +709,13 @@ func (c *cluster) kustomizeInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	held := c.heldNode(t)
 	un := action.NewUninstall(cfg)
-	un.WaitStrategy, un.Timeout = kube.HookOnlyStrategy, time.Minute
+	un.WaitStrategy, un.Timeout = kube.HookOnlyStrategy, 2*time.Minute
 	if _, err := un.Run(releaseName); err != nil {
 		t.Fatalf("helm uninstall: %v", err)
 	}
+	c.noGateTaint(ctx, t, held)
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		pods, err := c.cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + releaseName})
 		return err == nil && len(pods.Items) == 0, nil
@@ -738,6 +742,54 @@ func (c *cluster) kustomizeInstall(t *testing.T) {
 	}
 	t.Logf("kustomize overlay applied to the webhook serving: %s", served.Sub(began).Round(time.Millisecond))
 	c.burst(t, "kustomize-burst", nil)
+}
+
+// heldNode registers a Node through the chart's webhook that nothing will release (no
+// kubelet, no init Pod): the gate holds it.
+func (c *cluster) heldNode(t *testing.T) string {
+	t.Helper()
+	const name = "held-at-uninstall"
+	n, err := c.cs.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	if !hasGateTaint(n) {
+		t.Fatalf("node %s registered without the gate's taint: %v", name, n.Spec.Taints)
+	}
+	return name
+}
+
+// noGateTaint: after helm uninstall no node carries the gate's taint; the held node's came
+// off in the pre-delete Job, with its completion recorded.
+func (c *cluster) noGateTaint(ctx context.Context, t *testing.T, held string) {
+	t.Helper()
+	nodes, err := c.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range nodes.Items {
+		if n := &nodes.Items[i]; hasGateTaint(n) {
+			t.Errorf("node %s still carries the gate's taint after helm uninstall: %v", n.Name, n.Spec.Taints)
+		}
+	}
+	n, err := c.cs.CoreV1().Nodes().Get(ctx, held, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := n.Annotations[config.DefaultCompletedAnnotation]; !ok {
+		t.Errorf("the held node was not released by the uninstall Job: annotations %v", n.Annotations)
+	}
+	t.Logf("helm uninstall released the held node %s and left no gate taint on %d nodes", held, len(nodes.Items))
+}
+
+func hasGateTaint(n *corev1.Node) bool {
+	for _, taint := range n.Spec.Taints {
+		if taint.Key == config.DefaultTaintKey {
+			return true
+		}
+	}
+	return false
 }
 
 // localImage sets the overlay's Deployment to the imported image, never pulled, on the
