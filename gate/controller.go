@@ -132,14 +132,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.forget(req.Name)
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	f := &facts{node: node, start: time.Now()}
+	// Orphans first: lifting one adds the taints admission adds now, which the rules and
+	// backfill then find on the node.
+	orphanAfter, orphanErr := r.orphans(ctx, f)
+	if orphanErr != nil {
+		return reconcile.Result{}, orphanErr
+	}
+	node = f.node
 	// A node that came up without the taints and no rule has released: backfill's, while
 	// it is idle; the rules start once it is tainted.
 	if r.Config.Gated(node) && !r.Config.HasTaint(node) && !r.Config.Released(node) && !r.anyCompleted(node) {
 		if r.Backfill != nil {
-			return reconcile.Result{}, r.Backfill.Node(ctx, node)
+			return reconcile.Result{RequeueAfter: orphanAfter}, r.Backfill.Node(ctx, node)
 		}
 	}
-	f := &facts{node: node, start: time.Now()}
 	var (
 		requeue time.Duration
 		errs    []error
@@ -156,9 +163,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		errs = append(errs, err)
 		soonest(after)
 	}
-	after, err := r.orphans(ctx, f)
-	soonest(after)
-	if err := errors.Join(append(errs, err)...); err != nil {
+	soonest(orphanAfter)
+	if err := errors.Join(errs...); err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
@@ -335,7 +341,7 @@ func (r *Reconciler) act(ctx context.Context, f *facts, rl *rule.Rule, st *ruleS
 		return r.record(ctx, f, rl, d)
 	}
 	switch {
-	case d.TimedOut:
+	case d.TimedOut && d.State.Holds():
 		r.keepTimedOut(ctx, f.node, rl, st, d)
 	case d.State.Holds():
 		log.FromContext(ctx).V(1).Info("Holding node", "node", klog.KObj(f.node), "rule", rl.Name, "state", d.State, "reason", d.Reason, "requeueAfter", d.RequeueAfter)

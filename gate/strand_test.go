@@ -442,3 +442,122 @@ func TestOtherInstancesTaintsLeftAlone(t *testing.T) {
 		t.Errorf("team a's gate wrote %d times to team b's node: taints %v", w, getNode(t, e.c, "n").Spec.Taints)
 	}
 }
+
+// stripEvidence removes the readiness evidence from the node, as a gate from before the
+// evidence left its released and re-gated nodes.
+func stripEvidence(t *testing.T, c client.Client, name string, rl *rule.Rule) {
+	t.Helper()
+	n := getNode(t, c, name)
+	delete(n.Annotations, rl.EvidenceAnnotation())
+	if err := c.Update(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOrphanLiftedWithBackfillOn: with backfill on, a node whose only startup taint is an
+// orphan looks untainted and unreleased to the rules in force (the gpu rule replaced by a
+// default rule that never saw the node), and a Pod that tolerates the orphan makes it busy,
+// so backfill leaves it. The orphan must still be lifted, not left on for good.
+func TestOrphanLiftedWithBackfillOn(t *testing.T) {
+	cfg := rulesConfig(t, func(c *config.Config) { c.Rules = c.Rules[1:2] })
+	gpu := cfg.EffectiveRules()[0]
+	node := testobj.Node("n", t0, testobj.NodeLabel("pool", "gpu"))
+	cfg.Admit(node)
+	tolerant := testobj.Pod("batch", "n", t0.Add(time.Minute), testobj.Namespace("default"),
+		testobj.Tolerations(corev1.Toleration{Key: gpuRuleTaint.Key, Operator: corev1.TolerationOpExists}))
+	e := newReconcilerEnv(t, cfg, true, interceptor.Funcs{}, node, tolerant)
+	settle(t, e, "n")
+	next := rulesConfig(t, func(c *config.Config) { c.Rules = c.Rules[:1] })
+	e.r.Config, e.r.Backfill.Config = next, next
+	settle(t, e, "n") // seen orphaned: the grace period starts
+	e.clock.Step(time.Hour)
+	settle(t, e, "n")
+	n := getNode(t, e.c, "n")
+	if gpu.HasTaint(n) {
+		t.Errorf("taints %v; the removed gpu rule's taint stays on with backfill on", n.Spec.Taints)
+	}
+	if !next.EffectiveRules()[0].HasTaint(n) {
+		t.Errorf("taints %v; want the default rule's taint, which admission adds now, on in its place", n.Spec.Taints)
+	}
+}
+
+// TestRekeyWhileRegated: a rule's taint key changes while it holds a re-gated node. The
+// node's warm-up on its new boot has not finished, so it stays held under the new key
+// until it has; admission alone would not taint it again (the rule completed on b1).
+func TestRekeyWhileRegated(t *testing.T) {
+	cfg := rebootConfig(t)
+	e := regatedOnB2(t, cfg)
+	next := withRule(t, cfg, func(r *rule.Rule) { r.Taint.Key = "example.com/warming" })
+	e.r.Config = next
+	settle(t, e, "n") // seen orphaned: the grace period starts
+	e.clock.Step(time.Hour)
+	settle(t, e, "n")
+	old, rl := cfg.EffectiveRules()[0], next.EffectiveRules()[0]
+	if n := getNode(t, e.c, "n"); old.HasTaint(n) || !rl.HasTaint(n) {
+		t.Fatalf("taints %v; want the old key lifted and the node held under the new one", n.Spec.Taints)
+	}
+	restartInit(t, e.c, "init-n", true, e.clock.Now())
+	settle(t, e, "n")
+	if n := getNode(t, e.c, "n"); rl.HasTaint(n) || n.Annotations[rl.BootAnnotation()] != "b2" {
+		t.Errorf("taints %v, annotations %v; want released on boot b2", n.Spec.Taints, n.Annotations)
+	}
+}
+
+// TestEvidenceRecordedAfterUpgrade: a node released by a gate from before the evidence has
+// its boot recorded and no readiness; the gate records the readiness before any reboot, so
+// that the init Pod left Ready from before a reboot is known as the old boot's.
+func TestEvidenceRecordedAfterUpgrade(t *testing.T) {
+	cfg := rebootConfig(t)
+	e := releasedOnB1(t, cfg, interceptor.Funcs{})
+	rl := cfg.EffectiveRules()[0]
+	stripEvidence(t, e.c, "n", rl)
+	settle(t, e, "n")
+	if n := getNode(t, e.c, "n"); rl.Evidence(n) == nil {
+		t.Fatalf("annotations %v; want the released boot's readiness recorded", n.Annotations)
+	}
+	setBoot(t, e.c, "n", "b2")
+	settle(t, e, "n")
+	if n := getNode(t, e.c, "n"); !rl.HasTaint(n) {
+		t.Errorf("taints %v; the rebooted node was not re-gated: b1's Ready init Pod counted for b2", n.Spec.Taints)
+	}
+}
+
+// TestLegacyRegateWithoutEvidence: re-gated by a gate from before the evidence, the node
+// has a re-gate time and no readiness record; readiness from at or before the re-gate is the
+// old boot's and must not release it.
+func TestLegacyRegateWithoutEvidence(t *testing.T) {
+	cfg := rebootConfig(t)
+	e := releasedOnB1(t, cfg, interceptor.Funcs{})
+	rl := cfg.EffectiveRules()[0]
+	setBoot(t, e.c, "n", "b2")
+	e.clock.Step(time.Second)
+	e.reconcile(t, "n")
+	if n := getNode(t, e.c, "n"); !rl.HasTaint(n) {
+		t.Fatalf("setup: taints %v; want the node re-gated", n.Spec.Taints)
+	}
+	stripEvidence(t, e.c, "n", rl)
+	e.clock.Step(time.Minute)
+	settle(t, e, "n")
+	if n := getNode(t, e.c, "n"); !rl.HasTaint(n) {
+		t.Fatalf("taints %v, annotations %v; released on boot b1's readiness", n.Spec.Taints, n.Annotations)
+	}
+	restartInit(t, e.c, "init-n", true, e.clock.Now())
+	settle(t, e, "n")
+	if n := getNode(t, e.c, "n"); rl.HasTaint(n) {
+		t.Errorf("taints %v; want released once the init Pod is Ready on boot b2", n.Spec.Taints)
+	}
+}
+
+// TestUntaintedNodeNotWritten: a node that came up without the taint, backfill off, is
+// nothing the rules write to, even a rule that gates reboots and would record a boot.
+func TestUntaintedNodeNotWritten(t *testing.T) {
+	cfg := rebootConfig(t)
+	node := testobj.Node("n", t0)
+	node.Status.NodeInfo.BootID = "b1"
+	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, node,
+		componentPod("init-n", "n", "init", testobj.ReadyAt(t0.Add(time.Minute))))
+	settle(t, e, "n")
+	if w := e.calls.writes(); w != 0 {
+		t.Errorf("%d writes to an untainted node; annotations %v", w, getNode(t, e.c, "n").Annotations)
+	}
+}

@@ -150,8 +150,9 @@ func carries(node *corev1.Node, t corev1.Taint) bool {
 }
 
 // LiftOrphan removes an orphaned taint and its marks, and in the same write adds the taints
-// that admission would add to the node now (Admit): a node held by a rule whose key changed
-// stays held, under the new key. It changes nothing unless o is still an orphan of n (it
+// that admission would add to the node now (Admit), and the new taint of the rule that placed
+// the old one, if it runs on under the same name: a node held by a rule whose key changed
+// stays held, under the new key, a re-gated node too. It changes nothing unless o is still an orphan of n (it
 // runs again on a fresh copy after a conflict).
 func (c *Config) LiftOrphan(n *corev1.Node, o Orphan) {
 	if !slices.Contains(c.Orphans(n), o) {
@@ -159,4 +160,11 @@ func (c *Config) LiftOrphan(n *corev1.Node, o Orphan) {
 	}
 	rule.Lift(n, o.Taint, c.PlacedAnnotation+".", rule.PlacedValue(o.Taint, c.Instance))
 	c.Admit(n)
+	// The rule the mark names, if it runs on with another key, held the node (released and
+	// re-gated it, perhaps, which Admit would not taint again): it holds it under the new one.
+	for _, r := range c.Admitting() {
+		if r.Name == o.Rule && r.Matches(n) {
+			r.Place(n)
+		}
+	}
 }

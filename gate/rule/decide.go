@@ -110,10 +110,15 @@ func (r *Rule) decideIn(st State, why string, ev evidence, rd Readiness, in Inpu
 			in.Stale = ev.record // readiness seen on an earlier boot does not count
 		}
 		return r.decideFirst(rd, in)
-	case StateDryRun, StateUntainted:
-		// As if the rule had tainted the node at creation: what a dry run reports, and what
-		// backfill and `gate status` read of a node that came up untainted.
+	case StateDryRun:
+		// As if the rule had tainted the node at creation: what a dry run reports.
 		return r.decideFirst(rd, in)
+	case StateUntainted:
+		// What `gate status` reads of a node that came up untainted, as if the rule had
+		// tainted it; nothing to write: the node is backfill's.
+		d := r.decideFirst(rd, in)
+		d.Write = WriteNone
+		return d
 	case StateRegated:
 		return r.decideRegated(rd, in, ev)
 	case StateReturned:
@@ -192,7 +197,9 @@ func (r *Rule) decideRegated(rd Readiness, in Input, ev evidence) Decision {
 	fresh := in
 	fresh.Stale = ev.record
 	if fresh.Stale == nil {
-		fresh.Stale = map[string]bool{}
+		// Re-gated by a gate before the evidence: what was Ready at or before its re-gate
+		// is the old boot's, as that gate judged it.
+		fresh.Stale = readyBy(in.Pods, ev.boot.RegatedAt)
 	}
 	met, readyAt, why, _ := r.requirements(rd, fresh)
 	if met {
@@ -346,6 +353,17 @@ func podReady(p *corev1.Pod, rd Readiness) bool {
 		}
 	}
 	return true
+}
+
+// readyBy is the fingerprints of the Pods Ready since at or before t.
+func readyBy(pods []*corev1.Pod, t time.Time) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range pods {
+		if hasPodReady(p) && !readySince(p).After(t) {
+			out[Fingerprint(p)] = true
+		}
+	}
+	return out
 }
 
 // fresh reports whether the Pod's readiness counts with the stale set: always when it is nil;

@@ -1,6 +1,7 @@
 package rule_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -485,7 +486,12 @@ func TestDecide(t *testing.T) {
 			if at.IsZero() {
 				at = now
 			}
-			got := decide(tc.node, tc.pods, at, cfg)
+			// Every row is a node the rule holds: tainted at creation.
+			node := tc.node.DeepCopy()
+			if !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&gateTaint) }) {
+				node.Spec.Taints = append(node.Spec.Taints, gateTaint)
+			}
+			got := decide(node, tc.pods, at, cfg)
 			if tc.want.Release {
 				tc.want.Write = rule.WriteRelease
 			}

@@ -174,6 +174,19 @@ func TestTransitions(t *testing.T) {
 			state: StateHeldRebooted, write: WriteStale, after: StateHeld},
 		{name: "held, readiness recorded stale: held", node: node(tainted, placed, annotated(cniBoot, "b2"), annotated(cniEvidence, fp(0)), onBoot("b2")),
 			pods: []*corev1.Pod{gen(0, true)}, state: StateHeld, after: StateHeld},
+		{name: "came up untainted, init Ready: nothing written (backfill's)", node: node(onBoot("b1")), pods: []*corev1.Pod{gen(0, true)},
+			state: StateUntainted, after: StateUntainted},
+		{name: "released by a gate before the evidence, same boot: its readiness recorded",
+			node: node(annotated(cniDone, "1"), annotated(cniBoot, "b1"), onBoot("b1")), pods: []*corev1.Pod{gen(0, true)},
+			state: StateBootUnrecorded, write: WriteRecord, after: StateReleased},
+		{name: "re-gated by a gate before the evidence, Ready since before the re-gate: held",
+			node: node(annotated(cniDone, "1"), annotated(cniBoot, "b1"), tainted, placed,
+				annotated(cniRegated, strconv.FormatInt(t0.Add(time.Hour).Unix(), 10)+",b2"), onBoot("b2")),
+			pods: []*corev1.Pod{gen(1, true)}, state: StateRegated, after: StateRegated},
+		{name: "re-gated, taint key changed: held under the old key until the gate lifts it", rule: func(r *Rule) { r.Taint.Key = "example.com/warming" },
+			node: node(regatedFor("b2"), onBoot("b2")), pods: []*corev1.Pod{gen(0, true)}, state: StateRekeyed, after: StateRekeyed},
+		{name: "held, taint key changed: held under the old key until the gate lifts it", rule: func(r *Rule) { r.Taint.Key = "example.com/warming" },
+			node: node(tainted, placed, onBoot("b1")), pods: []*corev1.Pod{gen(0, true)}, state: StateRekeyed, after: StateRekeyed},
 		{name: "held, new containers Ready after stale readiness: released", node: node(tainted, placed, annotated(cniBoot, "b2"), annotated(cniEvidence, fp(0)), onBoot("b2")),
 			pods: []*corev1.Pod{gen(1, true)}, state: StateHeld, write: WriteRelease, after: StateReleased},
 	}
@@ -229,6 +242,29 @@ func TestApplyRechecksTheBoot(t *testing.T) {
 		if r.Apply(Decision{Write: w, Boot: "b2"}, n, t0) {
 			t.Errorf("Apply(%q) decided on boot b2 wrote on boot b3", w)
 		}
+	}
+}
+
+// TestRegateOnce: a re-gate met again on a fresh copy of the node (a conflict's retry) writes
+// nothing when the node shows the re-gate already, or a release on the new boot since: the
+// re-gate's time is the first one's, which the maximum hold counts from.
+func TestRegateOnce(t *testing.T) {
+	r := rebootRule(t, nil)
+	n := node(releasedOn("b1", 0), onBoot("b2"))
+	d := Decide(r, Readiness{}, Input{Node: n, Pods: []*corev1.Pod{gen(0, true)}, Now: t0.Add(time.Hour)})
+	if d.Write != WriteRegate {
+		t.Fatalf("Decide() = %q (%s), want a re-gate", d.Write, d.Reason)
+	}
+	if !r.Apply(d, n, t0.Add(time.Hour)) {
+		t.Fatal("Apply() did not re-gate the node it was decided on")
+	}
+	at := n.Annotations[cniRegated]
+	if r.Apply(d, n, t0.Add(2*time.Hour)) || n.Annotations[cniRegated] != at {
+		t.Errorf("re-gated twice: %s, then %s", at, n.Annotations[cniRegated])
+	}
+	released := node(releasedOn("b2", 1), onBoot("b2"))
+	if r.Apply(d, released, t0.Add(2*time.Hour)) || r.HasTaint(released) {
+		t.Errorf("re-gated a node released on boot b2 since the decision: taints %v", released.Spec.Taints)
 	}
 }
 

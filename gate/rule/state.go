@@ -27,6 +27,12 @@ const (
 	// StateLeft: the rule placed its taint on the node and no longer selects it (its labels
 	// or the rule's selector changed): the taint comes off.
 	StateLeft State = "left-selector"
+	// StateRekeyed: the rule's taint changed (its key or effect) while the rule held the
+	// node, and the taint it placed before is still on. That taint holds the node until the
+	// gate lifts it as an orphan, after the grace period, putting the new one on in the same
+	// write; until then the rule writes nothing (a re-gated node would otherwise read as one
+	// whose re-gate was removed by hand, and be recorded as released).
+	StateRekeyed State = "rekeyed"
 	// StateUntainted: the rule selects the node and has not released it, and its taint is
 	// not on (the node came up without it): backfill's to decide.
 	StateUntainted State = "untainted"
@@ -45,8 +51,9 @@ const (
 	// StateForeign: a released startup rule's taint is on again, put there by someone else
 	// (an operator): not the rule's to lift.
 	StateForeign State = "foreign"
-	// StateBootUnrecorded: the rule gates reboots and has no boot recorded for the node (it
-	// released the node before it gated reboots): the boot and its readiness are recorded.
+	// StateBootUnrecorded: the rule gates reboots and has no boot, or no readiness, recorded
+	// for the node (it released the node before it gated reboots, or before it recorded
+	// evidence): the boot and its readiness are recorded.
 	StateBootUnrecorded State = "boot-unrecorded"
 	// StateRestarted: the released node's init Pods run new containers on the same boot: the
 	// new readiness is recorded, so that a later reboot is not mistaken for it.
@@ -76,7 +83,7 @@ const (
 // does not tolerate the taint) is early.
 func (s State) Holds() bool {
 	switch s {
-	case StateHeld, StateHeldRebooted, StateRetainted, StateReturned, StateRebooted, StateRegated, StateRebootedAgain:
+	case StateHeld, StateHeldRebooted, StateRetainted, StateReturned, StateRebooted, StateRegated, StateRebootedAgain, StateRekeyed:
 		return true
 	}
 	return false
@@ -117,6 +124,8 @@ func (r *Rule) classify(rd Readiness, in Input) (State, string, evidence) {
 		return StateLeft, fmt.Sprintf("the node left the rule's selector %q: its taint comes off", r.NodeSelector), ev
 	case !r.Matches(n):
 		return StateOutside, "the rule does not select the node", ev
+	case r.rekeyed(n):
+		return StateRekeyed, fmt.Sprintf("held under the rule's former taint (%s), which the gate lifts as an orphan, its new taint on", n.Annotations[r.PlacedAnnotation]), ev
 	case !r.Completed(n):
 		return r.classifyFirst(n, ev)
 	case r.HasTaint(n):
@@ -170,8 +179,8 @@ func (r *Rule) classifyReleased(rd Readiness, in Input, ev evidence) (State, str
 		return StateRegateRemoved, "the re-gate's taint was removed by hand: recording the current boot", ev
 	case b.Current == "":
 		return StateReleased, "released (the kubelet reports no boot ID)", ev
-	case b.Recorded == "":
-		return StateBootUnrecorded, "recording the boot the node was released on", ev
+	case b.Recorded == "" || ev.record == nil && !b.Rebooted():
+		return StateBootUnrecorded, "recording the boot the node was released on, and its readiness", ev
 	case b.Rebooted() && ev.record != nil && r.freshlyReady(rd, in, ev.record):
 		return StateRebootedReady, fmt.Sprintf("rebooted (boot %s, released on boot %s) and already ready again on new containers", b.Current, b.Recorded), ev
 	case b.Rebooted():
@@ -188,4 +197,20 @@ func (r *Rule) freshlyReady(rd Readiness, in Input, record map[string]bool) bool
 	in.Stale = record
 	met, _, _, _ := r.requirements(rd, in)
 	return met
+}
+
+// rekeyed reports whether the rule's mark on the node names a taint of this gate other than
+// the rule's, which the node still carries, and the rule's own is not on: the rule placed
+// it under a key it no longer has.
+func (r *Rule) rekeyed(n *corev1.Node) bool {
+	t, instance, ok := ParsePlaced(n.Annotations[r.PlacedAnnotation])
+	if !ok || instance != r.Instance || (t.Key == r.Taint.Key && t.Effect == r.Taint.Effect) || r.HasTaint(n) {
+		return false
+	}
+	for _, x := range n.Spec.Taints {
+		if x.Key == t.Key && x.Effect == t.Effect {
+			return true
+		}
+	}
+	return false
 }

@@ -66,7 +66,9 @@ func (r *Rule) Apply(d Decision, n *corev1.Node, now time.Time) bool {
 		r.RemoveTaint(n)
 		delete(n.Annotations, r.RegatedAnnotation())
 	case WriteRegate:
-		if !r.Completed(n) {
+		// On a fresh copy the node may be re-gated already (this gate's own write, which the
+		// decision's copy did not show yet), or released since on this boot: no write then.
+		if _, marked := n.Annotations[r.RegatedAnnotation()]; !r.Completed(n) || marked || !r.BootOf(n).Rebooted() {
 			return false
 		}
 		if r.Evidence(n) == nil {
