@@ -55,7 +55,9 @@ type Tally struct {
 }
 
 // Fault steps. Each runs in its own goroutine at its offset; those with a duration undo
-// themselves when it ends.
+// themselves when it ends. A gate crash's step ends with the kill, its restart comes
+// later on its own: a step the timeline keeps after it (afterReleased, say) runs while
+// the gate is down, as its offset says, not once the gate is back.
 
 // after runs f after d unless ctx ends first.
 func after(ctx context.Context, d time.Duration, f func()) {
@@ -106,7 +108,7 @@ func GateCrash(ctx context.Context, env *Env, c *scenario.GateCrash) error {
 		env.Gate.Kill(r)
 		env.Note("gateCrash: killed replica %d", r.ID())
 	}
-	after(ctx, c.RestartAfter, func() {
+	go after(ctx, c.RestartAfter, func() {
 		for _, r := range killed {
 			env.Fail(env.Gate.Run(ctx, r))
 		}
@@ -128,7 +130,7 @@ func LeaderFailover(ctx context.Context, env *Env, f *scenario.LeaderFailover) e
 	}
 	env.Note("leaderFailover: replica %d took over", next.ID())
 	if f.RestartAfter > 0 {
-		after(ctx, f.RestartAfter, func() { env.Fail(env.Gate.Run(ctx, r)) })
+		go after(ctx, f.RestartAfter, func() { env.Fail(env.Gate.Run(ctx, r)) })
 	}
 	return nil
 }
