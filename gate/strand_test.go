@@ -290,16 +290,7 @@ func TestReleaseRechecksTheBoot(t *testing.T) {
 	pod := componentPod("init-n", "n", "init", testobj.ReadyAt(t0.Add(time.Minute)))
 	pod.Status.ContainerStatuses[0].ContainerID = "containerd://main-0"
 	e := newReconcilerEnv(t, cfg, false, funcs, node, pod)
-	rl := cfg.EffectiveRules()[0]
-	settle(t, e, "n")
-	if n := getNode(t, e.c, "n"); !rl.HasTaint(n) {
-		t.Fatalf("taints %v, annotations %v; released on boot b1's readiness while the node runs b2", n.Spec.Taints, n.Annotations)
-	}
-	restartInit(t, e.c, "init-n", true, e.clock.Now())
-	settle(t, e, "n")
-	if n := getNode(t, e.c, "n"); rl.HasTaint(n) || n.Annotations[rl.BootAnnotation()] != "b2" {
-		t.Errorf("taints %v, annotations %v; want released on boot b2 once its init Pod is Ready", n.Spec.Taints, n.Annotations)
-	}
+	heldThenReleased(t, e, cfg.EffectiveRules()[0], "b2", "released on boot b1's readiness while the node runs b2")
 }
 
 // TestSecondRebootWhileRegated: re-gated for b2, the node reboots again before the gate saw
@@ -307,18 +298,24 @@ func TestReleaseRechecksTheBoot(t *testing.T) {
 func TestSecondRebootWhileRegated(t *testing.T) {
 	cfg := rebootConfig(t)
 	e := regatedOnB2(t, cfg)
-	rl := cfg.EffectiveRules()[0]
 	readyInit(t, e.c, "init-n", e.clock.Now().Add(5*time.Second)) // b2's readiness, unseen by the gate
 	setBoot(t, e.c, "n", "b3")
 	e.clock.Step(time.Minute)
+	heldThenReleased(t, e, cfg.EffectiveRules()[0], "b3", "released on boot b2's readiness while the node runs b3")
+}
+
+// heldThenReleased: the node stays held (early says what a release now would be), and is
+// released on boot once its init Pod is Ready on new containers.
+func heldThenReleased(t *testing.T, e *reconcilerEnv, rl *rule.Rule, boot, early string) {
+	t.Helper()
 	settle(t, e, "n")
 	if n := getNode(t, e.c, "n"); !rl.HasTaint(n) {
-		t.Fatalf("taints %v, annotations %v; released on boot b2's readiness while the node runs b3", n.Spec.Taints, n.Annotations)
+		t.Fatalf("taints %v, annotations %v; %s", n.Spec.Taints, n.Annotations, early)
 	}
 	restartInit(t, e.c, "init-n", true, e.clock.Now())
 	settle(t, e, "n")
-	if n := getNode(t, e.c, "n"); rl.HasTaint(n) || n.Annotations[rl.BootAnnotation()] != "b3" {
-		t.Errorf("taints %v, annotations %v; want released on boot b3", n.Spec.Taints, n.Annotations)
+	if n := getNode(t, e.c, "n"); rl.HasTaint(n) || n.Annotations[rl.BootAnnotation()] != boot {
+		t.Errorf("taints %v, annotations %v; want released on boot %s once its init Pod is Ready on it", n.Spec.Taints, n.Annotations, boot)
 	}
 }
 
@@ -537,15 +534,7 @@ func TestLegacyRegateWithoutEvidence(t *testing.T) {
 	}
 	stripEvidence(t, e.c, "n", rl)
 	e.clock.Step(time.Minute)
-	settle(t, e, "n")
-	if n := getNode(t, e.c, "n"); !rl.HasTaint(n) {
-		t.Fatalf("taints %v, annotations %v; released on boot b1's readiness", n.Spec.Taints, n.Annotations)
-	}
-	restartInit(t, e.c, "init-n", true, e.clock.Now())
-	settle(t, e, "n")
-	if n := getNode(t, e.c, "n"); rl.HasTaint(n) {
-		t.Errorf("taints %v; want released once the init Pod is Ready on boot b2", n.Spec.Taints)
-	}
+	heldThenReleased(t, e, rl, "b2", "released on boot b1's readiness")
 }
 
 // TestUntaintedNodeNotWritten: a node that came up without the taint, backfill off, is
