@@ -348,6 +348,23 @@ func (c *cluster) podStates(ctx context.Context, ns string) string {
 	return strings.Join(out, "; ")
 }
 
+// podLogs is the log of each Pod in ns that selector picks, for a failure's message.
+func (c *cluster) podLogs(ctx context.Context, ns, selector string) string {
+	pods, err := c.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return "; " + err.Error()
+	}
+	var out strings.Builder
+	for _, p := range pods.Items {
+		b, err := c.cs.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: ptr.To(int64(20))}).DoRaw(ctx)
+		if err != nil {
+			b = []byte(err.Error())
+		}
+		fmt.Fprintf(&out, "; log of %s: %s", p.Name, b)
+	}
+	return out.String()
+}
+
 // gatePods are the release's Pods.
 func (c *cluster) gatePods(t *testing.T) []corev1.Pod {
 	t.Helper()
@@ -713,7 +730,7 @@ func (c *cluster) kustomizeInstall(t *testing.T) {
 	un := action.NewUninstall(cfg)
 	un.WaitStrategy, un.Timeout = kube.HookOnlyStrategy, 2*time.Minute
 	if _, err := un.Run(releaseName); err != nil {
-		t.Fatalf("helm uninstall: %v", err)
+		t.Fatalf("helm uninstall: %v; %s%s", err, c.podStates(ctx, namespace), c.podLogs(ctx, namespace, "app.kubernetes.io/component=release-nodes"))
 	}
 	c.noGateTaint(ctx, t, held)
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {

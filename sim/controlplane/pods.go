@@ -24,9 +24,10 @@ const (
 // podControllers are the controller-manager's controllers that Pods on real nodes need and
 // fake ones do not: each namespace's default ServiceAccount, the kube-root-ca.crt ConfigMap
 // that a Pod's token volume holds the apiserver's CA from, the EndpointSlices that
-// kube-proxy routes a Service's ClusterIP by, and the garbage collector, which deletes an
-// uninstalled Deployment's ReplicaSets and Pods.
-const podControllers = "serviceaccount-controller,root-ca-certificate-publisher-controller,endpointslice-controller,garbage-collector-controller"
+// kube-proxy routes a Service's ClusterIP by, the garbage collector, which deletes an
+// uninstalled Deployment's ReplicaSets and Pods, and the Job controller, which runs the
+// chart's pre-delete hook (the Job that releases held nodes at helm uninstall).
+const podControllers = "serviceaccount-controller,root-ca-certificate-publisher-controller,endpointslice-controller,garbage-collector-controller,job-controller"
 
 // servePods makes the apiserver reachable from a Pod on a real node. envtest listens on
 // 127.0.0.1 with a certificate for it alone, and turns ServiceAccount admission off, as a
