@@ -550,3 +550,28 @@ func TestUntaintedNodeNotWritten(t *testing.T) {
 		t.Errorf("%d writes to an untainted node; annotations %v", w, getNode(t, e.c, "n").Annotations)
 	}
 }
+
+// TestRekeyWhileSuspended: a suspended rule's key changes while it holds a node. Suspended,
+// it writes nothing: the old key's taint stays, not lifted as an orphan, which would release
+// a node whose warm-up has not run. Resumed, the node is held under the new key.
+func TestRekeyWhileSuspended(t *testing.T) {
+	cfg := rebootConfig(t)
+	e := regatedOnB2(t, cfg)
+	old := cfg.EffectiveRules()[0]
+	suspended := withRule(t, cfg, func(r *rule.Rule) { r.Taint.Key = "example.com/warming"; r.Suspend = true })
+	e.r.Config = suspended
+	settle(t, e, "n")
+	e.clock.Step(time.Hour)
+	settle(t, e, "n")
+	if n := getNode(t, e.c, "n"); !old.HasTaint(n) {
+		t.Fatalf("taints %v; the suspended rule's node lost its taint before its warm-up ran", n.Spec.Taints)
+	}
+	resumed := withRule(t, suspended, func(r *rule.Rule) { r.Suspend = false })
+	e.r.Config = resumed
+	settle(t, e, "n")
+	e.clock.Step(time.Hour)
+	if n := getNode(t, e.c, "n"); !old.HasTaint(n) && !resumed.EffectiveRules()[0].HasTaint(n) {
+		t.Fatalf("taints %v; the resumed rule's node was released before its warm-up ran", n.Spec.Taints)
+	}
+	heldThenReleased(t, e, resumed.EffectiveRules()[0], "b2", "released before its warm-up ran")
+}

@@ -130,9 +130,14 @@ func (c *Config) Orphans(node *corev1.Node) []Orphan {
 	return out
 }
 
-// owned reports whether a rule that writes owns taint t on the node, placed under name.
+// owned reports whether a rule that writes owns taint t on the node, placed under name. A
+// suspended rule owns every taint it placed, under any key: it writes nothing until resumed,
+// and lifting its old key's taint would release a node it still holds.
 func (c *Config) owned(name string, t corev1.Taint, node *corev1.Node) bool {
 	for _, r := range c.Enforced() {
+		if r.Suspend && r.Name == name {
+			return true
+		}
 		if r.Taint.Key == t.Key && r.Taint.Effect == t.Effect && (r.Name == name || r.Matches(node)) {
 			return true
 		}
