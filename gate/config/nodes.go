@@ -1,7 +1,6 @@
 package config
 
 import (
-	"maps"
 	"slices"
 	"strings"
 
@@ -100,76 +99,23 @@ func (c *Config) RebootWindows(node *corev1.Node, tolerations []corev1.Toleratio
 	return out
 }
 
-// Orphan is a taint the gate placed for a rule it no longer runs as it was: the rule was
-// removed, renamed and no rule of the new name selects the node, its key changed, or it
-// became a dry run. No rule will ever lift it, so the gate does, after OrphanGracePeriod.
-type Orphan struct {
-	// Rule is the name the mark gives, the rule that placed the taint.
-	Rule string
-	// Taint is the placed taint (key and effect).
-	Taint corev1.Taint
-}
+// Orphan is a taint the gate placed for a rule it no longer runs (rule.Orphan).
+type Orphan = rule.Orphan
 
-// Orphans are the node's orphaned taints, in mark order. A mark counts only when this gate's
-// instance placed it, and while the node carries its taint; a taint a current rule owns (of its name, or of its key on a node it
-// selects, as after a rename) is that rule's to decide, whatever the mark says.
+// Orphans are the node's orphaned taints under the rules this config enforces
+// (rule.Orphans), in mark order.
 func (c *Config) Orphans(node *corev1.Node) []Orphan {
-	prefix := c.PlacedAnnotation + "."
-	var out []Orphan
-	for _, k := range slices.Sorted(maps.Keys(node.Annotations)) {
-		name, ok := strings.CutPrefix(k, prefix)
-		if !ok {
-			continue
-		}
-		t, instance, ok := rule.ParsePlaced(node.Annotations[k])
-		if !ok || instance != c.Instance || !carries(node, t) || c.owned(name, t, node) {
-			continue
-		}
-		out = append(out, Orphan{Rule: name, Taint: t})
-	}
-	return out
+	return rule.Orphans(c.Enforced(), node, c.PlacedAnnotation, c.Instance)
 }
 
-// owned reports whether a rule that writes owns taint t on the node, placed under name. A
-// suspended rule owns every taint it placed, under any key: it writes nothing until resumed,
-// and lifting its old key's taint would release a node it still holds.
-func (c *Config) owned(name string, t corev1.Taint, node *corev1.Node) bool {
-	for _, r := range c.Enforced() {
-		if r.Suspend && r.Name == name {
-			return true
-		}
-		if r.Taint.Key == t.Key && r.Taint.Effect == t.Effect && (r.Name == name || r.Matches(node)) {
-			return true
-		}
-	}
-	return false
-}
-
-func carries(node *corev1.Node, t corev1.Taint) bool {
-	for _, x := range node.Spec.Taints {
-		if x.Key == t.Key && x.Effect == t.Effect {
-			return true
-		}
-	}
-	return false
-}
-
-// LiftOrphan removes an orphaned taint and its marks, and in the same write adds the taints
-// that admission would add to the node now (Admit), and the new taint of the rule that placed
-// the old one, if it runs on under the same name: a node held by a rule whose key changed
-// stays held, under the new key, a re-gated node too. It changes nothing unless o is still an orphan of n (it
-// runs again on a fresh copy after a conflict).
+// LiftOrphan lifts an orphaned taint (rule.LiftOrphan, which keeps the node held under a
+// re-keyed rule's new key) and in the same write adds the taints admission would add to the
+// node now (Admit). It changes nothing unless o is still an orphan of n (it runs again on a
+// fresh copy after a conflict).
 func (c *Config) LiftOrphan(n *corev1.Node, o Orphan) {
 	if !slices.Contains(c.Orphans(n), o) {
 		return
 	}
-	rule.Lift(n, o.Taint, c.PlacedAnnotation+".", rule.PlacedValue(o.Taint, c.Instance))
+	rule.LiftOrphan(c.Admitting(), n, o, c.PlacedAnnotation, c.Instance)
 	c.Admit(n)
-	// The rule the mark names, if it runs on with another key, held the node (released and
-	// re-gated it, perhaps, which Admit would not taint again): it holds it under the new one.
-	for _, r := range c.Admitting() {
-		if r.Name == o.Rule && r.Matches(n) {
-			r.Place(n)
-		}
-	}
 }

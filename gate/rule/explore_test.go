@@ -1,6 +1,7 @@
 package rule
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"maps"
@@ -44,6 +45,7 @@ type world struct {
 	shownReady bool
 	suspend    bool
 	ignore     bool // onReboot: ignore
+	rekeyed    bool // the rule's taint key is cniTaint's, or (rekeyed) another
 	// seen is the Pod as the gate last saw it.
 	seen *corev1.Pod
 	path []string
@@ -110,32 +112,64 @@ var events = map[string]func(w *world) bool{
 	},
 	"suspend":  func(w *world) bool { w.suspend = !w.suspend; return true },
 	"onReboot": func(w *world) bool { w.ignore = !w.ignore; return true },
+	"rekey":    func(w *world) bool { w.rekeyed = !w.rekeyed; return true },
+}
+
+// orphanLift is the gate's orphan pass once the grace period has passed, an event of its
+// own: the gate's own rule.Orphans and rule.LiftOrphan, over the one rule in force.
+func (e *explorer) orphanLift(w *world) bool {
+	r := e.rule(w)
+	owner := r
+	if e.liftSuspended && r.Suspend {
+		owner = e.rules[[3]bool{false, w.ignore, w.rekeyed}] // as if it did not hold its old key
+	}
+	orphans := Orphans([]*Rule{owner}, w.node, DefaultPlacedAnnotation, "")
+	var admitting []*Rule
+	if !r.Suspend {
+		admitting = []*Rule{r}
+	}
+	for _, o := range orphans {
+		LiftOrphan(admitting, w.node, o, DefaultPlacedAnnotation, "")
+	}
+	return len(orphans) > 0
 }
 
 // explorer holds the rules of each config the model switches between; defect, when set,
 // changes each decision: a gate with a known defect, which the exploration must catch.
 type explorer struct {
-	rules  map[[2]bool]*Rule
+	rules  map[[3]bool]*Rule
 	defect func(d Decision, pod *corev1.Pod) Decision
+	// liftSuspended: a gate that lifts a suspended rule's old key as an orphan.
+	liftSuspended bool
 }
 
 func newExplorer(t *testing.T) *explorer {
 	t.Helper()
-	e := &explorer{rules: map[[2]bool]*Rule{}}
+	e := &explorer{rules: map[[3]bool]*Rule{}}
 	for _, suspend := range []bool{false, true} {
 		for _, ignore := range []bool{false, true} {
-			e.rules[[2]bool{suspend, ignore}] = rebootRule(t, func(r *Rule) {
-				r.Suspend = suspend
-				if ignore {
-					r.OnReboot = RebootIgnore
-				}
-			})
+			for _, rekeyed := range []bool{false, true} {
+				e.rules[[3]bool{suspend, ignore, rekeyed}] = rebootRule(t, func(r *Rule) {
+					r.Suspend = suspend
+					if ignore {
+						r.OnReboot = RebootIgnore
+					}
+					if rekeyed {
+						r.Taint.Key = "example.com/cni-warming"
+					}
+				})
+			}
 		}
 	}
 	return e
 }
 
-func (e *explorer) rule(w *world) *Rule { return e.rules[[2]bool{w.suspend, w.ignore}] }
+func (e *explorer) rule(w *world) *Rule { return e.rules[[3]bool{w.suspend, w.ignore, w.rekeyed}] }
+
+// tainted reports whether the node carries the rule's taint under either key.
+func (e *explorer) tainted(w *world) bool {
+	return e.rules[[3]bool{}].HasTaint(w.node) || e.rules[[3]bool{false, false, true}].HasTaint(w.node)
+}
 
 // decide runs the gate: decisions and their writes until none is left, on the Pod as it is
 // (fresh) or as the gate last saw it.
@@ -177,9 +211,10 @@ func (e *explorer) judge(w *world) string {
 	}
 	st, _ := StateOf(r, Readiness{}, Input{Node: w.node, Pods: []*corev1.Pod{w.pod()}, Now: t0})
 	switch {
-	case !w.warm() && !r.HasTaint(w.node) && st != StateRebooted:
+	case !w.warm() && !e.tainted(w) && st != StateRebooted:
 		return "early"
-	case w.warm() && w.ready && r.HasTaint(w.node):
+	case w.warm() && w.ready && e.tainted(w) && st != StateRekeyed:
+		// Re-keyed, the old key's taint holds the node until the orphan pass: its bound.
 		return "stranded"
 	}
 	return ""
@@ -199,7 +234,9 @@ func (e *explorer) explore(t *testing.T, depth int) exploration {
 	if r := e.rule(start); r.HasTaint(start.node) {
 		t.Fatalf("start: not released: %v", start.node.Annotations)
 	}
-	names := slices.Sorted(maps.Keys(events))
+	evs := maps.Clone(events)
+	evs["orphan-lift"] = e.orphanLift
+	names := slices.Sorted(maps.Keys(evs))
 	var x exploration
 	var walk func(w *world, left int)
 	walk = func(w *world, left int) {
@@ -210,7 +247,7 @@ func (e *explorer) explore(t *testing.T, depth int) exploration {
 		for _, name := range names {
 			for _, reaction := range []string{"fresh", "stale", "none"} {
 				n := w.clone()
-				if !events[name](n) {
+				if !evs[name](n) {
 					break
 				}
 				n.path = append(n.path, name+"/"+reaction)
@@ -262,9 +299,14 @@ func TestExploreRebootStates(t *testing.T) {
 // node only on a Ready transition later than its own clock's re-gate strands it.
 func TestExploreCatchesDefects(t *testing.T) {
 	for _, tc := range []struct {
-		name, want string
-		defect     func(d Decision, pod *corev1.Pod) Decision
+		name, want    string
+		defect        func(d Decision, pod *corev1.Pod) Decision
+		liftSuspended bool
+		// depth is how deep the path to the defect goes (4 unless set).
+		depth int
 	}{
+		// Reboot (re-gated), suspend, re-key, the orphan pass, resume: five events.
+		{name: "a suspended rule's old key lifted as an orphan", want: "early", liftSuspended: true, depth: 5},
 		{name: "re-gated node released on any Ready Pod", want: "early", defect: func(d Decision, pod *corev1.Pod) Decision {
 			if d.State == StateRegated && d.Write == WriteNone && hasPodReady(pod) {
 				return released(d)
@@ -284,7 +326,8 @@ func TestExploreCatchesDefects(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newExplorer(t)
 			e.defect = tc.defect
-			x := e.explore(t, 4)
+			e.liftSuspended = tc.liftSuspended
+			x := e.explore(t, cmp.Or(tc.depth, 4))
 			if !slices.ContainsFunc(x.defects, func(d string) bool { return strings.HasPrefix(d, tc.want+" ") }) {
 				t.Errorf("%d paths, %d defects %v; want one %s", x.paths, len(x.defects), x.defects[:min(len(x.defects), 3)], tc.want)
 			}

@@ -446,11 +446,6 @@ func (r *Rule) AddTaint(n *corev1.Node) bool {
 	return true
 }
 
-// Place puts the rule's taint on the node with the mark that says the rule placed it,
-// whether or not the rule has released the node: a rule whose taint key changed while it
-// held the node (re-gated, say) goes on holding it under the new key.
-func (r *Rule) Place(n *corev1.Node) { r.place(n) }
-
 // place puts the rule's taint on the node with the mark that says the rule placed it.
 func (r *Rule) place(n *corev1.Node) {
 	if !r.HasTaint(n) {
