@@ -575,3 +575,23 @@ func TestRekeyWhileSuspended(t *testing.T) {
 	}
 	heldThenReleased(t, e, resumed.EffectiveRules()[0], "b2", "released before its warm-up ran")
 }
+
+// TestRebootedAgainWhileRekeyed: re-gated for b2, the node reboots again and the rule's key
+// changes; the rule, waiting for the orphan pass, must still note the new boot, so that the
+// warm-up on b3 that follows counts once the new key is on (found by the model explorer at
+// depth 6: rekeyed wrote nothing, and the warm-up was then taken for b2's).
+func TestRebootedAgainWhileRekeyed(t *testing.T) {
+	cfg := rebootConfig(t)
+	e := regatedOnB2(t, cfg)
+	setBoot(t, e.c, "n", "b3")
+	restartInit(t, e.c, "init-n", false, e.clock.Now())
+	next := withRule(t, cfg, func(r *rule.Rule) { r.Taint.Key = "example.com/warming" })
+	e.r.Config = next
+	settle(t, e, "n") // rekeyed, and the orphan seen: the grace starts
+	readyInit(t, e.c, "init-n", e.clock.Now().Add(time.Second))
+	e.clock.Step(time.Hour)
+	settle(t, e, "n")
+	if n := getNode(t, e.c, "n"); next.EffectiveRules()[0].HasTaint(n) || cfg.EffectiveRules()[0].HasTaint(n) {
+		t.Errorf("taints %v, annotations %v; want released on boot b3's warm-up", n.Spec.Taints, n.Annotations)
+	}
+}

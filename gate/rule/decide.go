@@ -76,7 +76,7 @@ type Decision struct {
 // and the readiness recorded as stale when the node booted again (too little recorded
 // lets the old boot's readiness count for the new one).
 func (d Decision) Confirm() bool {
-	return d.Taint || d.State == StateRebootedReady || d.State == StateRebootedAgain || d.State == StateHeldRebooted
+	return d.Taint || d.Write == WriteStale || d.State == StateRebootedReady || d.State == StateRebootedAgain || d.State == StateHeldRebooted
 }
 
 // Wait reports whether the node keeps (or gets) the taint.
@@ -110,6 +110,8 @@ func (r *Rule) decideIn(st State, why string, ev evidence, rd Readiness, in Inpu
 			in.Stale = ev.record // readiness seen on an earlier boot does not count
 		}
 		return r.decideFirst(rd, in)
+	case StateRekeyed:
+		return r.decideRekeyed(why, rd, in)
 	case StateDryRun:
 		// As if the rule had tainted the node at creation: what a dry run reports.
 		return r.decideFirst(rd, in)
@@ -143,6 +145,27 @@ func (r *Rule) decideIn(st State, why string, ev evidence, rd Readiness, in Inpu
 		return Decision{Write: WriteStale, Reason: why}
 	}
 	return Decision{Reason: why}
+}
+
+// decideRekeyed decides as the rule did under the taint it placed before its key changed,
+// which holds the node until the orphan pass lifts it, and keeps only a write that records
+// readiness as not counting: a reboot while the node waits for the lift is seen as it
+// comes, and its warm-up, once the new key is on, counts. A release, a removal or a
+// re-taint waits for the lift, which puts the new key on (a release now would leave the
+// old key's taint behind, and the lift would then hold a released node).
+func (r *Rule) decideRekeyed(why string, rd Readiness, in Input) Decision {
+	former := *r
+	former.Taint, _, _ = ParsePlaced(in.Node.Annotations[r.PlacedAnnotation])
+	st, formerWhy, ev := former.classify(rd, in)
+	d := former.decideIn(st, formerWhy, ev, rd, in)
+	if d.Write != WriteStale {
+		d.Write, d.Release, d.Taint = WriteNone, false, false
+	}
+	d.Reason = why + "; under it: " + string(st)
+	if formerWhy != "" {
+		d.Reason += " (" + formerWhy + ")"
+	}
+	return d
 }
 
 // decideFirst is the decision before the rule first releases the node.

@@ -188,7 +188,10 @@ func (e *explorer) decide(w *world, fresh bool) {
 		if e.defect != nil {
 			d = e.defect(d, view)
 		}
-		if d.State == StateRebootedAgain && w.rebootedUnseen && w.warm() {
+		// Rebooted again while re-gated, the rule re-keyed or not (rekeyed decides as the
+		// rule did under its former key, its stale write included).
+		againAt := d.State == StateRebootedAgain || d.State == StateRekeyed && d.Write == WriteStale
+		if againAt && w.rebootedUnseen && w.warm() {
 			w.limit = limitStranded
 		}
 		if d.Write == WriteNone || r.Suspend || r.DryRun {
