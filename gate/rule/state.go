@@ -207,10 +207,5 @@ func (r *Rule) rekeyed(n *corev1.Node) bool {
 	if !ok || instance != r.Instance || (t.Key == r.Taint.Key && t.Effect == r.Taint.Effect) || r.HasTaint(n) {
 		return false
 	}
-	for _, x := range n.Spec.Taints {
-		if x.Key == t.Key && x.Effect == t.Effect {
-			return true
-		}
-	}
-	return false
+	return carries(n, t)
 }
