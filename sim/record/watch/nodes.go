@@ -157,10 +157,11 @@ func isForeign(t corev1.Taint, cfg *config.Config) bool {
 
 // placed reports whether the node, as it was, marked t as a taint the gate placed: a rule
 // the gate no longer runs placed it, and the gate lifts it (an orphan). The mark is the
-// gate's, and this reads it as the gate writes it.
+// gate's, and this reads it as the gate does: by key and effect, whatever the value.
 func placed(n *corev1.Node, t corev1.Taint, cfg *config.Config) bool {
 	for k, v := range n.Annotations {
-		if placedTaint, _, ok := rule.ParsePlaced(v); ok && strings.HasPrefix(k, cfg.PlacedAnnotation+".") && placedTaint == t {
+		if placedTaint, _, ok := rule.ParsePlaced(v); ok && strings.HasPrefix(k, cfg.PlacedAnnotation+".") &&
+			placedTaint.Key == t.Key && placedTaint.Effect == t.Effect {
 			return true
 		}
 	}

@@ -99,3 +99,20 @@ func TestIsForeign(t *testing.T) {
 		}
 	}
 }
+
+// TestPlacedIgnoresValue: the gate's mark names a taint by key and effect, as the gate
+// matches it; a placed taint with a value (the default rule's "wait") is still the gate's,
+// and its lift after a re-key is no lost foreign taint.
+func TestPlacedIgnoresValue(t *testing.T) {
+	cfg := validConfig(t)
+	taint := corev1.Taint{Key: "example.com/old", Value: "wait", Effect: corev1.TaintEffectNoSchedule}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{
+		cfg.PlacedAnnotation + ".default": "example.com/old:NoSchedule"}}}
+	if !placed(n, taint, cfg) {
+		t.Errorf("placed(%s) = false with the mark %q", taint.ToString(), n.Annotations)
+	}
+	other := corev1.Taint{Key: "example.com/other", Value: "wait", Effect: corev1.TaintEffectNoSchedule}
+	if placed(n, other, cfg) {
+		t.Errorf("placed(%s) = true with a mark for another key", other.ToString())
+	}
+}
