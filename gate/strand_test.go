@@ -193,7 +193,7 @@ func TestPodGuardRebootedNodeNoRuleHolds(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, _ := newFakeClient(interceptor.Funcs{}, node.DeepCopy())
-			g := &PodGuard{Nodes: c, API: c, Config: withRule(t, cfg, tt.mod)}
+			g := &PodGuard{Cache: c, API: c, Config: withRule(t, cfg, tt.mod)}
 			if resp, _ := g.decide(context.Background(), "n", nil); !resp.Allowed {
 				t.Errorf("denied (%s); no rule will hold the node again", resp.Result.Message)
 			}
@@ -594,4 +594,23 @@ func TestRebootedAgainWhileRekeyed(t *testing.T) {
 	if n := getNode(t, e.c, "n"); next.EffectiveRules()[0].HasTaint(n) || cfg.EffectiveRules()[0].HasTaint(n) {
 		t.Errorf("taints %v, annotations %v; want released on boot b3's warm-up", n.Spec.Taints, n.Annotations)
 	}
+}
+
+// TestDryRunWhileSuspended: a suspended rule is made a dry run while it holds a node, as an
+// operator does who means to stop enforcing it. Suspended, it writes nothing, dry run or
+// not: its taint is no orphan to lift until it is resumed. Resumed and enforcing again, the
+// node is held until its warm-up has run.
+func TestDryRunWhileSuspended(t *testing.T) {
+	cfg := rebootConfig(t)
+	e := regatedOnB2(t, cfg)
+	old := cfg.EffectiveRules()[0]
+	e.r.Config = withRule(t, cfg, func(r *rule.Rule) { r.DryRun = true; r.Suspend = true })
+	settle(t, e, "n")
+	e.clock.Step(time.Hour)
+	settle(t, e, "n")
+	if n := getNode(t, e.c, "n"); !old.HasTaint(n) {
+		t.Fatalf("taints %v; the suspended rule's taint was lifted", n.Spec.Taints)
+	}
+	e.r.Config = cfg
+	heldThenReleased(t, e, old, "b2", "released before its warm-up ran")
 }

@@ -102,10 +102,17 @@ func (c *Config) RebootWindows(node *corev1.Node, tolerations []corev1.Toleratio
 // Orphan is a taint the gate placed for a rule it no longer runs (rule.Orphan).
 type Orphan = rule.Orphan
 
-// Orphans are the node's orphaned taints under the rules this config enforces
-// (rule.Orphans), in mark order.
+// Orphans are the node's orphaned taints (rule.Orphans), in mark order, under the rules
+// that own marks: those this config enforces, and every suspended one. A suspended rule
+// writes nothing, made a dry run or not: suspend wins, and its taints wait for its resume.
 func (c *Config) Orphans(node *corev1.Node) []Orphan {
-	return rule.Orphans(c.Enforced(), node, c.PlacedAnnotation, c.Instance)
+	var owning []*rule.Rule
+	for _, r := range c.EffectiveRules() {
+		if !r.DryRun || r.Suspend {
+			owning = append(owning, r)
+		}
+	}
+	return rule.Orphans(owning, node, c.PlacedAnnotation, c.Instance)
 }
 
 // LiftOrphan lifts an orphaned taint (rule.LiftOrphan, which keeps the node held under a
