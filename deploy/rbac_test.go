@@ -717,7 +717,7 @@ func (f *fixture) podGuard(ctx context.Context) error {
 		return err
 	}
 	// Nodes come from the gate's cache in production (covered by the watch operations).
-	pg := &gate.PodGuard{Nodes: f.admin, API: f.sa, Config: &f.cfg}
+	pg := &gate.PodGuard{Cache: f.admin, API: f.sa, Config: &f.cfg}
 	resp := pg.Handle(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 		UID:         types.UID("rbac-test-" + f.next()),
 		Kind:        metav1.GroupVersionKind{Version: "v1", Kind: "Binding"},

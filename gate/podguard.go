@@ -27,7 +27,8 @@ const PodGuardPath = "/validate-pod"
 // cannot be told no. It is served with failurePolicy Ignore — the taint stays the primary
 // protection, and a guard that failed closed would block every Pod during a gate outage.
 type PodGuard struct {
-	Nodes client.Reader // cached Nodes
+	// Cache is the gate's cache: Nodes, and the init Pods in its scope.
+	Cache client.Reader
 	// API reads what the cache does not hold or may not hold yet: a binding's Pod, a
 	// node's init Pods, and a released node that may have rebooted.
 	API    client.Reader
@@ -49,8 +50,8 @@ func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []co
 	if nodeName == "" {
 		return admission.Allowed(""), "allowed"
 	}
-	node := &corev1.Node{}
-	if err := g.Nodes.Get(ctx, types.NamespacedName{Name: nodeName}, node); err != nil {
+	node, err := g.node(ctx, nodeName)
+	if err != nil {
 		return admission.Allowed("node not found"), "allowed"
 	}
 	if g.Config.RebootExposed(node, tolerations) {
@@ -71,6 +72,17 @@ func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []co
 	}
 	return admission.Denied(fmt.Sprintf("node %q still holds startup taint %s and the pod does not tolerate it; wait for the node to be released",
 		nodeName, taint.ToString())), "denied"
+}
+
+// node reads the Node from the cache, or from the API when the cache cannot give it: a
+// restarted gate serves its webhooks before its cache has started, and a node the cache
+// has not seen yet may have registered a moment ago.
+func (g *PodGuard) node(ctx context.Context, name string) (*corev1.Node, error) {
+	node := &corev1.Node{}
+	if err := g.Cache.Get(ctx, types.NamespacedName{Name: name}, node); err == nil {
+		return node, nil
+	}
+	return node, g.API.Get(ctx, types.NamespacedName{Name: name}, node)
 }
 
 // decideRebooted closes the window between a reboot and its re-gate: a rule that gates
@@ -128,9 +140,15 @@ func (g *PodGuard) decideContinuous(ctx context.Context, node *corev1.Node, tole
 	return admission.Allowed(""), "allowed"
 }
 
-// initPodsOn lists the init Pods bound to the node, from the API.
+// initPodsOn lists the init Pods bound to the node, from the API; from the cache when the
+// API cannot be read for a moment (a cut connection, an apiserver restart): a view that
+// may lag beats none, on which the guard could only allow.
 func (g *PodGuard) initPodsOn(ctx context.Context, nodeName string) ([]*corev1.Pod, error) {
-	return listInitPods(ctx, g.API, g.Config, nodeName)
+	pods, err := listInitPods(ctx, g.API, g.Config, nodeName)
+	if err != nil {
+		return listInitPods(ctx, g.Cache, g.Config, nodeName)
+	}
+	return pods, nil
 }
 
 // listInitPods lists, through c, the Pods bound to the node in the cache's scope (the

@@ -3,6 +3,7 @@ package gate
 import (
 	"cmp"
 	"context"
+	"errors"
 	"encoding/json"
 	"maps"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -228,7 +230,7 @@ func TestPodGuard(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c, cs := newFakeClient(interceptor.Funcs{}, objects()...)
-			g := &PodGuard{Nodes: c, API: c, Config: cfg}
+			g := &PodGuard{Cache: c, API: c, Config: cfg}
 			raw := tc.raw
 			if raw == nil && tc.object != nil {
 				raw = mustJSON(t, tc.object)
@@ -286,7 +288,7 @@ func TestPodGuardTolerationAgainstNodeTaint(t *testing.T) {
 	cfg := testobj.ValidConfig(t, nil)
 	nodeTaint := corev1.Taint{Key: config.DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
 	c, _ := newFakeClient(interceptor.Funcs{}, testobj.Node("karpenter-node", t0, testobj.Taints(nodeTaint)))
-	g := &PodGuard{Nodes: c, API: c, Config: cfg}
+	g := &PodGuard{Cache: c, API: c, Config: cfg}
 	tests := []struct {
 		name       string
 		toleration corev1.Toleration
@@ -374,7 +376,7 @@ func podGuardFuzzEnv(tb testing.TB) (*PodGuard, *calls) {
 		objs = append(objs, p.DeepCopy())
 	}
 	c, cs := newFakeClient(interceptor.Funcs{}, objs...)
-	return &PodGuard{Nodes: c, API: c, Config: cfg}, cs
+	return &PodGuard{Cache: c, API: c, Config: cfg}, cs
 }
 
 // guardWant is the guard's answer to one request: allowed, or a rejection with its code
@@ -496,4 +498,46 @@ func FuzzPodGuard(f *testing.F) {
 			t.Fatalf("the pod guard wrote %d times, want 0", w)
 		}
 	})
+}
+
+// TestPodGuardAPIUnreachable: the guard reads a node's init Pods from the API, as its cache
+// may lag the unready write it must see. With the API unreachable for a moment (a cut
+// connection, an apiserver restart), it reads them from its cache rather than allowing
+// blindly: a continuous rule's window, unready in the cache too, stays closed.
+func TestPodGuardAPIUnreachable(t *testing.T) {
+	g, _ := podGuardFuzzEnv(t)
+	api, _ := newFakeClient(interceptor.Funcs{
+		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return errors.New("connection reset by peer")
+		},
+	})
+	g.API = api
+	for node, allowed := range map[string]bool{"cni-window": false, "cni-ready": true} {
+		if resp, _ := g.decide(context.Background(), node, nil); resp.Allowed != allowed {
+			t.Errorf("%s with the API unreachable: allowed %v (%s), want %v", node, resp.Allowed, resp.Result.Message, allowed)
+		}
+	}
+}
+
+// TestPodGuardCacheNotStarted: a restarted gate serves its webhooks before its cache has
+// started (controller-runtime starts the webhook server first). A Node the cache cannot
+// give yet is read from the API, not taken as "not found", which would allow every binding
+// in the window the guard closes.
+func TestPodGuardCacheNotStarted(t *testing.T) {
+	g, _ := podGuardFuzzEnv(t)
+	g.API = g.Cache
+	cold, _ := newFakeClient(interceptor.Funcs{
+		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return &cache.ErrCacheNotStarted{}
+		},
+		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return &cache.ErrCacheNotStarted{}
+		},
+	})
+	g.Cache = cold
+	for node, allowed := range map[string]bool{"cni-window": false, "gated": false, "cni-ready": true, "no-such-node": true} {
+		if resp, _ := g.decide(context.Background(), node, nil); resp.Allowed != allowed {
+			t.Errorf("%s with the cache not started: allowed %v (%s), want %v", node, resp.Allowed, resp.Result.Message, allowed)
+		}
+	}
 }

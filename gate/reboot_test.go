@@ -57,7 +57,7 @@ func TestRebootRegates(t *testing.T) {
 		t.Errorf("%d writes on the same boot, want 0", w)
 	}
 	setBoot(t, e.c, "n", "b2")
-	guard := &PodGuard{Nodes: e.c, API: e.c, Config: cfg}
+	guard := &PodGuard{Cache: e.c, API: e.c, Config: cfg}
 	if resp, _ := guard.decide(context.Background(), "n", nil); resp.Allowed {
 		t.Errorf("Pod guard allowed a binding to a rebooted node before the taint was back")
 	}
@@ -134,7 +134,7 @@ func TestPodGuardReadsRebootLive(t *testing.T) {
 				reads++
 				return c.Get(ctx, key, obj, opts...)
 			}}, tt.api)
-			g := &PodGuard{Nodes: cache, API: api, Config: cfg}
+			g := &PodGuard{Cache: cache, API: api, Config: cfg}
 			resp, _ := g.decide(context.Background(), "n", tt.tolerations)
 			if resp.Allowed != tt.wantAllowed || reads != tt.wantReads {
 				t.Errorf("allowed %v after %d API reads, want %v after %d (%s)", resp.Allowed, reads, tt.wantAllowed, tt.wantReads, resp.Result.Message)

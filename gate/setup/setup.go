@@ -166,7 +166,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, cfg *config.Config, 
 			srv.Register(gate.NodeWebhookPath, gate.NewNodeWebhook(mgr.GetScheme(), cfg))
 		}
 		if cfg.PodGuard {
-			srv.Register(gate.PodGuardPath, &admission.Webhook{Handler: &gate.PodGuard{Nodes: mgr.GetClient(), API: mgr.GetAPIReader(), Config: cfg}})
+			srv.Register(gate.PodGuardPath, &admission.Webhook{Handler: &gate.PodGuard{Cache: mgr.GetClient(), API: mgr.GetAPIReader(), Config: cfg}})
 		}
 		if err := mgr.AddReadyzCheck("webhook", srv.StartedChecker()); err != nil {
 			return fmt.Errorf("adding webhook readiness check: %w", err)
