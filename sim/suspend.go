@@ -3,9 +3,11 @@ package sim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/gate/rule"
 	"github.com/startupgate/startupgate/sim/record"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
@@ -36,6 +38,11 @@ func (rn *run) suspendRule(ctx context.Context, s *scenario.SuspendRule) error {
 	case <-ctx.Done():
 		return nil
 	case <-time.After(s.For):
+	}
+	if !slices.ContainsFunc(rn.harness.Config().Rules, func(r rule.Rule) bool { return r.Name == s.Rule }) {
+		// Renamed or removed while suspended: a resume of the old name would change nothing
+		// and leave the rule suspended for good, which the run would then call stranded.
+		return fmt.Errorf("resuming rule %s: the gate runs no rule of that name now (rules in force: %v)", s.Rule, ruleNames(rn.harness.Config().Rules))
 	}
 	after, err := rn.harness.Reconfigure(ctx, set(false))
 	rn.recorder.RuleSuspended(record.Suspension{Rule: s.Rule, From: from, To: record.Mark{Time: time.Now()}, Writes: after - before})

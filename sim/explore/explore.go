@@ -83,18 +83,29 @@ var liftsHold = []string{check.KindEarlyPod, check.KindBoundBeforeReinit, check.
 	check.KindBoundWhileUnready, check.KindRetaintLate}
 
 // gateDown are the kinds every crash point leaves unjudged: a Pod bound to a node that
-// rebooted while the gate was down. Only the gate closes that window (its re-gate write, and
-// its Pod guard, which fails open), and a quick reboot never turns the node NotReady; a crash
-// at the re-gate write leaves it open until the gate is back, and the check, which reads
-// bindings and reboots alone, cannot tell those Pods from later ones: it is left out for
-// crash points; every other check judges the run.
-var gateDown = []string{check.KindBoundBeforeReinit}
+// rebooted while the gate was down, or whose continuous requirement failed then. Only the
+// gate closes those windows (its re-gate or re-taint write, and its Pod guard, which fails
+// open), and neither turns the node NotReady; a crash there leaves them open until the gate
+// is back, and the checks, which read bindings, reboots and readiness alone, cannot tell
+// those Pods from later ones: they are left out for crash points; every other check judges
+// the run.
+var gateDown = []string{check.KindBoundBeforeReinit, check.KindBoundWhileUnready}
 
-// failOpen are the kinds a crash point leaves unjudged in a scenario whose webhook fails
-// open (failurePolicy Ignore): that trades the guarantee for availability while the gate is
-// down, and a crash points there finds only the trade (Pods on nodes registered while both
-// the webhook and the gate were down, before backfill came back).
+// failOpen are the kinds a crash point, a late Node view or a relist leaves unjudged in a
+// scenario whose webhook fails open (failurePolicy Ignore): that trades the guarantee for
+// availability while the webhook is down, and leaves backfill to race the scheduler for the
+// nodes registered then. Whatever delays the gate's sight of those nodes finds only the
+// trade (Pods on a node that backfill saw too late, as operations.md says of Ignore).
 var failOpen = []string{check.KindEarlyPod, check.KindBusyBackfilled}
+
+// failsOpen returns the kinds a perturbation that delays the gate leaves unjudged in sc,
+// besides those in also.
+func failsOpen(sc *scenario.Scenario, also []string) []string {
+	if sc.Webhook.FailurePolicy != "Ignore" {
+		return also
+	}
+	return append(slices.Clone(also), failOpen...)
+}
 
 // takesHold reports whether an edit takes a rule's hold away from nodes it held.
 func takesHold(e *scenario.EditRule) bool {
@@ -142,10 +153,7 @@ func Make(base *scenario.Scenario, kind Kind, index int, seed uint64, writes int
 		}
 		restart := time.Duration(200+rng.IntN(2800)) * time.Millisecond
 		step = scenario.Step{CrashAtWrite: &scenario.CrashAtWrite{Write: index, After: kind == CrashAfter, RestartAfter: restart}}
-		c.Unjudged = gateDown
-		if sc.Webhook.FailurePolicy == "Ignore" {
-			c.Unjudged = append(slices.Clone(gateDown), failOpen...)
-		}
+		c.Unjudged = failsOpen(sc, gateDown)
 		c.What = fmt.Sprintf("killed %s its write %d, back %s later", map[bool]string{true: "after", false: "before"}[kind == CrashAfter], index, restart)
 	case StaleNodes, StalePods:
 		if !inProcess(sc) {
@@ -154,10 +162,14 @@ func Make(base *scenario.Scenario, kind Kind, index int, seed uint64, writes int
 		resource := map[Kind]string{StaleNodes: "nodes", StalePods: "pods"}[kind]
 		d := scenario.WatchDelay{Resource: resource, Delay: time.Duration(500+rng.IntN(3500)) * time.Millisecond, For: time.Duration(2+rng.IntN(9)) * time.Second}
 		step = scenario.Step{At: at(), WatchDelay: &d}
+		if kind == StaleNodes {
+			c.Unjudged = failsOpen(sc, nil)
+		}
 		c.What = fmt.Sprintf("%s watch %s late for %s from %s", resource, d.Delay, d.For, step.At.Round(time.Millisecond))
 	case Relist:
 		d := scenario.WatchDrops{Every: time.Duration(300+rng.IntN(1200)) * time.Millisecond, Duration: time.Duration(3+rng.IntN(8)) * time.Second}
 		step = scenario.Step{At: at(), WatchDrops: &d}
+		c.Unjudged = failsOpen(sc, nil)
 		c.What = fmt.Sprintf("connections cut every %s for %s from %s", d.Every, d.Duration, step.At.Round(time.Millisecond))
 	case Transition:
 		e, ok := edit(sc, rng)
@@ -202,29 +214,34 @@ func lastStep(sc *scenario.Scenario) time.Duration {
 }
 
 // edit draws an operator's edit of one of the scenario's rules: one that a run of the
-// base can meet (a rule that exists; a removal only of one rule of several; onReboot only
-// on a startup rule with a component). Half are undone after a while.
+// base can meet (a rule that exists all run long, which no step of the base removes or
+// renames; a removal only of one rule of several; onReboot only on a startup rule with a
+// component). Half are undone after a while.
 func edit(sc *scenario.Scenario, rng *rand.Rand) (*scenario.EditRule, bool) {
-	rules := sc.GateConfig.Rules
+	rules := slices.DeleteFunc(slices.Clone(sc.GateConfig.Rules), func(r rule.Rule) bool { return !lasts(sc, r.Name) })
 	if len(rules) == 0 {
-		return nil, false // the default rule, which an edit of rules cannot name
+		return nil, false // the default rule, which an edit of rules cannot name, or none that lasts
 	}
 	r := rules[rng.IntN(len(rules))]
 	e := &scenario.EditRule{Rule: r.Name}
-	var choices []func()
-	choices = append(choices,
+	// A rule the base suspends keeps its name: renamed or removed, its resume would name a
+	// rule that no longer runs.
+	named := !slices.ContainsFunc(sc.Timeline, func(s scenario.Step) bool { return s.SuspendRule != nil && s.SuspendRule.Rule == r.Name })
+	choices := []func(){
 		func() { e.Suspend = ptr.To(true) },
 		func() { e.DryRun = ptr.To(!r.DryRun) },
 		func() { e.NodeSelector = ptr.To("startupgate.io/explore-none=true") },
-		func() { e.Rename = r.Name + "-renamed" },
-		func() { e.TaintKey = r.Taint.Key + "-rekeyed" },
-	)
+	}
+	if named {
+		choices = append(choices, func() { e.Rename = r.Name + "-renamed" })
+	}
+	choices = append(choices, func() { e.TaintKey = r.Taint.Key + "-rekeyed" })
 	if (r.Mode == "" || r.Mode == rule.Startup) && len(r.Components) > 0 {
 		choices = append(choices, func() {
 			e.OnReboot = map[bool]string{true: string(rule.RebootIgnore), false: string(rule.RebootGate)}[r.OnReboot == rule.RebootGate]
 		})
 	}
-	if len(rules) > 1 {
+	if len(rules) > 1 && named {
 		choices = append(choices, func() { e.Remove = true })
 	}
 	choices[rng.IntN(len(choices))]()
@@ -232,6 +249,15 @@ func edit(sc *scenario.Scenario, rng *rand.Rand) (*scenario.EditRule, bool) {
 		e.For = time.Duration(2+rng.IntN(8)) * time.Second
 	}
 	return e, true
+}
+
+// lasts reports whether the rule of that name is in force all through the scenario's run:
+// no step removes or renames it.
+func lasts(sc *scenario.Scenario, name string) bool {
+	return !slices.ContainsFunc(sc.Timeline, func(s scenario.Step) bool {
+		e := s.EditRule
+		return e != nil && e.Rule == name && (e.Remove || e.Rename != "")
+	})
 }
 
 // describe says what an edit does.

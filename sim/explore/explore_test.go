@@ -45,6 +45,13 @@ func TestPlan(t *testing.T) {
 		if !Applies(scs[i]) {
 			t.Errorf("%s: perturbed, though the explorer does not apply to it", c.Base)
 		}
+		if e := c.Scenario.Timeline[len(c.Scenario.Timeline)-1].EditRule; e != nil && !lasts(scs[i], e.Rule) {
+			t.Errorf("%s %s: edits rule %s, which the base removes or renames", c.Kind, c.Base, e.Rule)
+		}
+		if e := c.Scenario.Timeline[len(c.Scenario.Timeline)-1].EditRule; e != nil && (e.Remove || e.Rename != "") &&
+			slices.ContainsFunc(scs[i].Timeline, func(s scenario.Step) bool { return s.SuspendRule != nil && s.SuspendRule.Rule == e.Rule }) {
+			t.Errorf("%s %s: %s, a rule the base suspends and resumes by name", c.Kind, c.Base, c.What)
+		}
 	}
 	for _, k := range Kinds {
 		if kinds[k] == 0 {
