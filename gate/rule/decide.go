@@ -1,6 +1,7 @@
 package rule
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -159,8 +160,11 @@ func (r *Rule) decideRekeyed(why string, rd Readiness, in Input) Decision {
 	st, formerWhy, ev := former.classify(rd, in)
 	d := former.decideIn(st, formerWhy, ev, rd, in)
 	if d.Write != WriteStale {
+		// A timeout that would release waits for the lift as well: it is no timeout kept.
+		d.TimedOut = d.TimedOut && !d.Release
 		d.Write, d.Release, d.Taint = WriteNone, false, false
 	}
+	formerWhy = cmp.Or(d.Reason, formerWhy)
 	d.Reason = why + "; under it: " + string(st)
 	if formerWhy != "" {
 		d.Reason += " (" + formerWhy + ")"

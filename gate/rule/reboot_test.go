@@ -288,6 +288,10 @@ func TestRegatedMaxHold(t *testing.T) {
 			now: regateAt.Add(5 * time.Minute), want: Decision{TimedOut: true}},
 		{name: "passed, release", rule: func(r *Rule) { r.MaxHold = metav1.Duration{Duration: 5 * time.Minute} },
 			now: regateAt.Add(5 * time.Minute), want: Decision{Release: true, TimedOut: true}},
+		{name: "passed, release, key changed: waits for the lift, not timed out", rule: func(r *Rule) {
+			r.MaxHold = metav1.Duration{Duration: 5 * time.Minute}
+			r.Taint.Key = "example.com/warming"
+		}, now: regateAt.Add(5 * time.Minute), want: Decision{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Decide(rebootRule(t, tc.rule), Readiness{}, Input{Node: node(regatedFor("b2"), onBoot("b2")), Pods: []*corev1.Pod{gen(0, true)}, Now: tc.now})
