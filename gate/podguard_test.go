@@ -3,8 +3,8 @@ package gate
 import (
 	"cmp"
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/http"
 	"slices"
