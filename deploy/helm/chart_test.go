@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"maps"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -243,5 +244,52 @@ func TestNotes(t *testing.T) {
 		if !strings.Contains(notes, want) {
 			t.Errorf("NOTES.txt lacks %q:\n%s", want, notes)
 		}
+	}
+}
+
+// TestCertManagerCA: under cert-manager the serving certificate is signed by a CA of the
+// chart's own (a self-signed Issuer signs it), so the caBundle the cainjector writes is the
+// CA and outlives the serving certificate's rotation; certificates.certManager.issuerRef
+// signs it with the operator's issuer instead, and the chart then makes no issuer at all.
+func TestCertManagerCA(t *testing.T) {
+	certManager := func(issuerRef map[string]any) map[string]any {
+		return map[string]any{"certificates": map[string]any{"mode": "certManager", "certManager": map[string]any{"issuerRef": issuerRef}}}
+	}
+	issuerOf := func(cert *unstructured.Unstructured) map[string]any {
+		ref, _, _ := unstructured.NestedMap(cert.Object, "spec", "issuerRef")
+		return ref
+	}
+	objs := renderChart(t, certManager(nil), nil)
+	serving := mustFind(t, objs, "Certificate", "startupgate-webhook")
+	caIssuer := mustFind(t, objs, "Issuer", issuerOf(serving)["name"].(string))
+	caSecret, _, _ := unstructured.NestedString(caIssuer.Object, "spec", "ca", "secretName")
+	var ca *unstructured.Unstructured
+	for _, o := range objs {
+		if s, _, _ := unstructured.NestedString(o.Object, "spec", "secretName"); o.GetKind() == "Certificate" && s == caSecret {
+			ca = o
+		}
+	}
+	if ca == nil {
+		t.Fatalf("no Certificate makes the Secret %q that the serving certificate's issuer %s signs with", caSecret, caIssuer.GetName())
+	}
+	if isCA, _, _ := unstructured.NestedBool(ca.Object, "spec", "isCA"); !isCA {
+		t.Errorf("Certificate %s, whose Secret issuer %s signs with, is not a CA", ca.GetName(), caIssuer.GetName())
+	}
+	if self, _, _ := unstructured.NestedMap(mustFind(t, objs, "Issuer", issuerOf(ca)["name"].(string)).Object, "spec", "selfSigned"); self == nil {
+		t.Errorf("the CA %s is not signed by a self-signed Issuer", ca.GetName())
+	}
+
+	ref := map[string]any{"name": "corp-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}
+	objs = renderChart(t, certManager(ref), nil)
+	if got := issuerOf(mustFind(t, objs, "Certificate", "startupgate-webhook")); !reflect.DeepEqual(got, ref) {
+		t.Errorf("serving certificate's issuerRef %v, want %v", got, ref)
+	}
+	for _, o := range objs {
+		if o.GetKind() == "Issuer" || o.GetKind() == "Certificate" && o.GetName() != "startupgate-webhook" {
+			t.Errorf("with an issuerRef the chart still renders %s %s", o.GetKind(), o.GetName())
+		}
+	}
+	if _, err := renderFiles(t, certManager(map[string]any{"kind": "ClusterIssuer"}), nil); err == nil {
+		t.Error("an issuerRef with a kind and no name rendered; want the schema to refuse it")
 	}
 }
