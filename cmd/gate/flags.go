@@ -12,8 +12,10 @@ import (
 	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/certs"
 	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/rule"
 	"github.com/startupgate/startupgate/gate/setup"
@@ -21,21 +23,26 @@ import (
 
 // settings is everything the command line says: the gate's Config and how to run it.
 type settings struct {
-	cfg              config.Config
-	kubeconfig       string
-	printPolicy      bool
-	printVersion     bool
-	leaderElect      bool
-	leaderNS         string
-	leaseDuration    time.Duration
-	renewDeadline    time.Duration
-	retryPeriod      time.Duration
-	warmStandby      bool
-	metricsAddr      string
-	probeAddr        string
-	pprofAddr        string
-	webhookPort      int
-	certDir          string
+	cfg           config.Config
+	kubeconfig    string
+	printPolicy   bool
+	printVersion  bool
+	leaderElect   bool
+	leaderNS      string
+	leaseDuration time.Duration
+	renewDeadline time.Duration
+	retryPeriod   time.Duration
+	warmStandby   bool
+	metricsAddr   string
+	probeAddr     string
+	pprofAddr     string
+	webhookPort   int
+	certDir       string
+	// certSecret, webhookService and webhookConfigs: the gate makes its webhooks' certificate
+	// (gate/certs) when certSecret is set.
+	certSecret       string
+	webhookService   string
+	webhookConfigs   []string
 	workers          int
 	cacheSyncTimeout time.Duration
 	nodeLabels       []string
@@ -86,6 +93,9 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*settin
 		return nil, err
 	}
 	if err := validLabelKeys(s.nodeLabels); err != nil {
+		return nil, err
+	}
+	if err := s.validCerts(); err != nil {
 		return nil, err
 	}
 	cfg, err := loadConfigFile(f.configFile, stderr)
@@ -175,6 +185,9 @@ func (s *settings) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.pprofAddr, "pprof-bind-address", "", "address of the Go profiler's /debug/pprof endpoints (empty: off); keep it on localhost")
 	fs.IntVar(&s.webhookPort, "webhook-port", 9443, "port of the webhook server")
 	fs.StringVar(&s.certDir, "cert-dir", "", "directory holding tls.crt and tls.key; reloaded when they rotate (default: controller-runtime's temp dir)")
+	fs.StringVar(&s.certSecret, "cert-secret", "", "make the webhooks' certificate: a CA kept in this Secret of --webhook-service's namespace (made if missing, never overwritten), a serving certificate minted into --cert-dir and renewed a month before it ends, the CA written into the caBundle of --webhook-configurations and written again when taken out (empty: serve the tls.crt and tls.key mounted in --cert-dir)")
+	fs.StringVar(&s.webhookService, "webhook-service", "", "with --cert-secret: the webhook Service as `NAMESPACE/NAME`, whose names the serving certificate carries")
+	fs.StringSliceVar(&s.webhookConfigs, "webhook-configurations", nil, "with --cert-secret: the webhook configurations whose caBundle the gate keeps, as mutating/NAME or validating/NAME (one that does not exist is skipped)")
 	fs.IntVar(&s.workers, "workers", setup.DefaultWorkers, "nodes reconciled concurrently")
 	fs.DurationVar(&s.cacheSyncTimeout, "cache-sync-timeout", setup.DefaultCacheSyncTimeout, "how long to wait for the initial lists of Nodes, init Pods and DaemonSets before exiting; a large cluster's take minutes")
 	fs.StringSliceVar(&s.nodeLabels, "cache-node-labels", setup.DefaultNodeLabels, "label `KEYS` kept on each cached Node besides those the rules read (* keeps every label); a required DaemonSet that selects nodes by another label makes the gate read the node from the apiserver each time it decides")
@@ -324,6 +337,49 @@ func (f *contractFlags) apply(name string, cfg *config.Config) error {
 	}
 	return nil
 }
+
+// validCerts: --cert-secret needs a directory to mint into and the Service to name, and
+// each webhook configuration says its kind.
+func (s *settings) validCerts() error {
+	if s.certSecret == "" {
+		if s.webhookService != "" || len(s.webhookConfigs) > 0 {
+			return fmt.Errorf("--webhook-service and --webhook-configurations need --cert-secret")
+		}
+		return nil
+	}
+	if s.certDir == "" {
+		return fmt.Errorf("--cert-secret needs --cert-dir, a directory the gate can write its serving certificate to")
+	}
+	if ns, name, ok := strings.Cut(s.webhookService, "/"); !ok || ns == "" || name == "" {
+		return fmt.Errorf("--cert-secret needs --webhook-service NAMESPACE/NAME, got %q", s.webhookService)
+	}
+	for _, c := range s.webhookConfigs {
+		if kind, name, _ := strings.Cut(c, "/"); kind != "mutating" && kind != "validating" || name == "" {
+			return fmt.Errorf("--webhook-configurations %q: want mutating/NAME or validating/NAME", c)
+		}
+	}
+	return nil
+}
+
+// certManager is the gate/certs Manager the cert flags describe, writing through c.
+func (s *settings) certManager(c client.Client) *certs.Manager {
+	ns, svc, _ := strings.Cut(s.webhookService, "/")
+	m := &certs.Manager{Client: c, Namespace: ns, Secret: s.certSecret, Service: svc, Dir: s.certDir, Interval: certCheckInterval}
+	for _, wc := range s.webhookConfigs {
+		kind, name, _ := strings.Cut(wc, "/")
+		if kind == "mutating" {
+			m.Mutating = append(m.Mutating, name)
+		} else {
+			m.Validating = append(m.Validating, name)
+		}
+	}
+	return m
+}
+
+// certCheckInterval is how often a gate that makes its certificate checks the caBundle and
+// the serving certificate: a GitOps sync that took the caBundle out fails webhook calls
+// until then.
+const certCheckInterval = 15 * time.Second
 
 // validLabelKeys: each of --cache-node-labels is a label key, or * for every label.
 func validLabelKeys(keys []string) error {

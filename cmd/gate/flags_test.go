@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -383,6 +384,11 @@ func TestParseErrors(t *testing.T) {
 		{"--all outside release", []string{"--all"}, nil, "all"},
 		{"cache-node-labels with a bad key", []string{"--cache-node-labels", "kubernetes.io/os,not a key"}, nil, `"not a key" is not a label key`},
 		{"several errors in one message", []string{"--timeout-policy", "drop", "--min-hold", "-1s"}, nil, "timeoutPolicy"},
+		{"cert secret without a cert dir", []string{"--cert-secret", "ca", "--webhook-service", "ns/svc"}, nil, "--cert-dir"},
+		{"cert secret without the service", []string{"--cert-secret", "ca", "--cert-dir", "/tmp/c"}, nil, "--webhook-service"},
+		{"webhook service without a namespace", []string{"--cert-secret", "ca", "--cert-dir", "/tmp/c", "--webhook-service", "svc"}, nil, "NAMESPACE/NAME"},
+		{"webhook configuration of no kind", []string{"--cert-secret", "ca", "--cert-dir", "/tmp/c", "--webhook-service", "ns/svc", "--webhook-configurations", "startupgate"}, nil, "mutating/NAME"},
+		{"webhook service without cert secret", []string{"--webhook-service", "ns/svc"}, nil, "--cert-secret"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -477,5 +483,19 @@ func TestZapLevel(t *testing.T) {
 	}
 	if _, err := zapLevel("verbose"); err == nil || !strings.Contains(err.Error(), "--log-level") {
 		t.Errorf("zapLevel(verbose) = %v, want an error naming --log-level", err)
+	}
+}
+
+// TestCertFlags: the cert flags make the certs.Manager they describe.
+func TestCertFlags(t *testing.T) {
+	s, err := parse([]string{"--cert-secret", "gate-ca", "--cert-dir", "/certs", "--webhook-service", "gate-ns/gate-webhook",
+		"--webhook-configurations", "mutating/gate,validating/gate-pod-guard"}, env(), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := s.certManager(nil)
+	if m.Namespace != "gate-ns" || m.Service != "gate-webhook" || m.Secret != "gate-ca" || m.Dir != "/certs" ||
+		!slices.Equal(m.Mutating, []string{"gate"}) || !slices.Equal(m.Validating, []string{"gate-pod-guard"}) || m.Interval <= 0 {
+		t.Errorf("certManager() = %+v", m)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/startupgate/startupgate/gate"
+	"github.com/startupgate/startupgate/gate/certs"
 	"github.com/startupgate/startupgate/gate/policy"
 	"github.com/startupgate/startupgate/gate/setup"
 	"github.com/startupgate/startupgate/internal/version"
@@ -74,6 +75,18 @@ func run(args []string) error {
 	if s.statusCommand {
 		return status(ctx, s, rc, os.Stdout, time.Now())
 	}
+	var cm *certs.Manager
+	if s.certSecret != "" {
+		c, err := client.New(rc, client.Options{Scheme: gate.Scheme()})
+		if err != nil {
+			return fmt.Errorf("creating client: %w", err)
+		}
+		// Before the webhook server starts: it reads --cert-dir at its start.
+		cm = s.certManager(c)
+		if err := cm.Setup(ctx); err != nil {
+			return fmt.Errorf("making the webhook certificate: %w", err)
+		}
+	}
 	opts := setup.Options{Workers: s.workers, ColdStandby: !s.warmStandby, CacheSyncTimeout: s.cacheSyncTimeout,
 		NodeLabels: s.nodeLabels}
 	mgr, err := setup.NewManager(rc, &s.cfg, setup.ManagerOptions{
@@ -95,6 +108,11 @@ func run(args []string) error {
 	}
 	if err := addStartGC(mgr, opts.Filled(s.leaderElect)); err != nil {
 		return err
+	}
+	if cm != nil {
+		if err := mgr.Add(cm); err != nil {
+			return err
+		}
 	}
 	return mgr.Start(ctx)
 }
