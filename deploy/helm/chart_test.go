@@ -4,9 +4,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -291,5 +293,58 @@ func TestCertManagerCA(t *testing.T) {
 	}
 	if _, err := renderFiles(t, certManager(map[string]any{"kind": "ClusterIssuer"}), nil); err == nil {
 		t.Error("an issuerRef with a kind and no name rendered; want the schema to refuse it")
+	}
+}
+
+// TestGateCertificates: with certificates.mode gate nothing is generated at render time, so
+// `helm template` renders the same manifests every time (GitOps syncs change nothing); the
+// gate is told where its CA lives, which Service it serves and which configurations' caBundle
+// it keeps, mints into a writable volume, and may touch exactly those objects.
+func TestGateCertificates(t *testing.T) {
+	vals := map[string]any{"certificates": map[string]any{"mode": "gate"}, "podGuard": map[string]any{"enabled": true}}
+	first, second := renderChart(t, vals, nil), renderChart(t, vals, nil)
+	if diff := cmp.Diff(first, second); diff != "" {
+		t.Errorf("two renders differ (-first +second):\n%s", diff)
+	}
+	for _, wh := range []string{"MutatingWebhookConfiguration/startupgate", "ValidatingWebhookConfiguration/startupgate-pod-guard"} {
+		kind, name, _ := strings.Cut(wh, "/")
+		o := mustFind(t, first, kind, name)
+		if got := caBundles(t, o); slices.ContainsFunc(got, func(b string) bool { return b != "" }) {
+			t.Errorf("%s renders a caBundle; the gate writes it", wh)
+		}
+		if _, ok := o.GetAnnotations()["cert-manager.io/inject-ca-from"]; ok {
+			t.Errorf("%s asks cert-manager for its caBundle", wh)
+		}
+	}
+	for _, o := range first {
+		if o.GetKind() == "Secret" || o.GetAPIVersion() == "cert-manager.io/v1" {
+			t.Errorf("renders %s %s; the gate makes its own", o.GetKind(), o.GetName())
+		}
+	}
+	d := mustFind(t, first, "Deployment", "startupgate")
+	raw, _ := json.Marshal(d.Object)
+	for _, want := range []string{`"--cert-secret=startupgate-webhook-ca"`, `"--webhook-service=startupgate-system/startupgate-webhook"`,
+		`"--webhook-configurations=mutating/startupgate,validating/startupgate-pod-guard"`, `"emptyDir":{"medium":"Memory"`} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("the Deployment lacks %s", want)
+		}
+	}
+	role, _ := json.Marshal(mustFind(t, first, "Role", "startupgate-webhook-ca").Object["rules"])
+	cluster, _ := json.Marshal(mustFind(t, first, "ClusterRole", "startupgate-webhook-ca").Object["rules"])
+	for _, want := range []string{`"resourceNames":["startupgate-webhook-ca"],"resources":["secrets"],"verbs":["get"]`, `"resources":["secrets"],"verbs":["create"]`} {
+		if !strings.Contains(string(role), want) {
+			t.Errorf("Role rules %s lack %s", role, want)
+		}
+	}
+	for _, want := range []string{`"resourceNames":["startupgate"],"resources":["mutatingwebhookconfigurations"],"verbs":["get","update"]`,
+		`"resourceNames":["startupgate-pod-guard"],"resources":["validatingwebhookconfigurations"],"verbs":["get","update"]`} {
+		if !strings.Contains(string(cluster), want) {
+			t.Errorf("ClusterRole rules %s lack %s", cluster, want)
+		}
+	}
+	for _, o := range renderChart(t, nil, nil) {
+		if strings.HasSuffix(o.GetName(), "-webhook-ca") {
+			t.Errorf("the default install renders %s %s, which only mode gate needs", o.GetKind(), o.GetName())
+		}
 	}
 }

@@ -106,6 +106,7 @@ func TestChartOnRealNodes(t *testing.T) {
 		c.logMemory(t, names)
 	})
 	t.Run("the self-signed kustomize overlay instead", func(t *testing.T) { c.kustomizeInstall(t) })
+	t.Run("helm template with the gate's own certificates instead", func(t *testing.T) { c.templateInstall(t) })
 	// Last: the broken release's webhook refuses every Node CREATE from here on.
 	t.Run("a broken chart is caught", func(t *testing.T) { c.brokenChart(t) })
 }
@@ -759,6 +760,86 @@ func (c *cluster) kustomizeInstall(t *testing.T) {
 	}
 	t.Logf("kustomize overlay applied to the webhook serving: %s", served.Sub(began).Round(time.Millisecond))
 	c.burst(t, "kustomize-burst", nil)
+}
+
+// templateInstall replaces the kustomize install with the chart as a GitOps tool applies
+// it: rendered as `helm template` renders it (no lookup, no hooks), the gate making its own
+// certificates. The webhook serves; a sync that puts the rendered webhook configuration
+// back, its caBundle taken out, stops it only until the gate writes the CA in again.
+func (c *cluster) templateInstall(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	cl, err := client.New(c.rc, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg := metav1.DeletePropagationBackground
+	for _, o := range buildOverlay(t, "self-signed") {
+		if o.GetKind() == "Namespace" {
+			continue // the chart's objects go into it next
+		}
+		if err := cl.Delete(ctx, o, &client.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatalf("deleting %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+		return err == nil && len(pods.Items) == 0, nil
+	}); err != nil {
+		t.Fatalf("the kustomize install's Pods after its deletion: %v; %s", err, c.podStates(ctx, namespace))
+	}
+	vals := c.values()
+	vals["certificates"] = map[string]any{"mode": "gate"}
+	rendered := renderChart(t, vals, nil)
+	var mwc *unstructured.Unstructured
+	for _, o := range rendered {
+		if _, hook := o.GetAnnotations()["helm.sh/hook"]; hook {
+			continue
+		}
+		if o.GetKind() == "MutatingWebhookConfiguration" {
+			mwc = o.DeepCopy()
+		}
+		if err := cl.Create(ctx, o); err != nil {
+			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	began := time.Now()
+	served, err := c.serving(ctx, namespace, releaseName)
+	if err != nil {
+		t.Fatalf("%v; %s", err, c.podLogs(ctx, namespace, "app.kubernetes.io/instance="+releaseName))
+	}
+	t.Logf("helm template applied, the gate making its certificates, to the webhook serving: %s", served.Sub(began).Round(time.Millisecond))
+
+	// The sync: the rendered configuration, with no caBundle, over the live one.
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(mwc.GroupVersionKind())
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(mwc), live); err != nil {
+		t.Fatal(err)
+	}
+	mwc.SetResourceVersion(live.GetResourceVersion())
+	if err := cl.Update(ctx, mwc); err != nil {
+		t.Fatal(err)
+	}
+	synced := time.Now()
+	ca, err := c.cs.CoreV1().Secrets(namespace).Get(ctx, releaseName+"-webhook-ca", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the gate's CA Secret: %v", err)
+	}
+	var bundle []byte
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := c.cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, mwc.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return false, nil //nolint:nilerr // read again
+		}
+		bundle = got.Webhooks[0].ClientConfig.CABundle
+		return string(bundle) == string(ca.Data["ca.crt"]), nil
+	}); err != nil {
+		t.Fatalf("caBundle a minute after a sync took it out: %q, want the CA of Secret %s", bundle, ca.Name)
+	}
+	if err := gateundertest.WaitAdmission(ctx, c.cs, defaultConfig(), releaseName); err != nil {
+		t.Fatalf("the webhook after the gate wrote its CA back: %v", err)
+	}
+	t.Logf("a sync took the caBundle out; the gate wrote it back and the webhook served %s later", time.Since(synced).Round(time.Millisecond))
 }
 
 // heldNode registers a Node through the chart's webhook that nothing will release (no
