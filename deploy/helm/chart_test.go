@@ -115,7 +115,7 @@ func TestRulesRollDeployment(t *testing.T) {
 // webhooks trust its CA, and `helm upgrade` (which sees the existing Secret through
 // `lookup`) keeps the pair instead of rotating it under the running Pods.
 func TestSelfSignedCertificate(t *testing.T) {
-	podGuard := map[string]any{"podGuard": map[string]any{"enabled": true}}
+	podGuard := map[string]any{"podGuard": map[string]any{"enabled": true}, "certificates": map[string]any{"mode": "selfSigned"}}
 	first := renderChart(t, podGuard, nil)
 	secret := mustFind(t, first, "Secret", "startupgate-webhook-tls")
 	data := secretData(t, secret)
@@ -296,12 +296,12 @@ func TestCertManagerCA(t *testing.T) {
 	}
 }
 
-// TestGateCertificates: with certificates.mode gate nothing is generated at render time, so
+// TestGateCertificates: with certificates.mode gate, the default, nothing is generated at render time, so
 // `helm template` renders the same manifests every time (GitOps syncs change nothing); the
 // gate is told where its CA lives, which Service it serves and which configurations' caBundle
 // it keeps, mints into a writable volume, and may touch exactly those objects.
 func TestGateCertificates(t *testing.T) {
-	vals := map[string]any{"certificates": map[string]any{"mode": "gate"}, "podGuard": map[string]any{"enabled": true}}
+	vals := map[string]any{"podGuard": map[string]any{"enabled": true}} // the default mode
 	first, second := renderChart(t, vals, nil), renderChart(t, vals, nil)
 	if diff := cmp.Diff(first, second); diff != "" {
 		t.Errorf("two renders differ (-first +second):\n%s", diff)
@@ -342,9 +342,9 @@ func TestGateCertificates(t *testing.T) {
 			t.Errorf("ClusterRole rules %s lack %s", cluster, want)
 		}
 	}
-	for _, o := range renderChart(t, nil, nil) {
+	for _, o := range renderChart(t, map[string]any{"certificates": map[string]any{"mode": "selfSigned"}}, nil) {
 		if strings.HasSuffix(o.GetName(), "-webhook-ca") {
-			t.Errorf("the default install renders %s %s, which only mode gate needs", o.GetKind(), o.GetName())
+			t.Errorf("mode selfSigned renders %s %s, which only mode gate needs", o.GetKind(), o.GetName())
 		}
 	}
 }

@@ -257,7 +257,7 @@ func (c *cluster) startNode(t *testing.T, name string, index int, labels map[str
 
 // values are the chart's values for this cluster: the imported image, never pulled, and
 // the system pool, which exclude names; everything else is the chart's default (two replicas, the webhook with
-// failurePolicy Fail, the self-signed certificate).
+// failurePolicy Fail, the certificates the gate makes).
 func (c *cluster) values() map[string]any {
 	return map[string]any{
 		"image":        map[string]any{"repository": gateImageRepo, "tag": gateImageTag, "pullPolicy": "Never"},
@@ -788,9 +788,7 @@ func (c *cluster) templateInstall(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("the kustomize install's Pods after its deletion: %v; %s", err, c.podStates(ctx, namespace))
 	}
-	vals := c.values()
-	vals["certificates"] = map[string]any{"mode": "gate"}
-	rendered := renderChart(t, vals, nil)
+	rendered := renderChart(t, c.values(), nil) // the default certificates: the gate's
 	var mwc *unstructured.Unstructured
 	for _, o := range rendered {
 		if _, hook := o.GetAnnotations()["helm.sh/hook"]; hook {

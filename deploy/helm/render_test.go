@@ -41,10 +41,10 @@ type install struct {
 }
 
 var installs = []install{
-	{"self-signed", nil},
+	{"self-signed", map[string]any{"certificates": map[string]any{"mode": "selfSigned"}}},
 	{"cert-manager", map[string]any{"certificates": map[string]any{"mode": "certManager"}}},
 	{"policy", map[string]any{"mode": "policy"}},
-	{"pod-guard", map[string]any{"podGuard": map[string]any{"enabled": true}}},
+	{"pod-guard", map[string]any{"podGuard": map[string]any{"enabled": true}, "certificates": map[string]any{"mode": "selfSigned"}}},
 }
 
 // kubeVersion is the Kubernetes the chart is rendered for (the version the project pins).
