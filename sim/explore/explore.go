@@ -75,20 +75,28 @@ type Case struct {
 	// edit, would call early or stuck. Stranded nodes, lost foreign taints, the write bound
 	// and the rest are still judged.
 	Unjudged []string `json:"unjudged,omitempty"`
+	// DownOnly are the violation kinds the case does not judge while the gate is down after
+	// a crash point, nor for DownSlack after its restart; outside those windows they are.
+	DownOnly []string `json:"down_only,omitempty"`
+	// UntaintedOnly are the violation kinds the case does not judge on nodes that registered
+	// without the gate's taint (a webhook failing open); on every other node they are.
+	UntaintedOnly []string `json:"untainted_only,omitempty"`
 }
+
+// DownSlack is how long after a crash point's restart the gate is still taken for down: its
+// caches fill and its Pod guard first answers in that time.
+const DownSlack = 5 * time.Second
 
 // liftsHold are the kinds an edit that takes a rule's hold away leaves unjudged.
 var liftsHold = []string{check.KindEarlyPod, check.KindBoundBeforeReinit, check.KindStuck, check.KindLateRelease,
 	check.KindPrematureRelease, check.KindDryRunWrote, check.KindHeldAfterReinit, check.KindStuckAfterRegistration,
 	check.KindBoundWhileUnready, check.KindRetaintLate}
 
-// gateDown are the kinds every crash point leaves unjudged: a Pod bound to a node that
-// rebooted while the gate was down, or whose continuous requirement failed then. Only the
+// gateDown are the kinds a crash point leaves unjudged while the gate is down (DownOnly): a
+// Pod bound to a node that rebooted, or whose continuous requirement failed, then. Only the
 // gate closes those windows (its re-gate or re-taint write, and its Pod guard, which fails
-// open), and neither turns the node NotReady; a crash there leaves them open until the gate
-// is back, and the checks, which read bindings, reboots and readiness alone, cannot tell
-// those Pods from later ones: they are left out for crash points; every other check judges
-// the run.
+// open), and neither turns the node NotReady. Once the gate is back (and DownSlack has
+// passed) its guard must deny such a binding again, and the kinds are judged.
 var gateDown = []string{check.KindBoundBeforeReinit, check.KindBoundWhileUnready}
 
 // failOpen are the kinds a crash point, a late Node view or a relist leaves unjudged in a
@@ -98,13 +106,13 @@ var gateDown = []string{check.KindBoundBeforeReinit, check.KindBoundWhileUnready
 // trade (Pods on a node that backfill saw too late, as operations.md says of Ignore).
 var failOpen = []string{check.KindEarlyPod, check.KindBusyBackfilled}
 
-// failsOpen returns the kinds a perturbation that delays the gate leaves unjudged in sc,
-// besides those in also.
-func failsOpen(sc *scenario.Scenario, also []string) []string {
+// failsOpen returns the kinds a perturbation that delays the gate leaves unjudged in sc on
+// the nodes that registered untainted (UntaintedOnly).
+func failsOpen(sc *scenario.Scenario) []string {
 	if sc.Webhook.FailurePolicy != "Ignore" {
-		return also
+		return nil
 	}
-	return append(slices.Clone(also), failOpen...)
+	return failOpen
 }
 
 // takesHold reports whether an edit takes a rule's hold away from nodes it held.
@@ -153,7 +161,7 @@ func Make(base *scenario.Scenario, kind Kind, index int, seed uint64, writes int
 		}
 		restart := time.Duration(200+rng.IntN(2800)) * time.Millisecond
 		step = scenario.Step{CrashAtWrite: &scenario.CrashAtWrite{Write: index, After: kind == CrashAfter, RestartAfter: restart}}
-		c.Unjudged = failsOpen(sc, gateDown)
+		c.DownOnly, c.UntaintedOnly = gateDown, failsOpen(sc)
 		c.What = fmt.Sprintf("killed %s its write %d, back %s later", map[bool]string{true: "after", false: "before"}[kind == CrashAfter], index, restart)
 	case StaleNodes, StalePods:
 		if !inProcess(sc) {
@@ -163,13 +171,13 @@ func Make(base *scenario.Scenario, kind Kind, index int, seed uint64, writes int
 		d := scenario.WatchDelay{Resource: resource, Delay: time.Duration(500+rng.IntN(3500)) * time.Millisecond, For: time.Duration(2+rng.IntN(9)) * time.Second}
 		step = scenario.Step{At: at(), WatchDelay: &d}
 		if kind == StaleNodes {
-			c.Unjudged = failsOpen(sc, nil)
+			c.UntaintedOnly = failsOpen(sc)
 		}
 		c.What = fmt.Sprintf("%s watch %s late for %s from %s", resource, d.Delay, d.For, step.At.Round(time.Millisecond))
 	case Relist:
 		d := scenario.WatchDrops{Every: time.Duration(300+rng.IntN(1200)) * time.Millisecond, Duration: time.Duration(3+rng.IntN(8)) * time.Second}
 		step = scenario.Step{At: at(), WatchDrops: &d}
-		c.Unjudged = failsOpen(sc, nil)
+		c.UntaintedOnly = failsOpen(sc)
 		c.What = fmt.Sprintf("connections cut every %s for %s from %s", d.Every, d.Duration, step.At.Round(time.Millisecond))
 	case Transition:
 		e, ok := edit(sc, rng)
@@ -224,9 +232,9 @@ func edit(sc *scenario.Scenario, rng *rand.Rand) (*scenario.EditRule, bool) {
 	}
 	r := rules[rng.IntN(len(rules))]
 	e := &scenario.EditRule{Rule: r.Name}
-	// A rule the base suspends keeps its name: renamed or removed, its resume would name a
-	// rule that no longer runs.
-	named := !slices.ContainsFunc(sc.Timeline, func(s scenario.Step) bool { return s.SuspendRule != nil && s.SuspendRule.Rule == r.Name })
+	// A rule a step of the base names (a suspension, an edit) keeps its name: renamed or
+	// removed, that step would name a rule that no longer runs.
+	named := !namedByStep(sc, r.Name)
 	choices := []func(){
 		func() { e.Suspend = ptr.To(true) },
 		func() { e.DryRun = ptr.To(!r.DryRun) },
@@ -257,6 +265,14 @@ func lasts(sc *scenario.Scenario, name string) bool {
 	return !slices.ContainsFunc(sc.Timeline, func(s scenario.Step) bool {
 		e := s.EditRule
 		return e != nil && e.Rule == name && (e.Remove || e.Rename != "")
+	})
+}
+
+// namedByStep reports whether a step of the scenario names the rule: a suspension or an
+// edit, which would fail on a rule renamed or removed before it.
+func namedByStep(sc *scenario.Scenario, name string) bool {
+	return slices.ContainsFunc(sc.Timeline, func(s scenario.Step) bool {
+		return s.SuspendRule != nil && s.SuspendRule.Rule == name || s.EditRule != nil && s.EditRule.Rule == name
 	})
 }
 

@@ -3,9 +3,14 @@ package explore
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/startupgate/startupgate/sim/check"
+	"github.com/startupgate/startupgate/sim/gateundertest"
+	"github.com/startupgate/startupgate/sim/record"
+	"github.com/startupgate/startupgate/sim/report"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
 
@@ -49,8 +54,10 @@ func TestPlan(t *testing.T) {
 			t.Errorf("%s %s: edits rule %s, which the base removes or renames", c.Kind, c.Base, e.Rule)
 		}
 		if e := c.Scenario.Timeline[len(c.Scenario.Timeline)-1].EditRule; e != nil && (e.Remove || e.Rename != "") &&
-			slices.ContainsFunc(scs[i].Timeline, func(s scenario.Step) bool { return s.SuspendRule != nil && s.SuspendRule.Rule == e.Rule }) {
-			t.Errorf("%s %s: %s, a rule the base suspends and resumes by name", c.Kind, c.Base, c.What)
+			slices.ContainsFunc(scs[i].Timeline, func(s scenario.Step) bool {
+				return s.SuspendRule != nil && s.SuspendRule.Rule == e.Rule || s.EditRule != nil && s.EditRule.Rule == e.Rule
+			}) {
+			t.Errorf("%s %s: %s, a rule a step of the base names", c.Kind, c.Base, c.What)
 		}
 	}
 	for _, k := range Kinds {
@@ -106,6 +113,41 @@ func TestCaught(t *testing.T) {
 		}
 		if got := tc.r.Violated(); got != tc.viol {
 			t.Errorf("%s: Violated() = %v", tc.name, got)
+		}
+	}
+}
+
+// TestJudgedOnly: a crash point's down-window kinds are left out only while the gate was
+// down (and DownSlack after); the fail-open kinds only on nodes that registered untainted;
+// nodes never released fail the run unless the case leaves them unjudged.
+func TestJudgedOnly(t *testing.T) {
+	start := time.Unix(1000, 0)
+	down := []gateundertest.Down{{From: start.Add(2 * time.Second), To: start.Add(4 * time.Second)}}
+	res := &report.Result{Start: start, Records: []record.NodeRecord{{Name: "tainted", TaintedAtCreate: true}, {Name: "untainted"}}}
+	crash := Case{DownOnly: gateDown, UntaintedOnly: failOpen}
+	for _, tc := range []struct {
+		name   string
+		v      check.Violation
+		stuck  int
+		c      Case
+		judged bool
+	}{
+		{"bound while the gate was down", check.Violation{Kind: check.KindBoundWhileUnready, Node: "tainted", AtMS: 3000}, 0, crash, false},
+		{"bound within the slack after the restart", check.Violation{Kind: check.KindBoundWhileUnready, Node: "tainted", AtMS: 4000 + DownSlack.Milliseconds()}, 0, crash, false},
+		{"bound after the slack", check.Violation{Kind: check.KindBoundWhileUnready, Node: "tainted", AtMS: 4001 + DownSlack.Milliseconds()}, 0, crash, true},
+		{"bound before the crash", check.Violation{Kind: check.KindBoundBeforeReinit, Node: "tainted", AtMS: 1000}, 0, crash, true},
+		{"early on a node registered untainted", check.Violation{Kind: check.KindEarlyPod, Node: "untainted", AtMS: 3000}, 0, crash, false},
+		{"early on a node tainted at creation", check.Violation{Kind: check.KindEarlyPod, Node: "tainted", AtMS: 3000}, 0, crash, true},
+		{"never released", check.Violation{}, 1, crash, true},
+		{"never released, left unjudged", check.Violation{}, 1, Case{Unjudged: liftsHold}, false},
+	} {
+		r := *res
+		r.Stuck = tc.stuck
+		if tc.v.Kind != "" {
+			r.Violations = []check.Violation{tc.v}
+		}
+		if passed, failures := judgedOnly(&r, tc.c, down); passed == tc.judged {
+			t.Errorf("%s: passed %v (%q), want judged %v", tc.name, passed, failures, tc.judged)
 		}
 	}
 }

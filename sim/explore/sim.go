@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"k8s.io/client-go/rest"
 
 	"github.com/startupgate/startupgate/sim"
+	"github.com/startupgate/startupgate/sim/check"
 	"github.com/startupgate/startupgate/sim/controlplane"
 	"github.com/startupgate/startupgate/sim/gateundertest"
 	"github.com/startupgate/startupgate/sim/report"
@@ -18,7 +20,10 @@ import (
 // gate's Node writes once each run has settled.
 func SimRunner(rc *rest.Config, plane *controlplane.Embedded) Runner {
 	return func(ctx context.Context, c Case) (Outcome, error) {
-		var o Outcome
+		var (
+			o    Outcome
+			down []gateundertest.Down
+		)
 		mode := gateundertest.InProcess
 		if c.Off {
 			mode = gateundertest.Off
@@ -27,6 +32,7 @@ func SimRunner(rc *rest.Config, plane *controlplane.Embedded) Runner {
 			Settled: func(_ context.Context, l sim.Live) error {
 				o.Node, o.NodeWrites = l.Gate().MostWrittenNode()
 				o.Writes = int(l.Gate().NodeWrites())
+				down = l.Gate().CrashWindows()
 				return nil
 			},
 		}})
@@ -38,24 +44,45 @@ func SimRunner(rc *rest.Config, plane *controlplane.Embedded) Runner {
 			return Outcome{}, err
 		}
 		o.Passed, o.Failures = res.Passed, res.Failures
-		if len(c.Unjudged) > 0 {
-			o.Passed, o.Failures = judgedOnly(res, c.Unjudged)
+		if len(c.Unjudged) > 0 || len(c.DownOnly) > 0 || len(c.UntaintedOnly) > 0 {
+			o.Passed, o.Failures = judgedOnly(res, c, down)
 		}
 		return o, nil
 	}
 }
 
-// judgedOnly judges a run by its violations of the kinds not in unjudged, and its errors:
-// the scenario's expectations (no node stuck) were written for the rules before the edit.
-func judgedOnly(res *report.Result, unjudged []string) (bool, []string) {
+// judgedOnly judges a run by its violations, but those of the kinds the case leaves
+// unjudged (for the whole run, while the gate was down, or on nodes that registered
+// untainted), by its nodes never released, unless the case leaves that unjudged, and by its
+// errors. The scenario's timing expectations are not judged: a perturbation may take a
+// release past them.
+func judgedOnly(res *report.Result, c Case, down []gateundertest.Down) (bool, []string) {
+	untainted := map[string]bool{}
+	for _, rec := range res.Records {
+		untainted[rec.Name] = untainted[rec.Name] || !rec.TaintedAtCreate
+	}
 	var failures []string
 	for _, v := range res.Violations {
-		if !slices.Contains(unjudged, v.Kind) {
-			failures = append(failures, fmt.Sprintf("%s node=%s %s", v.Kind, v.Node, v.Detail))
+		at := res.Start.Add(time.Duration(v.AtMS) * time.Millisecond)
+		if slices.Contains(c.Unjudged, v.Kind) || slices.Contains(c.DownOnly, v.Kind) && during(at, down) ||
+			slices.Contains(c.UntaintedOnly, v.Kind) && untainted[v.Node] {
+			continue
 		}
+		failures = append(failures, fmt.Sprintf("%s node=%s %s", v.Kind, v.Node, v.Detail))
+	}
+	if res.Stuck > 0 && !slices.Contains(c.Unjudged, check.KindStuck) {
+		failures = append(failures, fmt.Sprintf("%d gated nodes never released, expected 0", res.Stuck))
 	}
 	for _, e := range res.Errors {
 		failures = append(failures, "simulator error: "+e)
 	}
 	return len(failures) == 0, failures
+}
+
+// during reports whether t falls in one of the windows in which a crash point had the gate
+// down, or within DownSlack after one.
+func during(t time.Time, down []gateundertest.Down) bool {
+	return slices.ContainsFunc(down, func(d gateundertest.Down) bool {
+		return !t.Before(d.From) && !t.After(d.To.Add(DownSlack))
+	})
 }

@@ -77,6 +77,8 @@ type Harness struct {
 	delays sync.Map
 	byNode nodeCounts
 	ctx    context.Context
+	// down are the crash points' windows, each from the kill to the restart (CrashWindows).
+	down downWindows
 
 	whRelay  *controlplane.Relay
 	apiRelay *controlplane.Relay

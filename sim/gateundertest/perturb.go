@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +46,8 @@ func (h *Harness) WriteAttempts() int64 { return h.writeAttempts.Load() }
 // its own goroutine: the write that fires it runs inside a replica's reconcile, which the
 // kill waits for.
 func (h *Harness) crashed(cp *crashPoint) {
+	from := time.Now()
+	defer func() { h.down.add(from, time.Now()) }()
 	for _, r := range h.replicas {
 		_ = h.kill(r) // killed on purpose: a crash's own stop error is no failure of the run
 	}
@@ -70,6 +73,29 @@ func (h *Harness) crashed(cp *crashPoint) {
 			r.mu.Unlock()
 		}
 	}
+}
+
+// Down is a window in which a crash point had the gate down: from the kill of every replica
+// to the end of their restart.
+type Down struct{ From, To time.Time }
+
+// downWindows are the crash points' windows.
+type downWindows struct {
+	mu sync.Mutex
+	w  []Down
+}
+
+func (d *downWindows) add(from, to time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.w = append(d.w, Down{From: from, To: to})
+}
+
+// CrashWindows are the windows in which a crash point had the gate down.
+func (h *Harness) CrashWindows() []Down {
+	h.down.mu.Lock()
+	defer h.down.mu.Unlock()
+	return slices.Clone(h.down.w)
 }
 
 // DelayWatches makes the gate's watches of resource ("nodes" or "pods") deliver every event
