@@ -123,7 +123,17 @@ func TestCaught(t *testing.T) {
 func TestJudgedOnly(t *testing.T) {
 	start := time.Unix(1000, 0)
 	down := []gateundertest.Down{{From: start.Add(2 * time.Second), To: start.Add(4 * time.Second)}}
-	res := &report.Result{Start: start, Records: []record.NodeRecord{{Name: "tainted", TaintedAtCreate: true}, {Name: "untainted"}}}
+	mark := func(rv uint64, ms int64) record.Mark {
+		return record.Mark{RV: rv, Time: start.Add(time.Duration(ms) * time.Millisecond)}
+	}
+	twice := record.NodeRecord{Name: "twice", TaintedAtCreate: true, Reboots: []record.Reboot{
+		{BootID: "b2", Seen: mark(10, 1000), Regated: mark(11, 1100)},
+		{BootID: "b3", Seen: mark(12, 1200), Regated: mark(13, 1300), Reinit: mark(20, 3500)},
+	}}
+	once := record.NodeRecord{Name: "once", TaintedAtCreate: true, Reboots: []record.Reboot{
+		{BootID: "b2", Seen: mark(10, 1000), Regated: mark(11, 1100), Reinit: mark(20, 3500)},
+	}}
+	res := &report.Result{Start: start, Records: []record.NodeRecord{{Name: "tainted", TaintedAtCreate: true}, {Name: "untainted"}, twice, once}}
 	crash := Case{DownOnly: gateDown, UntaintedOnly: failOpen}
 	for _, tc := range []struct {
 		name   string
@@ -139,6 +149,9 @@ func TestJudgedOnly(t *testing.T) {
 		{"early on a node registered untainted", check.Violation{Kind: check.KindEarlyPod, Node: "untainted", AtMS: 3000}, 0, crash, false},
 		{"early on a node tainted at creation", check.Violation{Kind: check.KindEarlyPod, Node: "tainted", AtMS: 3000}, 0, crash, true},
 		{"never released", check.Violation{}, 1, crash, true},
+		{"held after a second reboot's warm-up the gate was down for", check.Violation{Kind: check.KindHeldAfterReinit, Node: "twice", RV: 20, AtMS: 3500}, 0, crash, false},
+		{"held after a first reboot's warm-up the gate was down for", check.Violation{Kind: check.KindHeldAfterReinit, Node: "once", RV: 20, AtMS: 3500}, 0, crash, true},
+		{"held after a second reboot's warm-up, not a crash point", check.Violation{Kind: check.KindHeldAfterReinit, Node: "twice", RV: 20, AtMS: 3500}, 0, Case{UntaintedOnly: failOpen}, true},
 		{"never released, left unjudged", check.Violation{}, 1, Case{Unjudged: liftsHold}, false},
 	} {
 		r := *res
