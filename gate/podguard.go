@@ -3,11 +3,13 @@ package gate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,7 +32,8 @@ type PodGuard struct {
 	// Cache is the gate's cache: Nodes, and the init Pods in its scope.
 	Cache client.Reader
 	// API reads what the cache does not hold or may not hold yet: a binding's Pod, a
-	// node's init Pods, and a released node that may have rebooted.
+	// node's init Pods, a released node that may have rebooted, and a node the cache
+	// cannot give (not synced yet, or registered a moment ago).
 	API    client.Reader
 	Config *config.Config
 }
@@ -51,8 +54,11 @@ func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []co
 		return admission.Allowed(""), "allowed"
 	}
 	node, err := g.node(ctx, nodeName)
-	if err != nil {
+	if apierrors.IsNotFound(err) {
 		return admission.Allowed("node not found"), "allowed"
+	}
+	if err != nil {
+		return admission.Allowed("cannot read the node: " + err.Error()), "allowed"
 	}
 	if g.Config.RebootExposed(node, tolerations) {
 		// The kubelet's new boot ID and a binding can arrive a millisecond apart, faster
@@ -74,15 +80,29 @@ func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []co
 		nodeName, taint.ToString())), "denied"
 }
 
-// node reads the Node from the cache, or from the API when the cache cannot give it: a
-// restarted gate serves its webhooks before its cache has started, and a node the cache
-// has not seen yet may have registered a moment ago.
+// cacheWait bounds a read of the cache: a cache that has started and not yet synced (a
+// restarted gate serves its webhooks meanwhile) blocks until it has, which would take the
+// webhook's whole timeout, and the API answers then instead.
+const cacheWait = 250 * time.Millisecond
+
+// node reads the Node from the cache, or from the API when the cache cannot give it within
+// cacheWait: a restarted gate serves its webhooks before its cache has synced, and a node
+// the cache has not seen yet may have registered a moment ago.
 func (g *PodGuard) node(ctx context.Context, name string) (*corev1.Node, error) {
 	node := &corev1.Node{}
-	if err := g.Cache.Get(ctx, types.NamespacedName{Name: name}, node); err == nil {
+	cctx, cancel := context.WithTimeout(ctx, cacheWait)
+	defer cancel()
+	cacheErr := g.Cache.Get(cctx, types.NamespacedName{Name: name}, node)
+	if cacheErr == nil {
 		return node, nil
 	}
-	return node, g.API.Get(ctx, types.NamespacedName{Name: name}, node)
+	if err := g.API.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		return nil, errors.Join(err, fmt.Errorf("from the cache: %w", cacheErr))
+	}
+	return node, nil
 }
 
 // decideRebooted closes the window between a reboot and its re-gate: a rule that gates
@@ -114,9 +134,10 @@ func (g *PodGuard) decideRebooted(ctx context.Context, node *corev1.Node, tolera
 
 // decideContinuous closes a continuous rule's window: the rule has released the node, its
 // requirements have stopped holding, and its taint is not back yet (the settle time, then
-// the write). A suspended rule puts nothing back, so it has no such window. A binding then is denied as if the taint were there. The node's init Pods
-// are read from the API, not the cache: a cache that lags the Pod's unready write would
-// reopen the very window the guard closes.
+// the write). A suspended rule puts nothing back, so it has no such window. A binding then
+// is denied as if the taint were there. The node's init Pods are read from the API
+// (initPodsOn): a cache that lags the Pod's unready write would reopen the very window the
+// guard closes.
 func (g *PodGuard) decideContinuous(ctx context.Context, node *corev1.Node, tolerations []corev1.Toleration) (admission.Response, string) {
 	var pods []*corev1.Pod
 	read := false
@@ -140,13 +161,20 @@ func (g *PodGuard) decideContinuous(ctx context.Context, node *corev1.Node, tole
 	return admission.Allowed(""), "allowed"
 }
 
-// initPodsOn lists the init Pods bound to the node, from the API; from the cache when the
-// API cannot be read for a moment (a cut connection, an apiserver restart): a view that
-// may lag beats none, on which the guard could only allow.
+// initPodsOn lists the init Pods bound to the node, from the API; from the cache (within
+// cacheWait) when the API cannot be read for a moment (a cut connection, an apiserver
+// restart): a view that may lag beats none, on which the guard could only allow. A lagging
+// cache can deny a binding to a node whose agent is Ready again, until the API answers.
 func (g *PodGuard) initPodsOn(ctx context.Context, nodeName string) ([]*corev1.Pod, error) {
-	pods, err := listInitPods(ctx, g.API, g.Config, nodeName)
+	pods, apiErr := listInitPods(ctx, g.API, g.Config, nodeName)
+	if apiErr == nil {
+		return pods, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, cacheWait)
+	defer cancel()
+	pods, err := listInitPods(cctx, g.Cache, g.Config, nodeName)
 	if err != nil {
-		return listInitPods(ctx, g.Cache, g.Config, nodeName)
+		return nil, errors.Join(apiErr, fmt.Errorf("from the cache: %w", err))
 	}
 	return pods, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -539,5 +540,39 @@ func TestPodGuardCacheNotStarted(t *testing.T) {
 		if resp, _ := g.decide(context.Background(), node, nil); resp.Allowed != allowed {
 			t.Errorf("%s with the cache not started: allowed %v (%s), want %v", node, resp.Allowed, resp.Result.Message, allowed)
 		}
+	}
+}
+
+// TestPodGuardCacheNotSynced: a cache that has started but not synced blocks a read until it
+// has; the guard waits cacheWait for it, not the webhook's whole timeout, and asks the API.
+// With neither answering, it allows (failurePolicy Ignore would) and says why.
+func TestPodGuardCacheNotSynced(t *testing.T) {
+	g, _ := podGuardFuzzEnv(t)
+	g.API = g.Cache
+	block := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	g.Cache, _ = newFakeClient(interceptor.Funcs{
+		Get: func(ctx context.Context, _ client.WithWatch, _ client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+			return block(ctx)
+		},
+		List: func(ctx context.Context, _ client.WithWatch, _ client.ObjectList, _ ...client.ListOption) error {
+			return block(ctx)
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // the webhook's
+	defer cancel()
+	if resp, _ := g.decide(ctx, "cni-window", nil); resp.Allowed {
+		t.Errorf("cni-window with the cache syncing: allowed (%s), want denied", resp.Result.Message)
+	}
+	if ctx.Err() != nil {
+		t.Errorf("the decision took the webhook's whole timeout")
+	}
+	g.API, _ = newFakeClient(interceptor.Funcs{
+		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return errors.New("connection refused")
+		},
+	})
+	resp, _ := g.decide(context.Background(), "cni-window", nil)
+	if !resp.Allowed || !strings.Contains(resp.Result.Message, "cannot read the node") {
+		t.Errorf("neither the cache nor the API answering: allowed %v (%s), want allowed, saying it cannot read the node", resp.Allowed, resp.Result.Message)
 	}
 }

@@ -20,10 +20,12 @@ type Orphan struct {
 
 // Orphans are the node's orphaned taints, in mark order, among the marks under
 // placedAnnotation of this gate's instance: a mark counts only while the node carries its
-// taint, and a taint one of the enforced rules owns (of its name, or of its key on a node it
-// selects, as after a rename) is that rule's to decide, whatever the mark says. It is the
-// one place that says what an orphan is, for the controller and the explorer alike.
-func Orphans(enforced []*Rule, node *corev1.Node, placedAnnotation, instance string) []Orphan {
+// taint, and a taint one of the owning rules owns (of its name, or of its key on a node it
+// selects, as after a rename; any taint it placed, if suspended) is that rule's to decide,
+// whatever the mark says. The owning rules are those that write, and the suspended ones
+// (config.Orphans). It is the one place that says what an orphan is, for the controller
+// and the explorer alike.
+func Orphans(owning []*Rule, node *corev1.Node, placedAnnotation, instance string) []Orphan {
 	prefix := placedAnnotation + "."
 	var out []Orphan
 	for _, k := range slices.Sorted(maps.Keys(node.Annotations)) {
@@ -32,7 +34,7 @@ func Orphans(enforced []*Rule, node *corev1.Node, placedAnnotation, instance str
 			continue
 		}
 		t, in, ok := ParsePlaced(node.Annotations[k])
-		if !ok || in != instance || !carries(node, t) || owned(enforced, name, t, node) {
+		if !ok || in != instance || !carries(node, t) || owned(owning, name, t, node) {
 			continue
 		}
 		out = append(out, Orphan{Rule: name, Taint: t})
