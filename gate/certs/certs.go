@@ -163,11 +163,7 @@ func (m *Manager) createCA(ctx context.Context) (*corev1.Secret, error) {
 
 // newCA makes a self-signed CA certificate and its key, as PEM.
 func newCA(now time.Time) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
+	return issue(&x509.Certificate{
 		SerialNumber:          serial(),
 		Subject:               pkix.Name{CommonName: "startupgate-webhook-ca"},
 		NotBefore:             now.Add(-time.Hour), // a little clock skew between replicas and the apiserver
@@ -175,8 +171,21 @@ func newCA(now time.Time) (certPEM, keyPEM []byte, err error) {
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
+	}, nil)
+}
+
+// issue makes a key and the certificate tmpl describes for it, signed by ca, or by itself
+// when ca is nil, both as PEM.
+func issue(tmpl *x509.Certificate, ca *authority) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	parent, signer := tmpl, key
+	if ca != nil {
+		parent, signer = ca.cert, ca.key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -187,12 +196,17 @@ func newCA(now time.Time) (certPEM, keyPEM []byte, err error) {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
 }
 
-func parseCA(certPEM, keyPEM []byte) (*authority, error) {
-	cb, _ := pem.Decode(certPEM)
-	if cb == nil {
+// parseCert reads the first PEM certificate of b.
+func parseCert(b []byte) (*x509.Certificate, error) {
+	block, _ := pem.Decode(b)
+	if block == nil {
 		return nil, errors.New("no PEM certificate")
 	}
-	cert, err := x509.ParseCertificate(cb.Bytes)
+	return x509.ParseCertificate(block.Bytes)
+}
+
+func parseCA(certPEM, keyPEM []byte) (*authority, error) {
+	cert, err := parseCert(certPEM)
 	if err != nil {
 		return nil, err
 	}
@@ -235,12 +249,8 @@ func (m *Manager) serve(ca *authority) error {
 	if current(crtPath, ca, m.DNSNames()[2], m.now()) {
 		return nil
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
 	now := m.now()
-	tmpl := &x509.Certificate{
+	certPEM, keyPEM, err := issue(&x509.Certificate{
 		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: m.DNSNames()[2]},
 		DNSNames:     m.DNSNames(),
@@ -248,12 +258,7 @@ func (m *Manager) serve(ca *authority) error {
 		NotAfter:     now.Add(ServingValidity),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		return err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
+	}, ca)
 	if err != nil {
 		return err
 	}
@@ -262,10 +267,10 @@ func (m *Manager) serve(ca *authority) error {
 	}
 	// The key first: the webhook server reloads when tls.crt changes, and must find the
 	// new key beside it then.
-	if err := writeAtomic(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})); err != nil {
+	if err := writeAtomic(keyPath, keyPEM); err != nil {
 		return err
 	}
-	return writeAtomic(crtPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	return writeAtomic(crtPath, certPEM)
 }
 
 // current reports whether the certificate at path was signed by ca, names dnsName and is
@@ -275,11 +280,7 @@ func current(path string, ca *authority, dnsName string, now time.Time) bool {
 	if err != nil {
 		return false
 	}
-	block, _ := pem.Decode(b)
-	if block == nil {
-		return false
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
+	cert, err := parseCert(b)
 	if err != nil || cert.CheckSignatureFrom(ca.cert) != nil || cert.VerifyHostname(dnsName) != nil {
 		return false
 	}
