@@ -35,13 +35,13 @@ const budgetRetry = 10 * time.Second
 // conditions match (unless keepAfterClear keeps it), and a NoExecute taint only within the
 // rule's eviction budget.
 func (r *Reconciler) conditionRule(ctx context.Context, f *facts, rl *rule.Rule) (time.Duration, error) {
-	if !rl.Matches(f.node) {
-		if rl.DryRun {
-			return 0, nil
-		}
-		return 0, r.leftSelector(ctx, f, rl)
-	}
 	d := rule.DecideCondition(rl, f.node)
+	if d.Left && !rl.DryRun {
+		return 0, r.leftSelector(ctx, f, rl, d)
+	}
+	if !rl.Matches(f.node) {
+		return 0, nil
+	}
 	st := r.track(ctx, f.node, rl, false)
 	if rl.DryRun && d.Taint && r.reportedTaint(st) {
 		return 0, nil // as if tainted: a dry run's taint is the one it reported

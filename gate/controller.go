@@ -42,6 +42,12 @@ const (
 	ReasonRegated = "StartupGateRegated"
 	// ReasonOrphanLifted: the gate lifted a taint it placed for a rule it no longer runs.
 	ReasonOrphanLifted = "StartupGateOrphanLifted"
+	// ReasonJoined: a rule put its taint on a node another rule holds (the rule came after
+	// the node's creation).
+	ReasonJoined = "StartupGateJoined"
+	// ReasonAdopted: a rule recorded a node the gate released under another rule or name
+	// as released by it too.
+	ReasonAdopted = "StartupGateAdopted"
 	// ReasonSuspended: a suspended rule holds the node and will not release it until resumed.
 	ReasonSuspended = "StartupGateSuspended"
 	// ReasonWouldHold and ReasonWouldRelease are a dry-run rule's reports of what it would do.
@@ -58,8 +64,8 @@ const (
 // no state that matters for correctness; everything lives in the Node (taints and
 // completion annotations), so a restart loses nothing that matters. The small in-memory
 // table deduplicates events, feeds the gauges, and keeps what the API cannot say: since
-// when a continuous rule's requirements have failed, what a dry-run rule already reported,
-// and which node just left a rule's selector.
+// when a continuous rule's requirements have failed, and what a dry-run rule already
+// reported.
 type Reconciler struct {
 	Client client.Client // cached: Nodes, DaemonSets and the init Pods only
 	// Reader reads from the apiserver itself: a re-taint is confirmed there first (nil:
@@ -96,8 +102,6 @@ type ruleState struct {
 	unmetSince time.Time
 	// wouldRelease: a dry-run rule has reported its release.
 	wouldRelease bool
-	// left: the node's labels left the rule's selector.
-	left bool
 	// wouldTaint: a dry-run condition rule has reported its taint; budgetDenied: a
 	// condition rule's budget has held the node back (both reported once).
 	wouldTaint, budgetDenied bool
@@ -142,7 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	node = f.node
 	// A node that came up without the taints and no rule has released: backfill's, while
 	// it is idle; the rules start once it is tainted.
-	if r.Config.Gated(node) && !r.Config.HasTaint(node) && !r.Config.Released(node) && !r.anyCompleted(node) {
+	if r.Config.Gated(node) && !r.Config.HasTaint(node) && !r.Config.Released(node) && !r.anyCompleted(node) && !r.Config.InService(node) {
 		if r.Backfill != nil {
 			return reconcile.Result{RequeueAfter: orphanAfter}, r.Backfill.Node(ctx, node)
 		}
@@ -339,6 +343,8 @@ func (r *Reconciler) act(ctx context.Context, f *facts, rl *rule.Rule, st *ruleS
 		return r.remove(ctx, f, rl, d)
 	case rule.WriteRecord, rule.WriteStale:
 		return r.record(ctx, f, rl, d)
+	case rule.WriteJoin, rule.WriteAdopt:
+		return r.join(ctx, f, rl, d)
 	}
 	switch {
 	case d.TimedOut && d.State.Holds():
@@ -507,6 +513,24 @@ func (r *Reconciler) remove(ctx context.Context, f *facts, rl *rule.Rule, d rule
 	return nil
 }
 
+// join brings a rule that came after the node's creation to the node: onto the hold of
+// another rule (its taint goes on too), or, on a node in service, as a release recorded
+// without a taint to take off.
+func (r *Reconciler) join(ctx context.Context, f *facts, rl *rule.Rule, d rule.Decision) error {
+	written, wrote, err := r.write(ctx, f, rl, d)
+	if err != nil || !wrote {
+		return err
+	}
+	if d.Write == rule.WriteAdopt {
+		r.Recorder.Eventf(written, nil, corev1.EventTypeNormal, ReasonAdopted, eventActionRelease, "Rule %s: recorded the node as released: %s", rl.Name, d.Reason)
+		log.FromContext(ctx).Info("Recorded a node in service as released", "node", klog.KObj(written), "rule", rl.Name, "reason", d.Reason)
+		return nil
+	}
+	r.Recorder.Eventf(written, nil, corev1.EventTypeNormal, ReasonJoined, eventActionGate, "Rule %s: put taint %s on: %s", rl.Name, rl.Taint.Key, d.Reason)
+	log.FromContext(ctx).Info("Joined another rule's hold", "node", klog.KObj(written), "rule", rl.Name, "reason", d.Reason)
+	return nil
+}
+
 // retaint puts a continuous rule's taint back on a released node, in one guarded write.
 func (r *Reconciler) retaint(ctx context.Context, f *facts, rl *rule.Rule, d rule.Decision) error {
 	written, wrote, err := r.write(ctx, f, rl, d)
@@ -519,21 +543,16 @@ func (r *Reconciler) retaint(ctx context.Context, f *facts, rl *rule.Rule, d rul
 	return nil
 }
 
-// leftSelector takes the rule's taint off a node whose labels left the rule's selector.
-// Only a departure this process saw counts: an excluded node that carries the taint for
-// another reason (registered with it by hand) is the operator's to release.
-func (r *Reconciler) leftSelector(ctx context.Context, f *facts, rl *rule.Rule) error {
-	r.unhold(f.node.Name, rl)
-	if !r.takeLeft(f.node.Name, rl) || !rl.HasTaint(f.node) {
-		return nil
-	}
-	written, wrote, err := r.Writer.Write(ctx, f.node, removeMutation(rl))
+// leftSelector takes a condition rule's taint off a node the rule no longer selects (its
+// labels or the rule's selector changed), when the rule placed it.
+func (r *Reconciler) leftSelector(ctx context.Context, f *facts, rl *rule.Rule, d rule.ConditionDecision) error {
+	written, wrote, err := r.Writer.Write(ctx, f.node, rl.ClearConditionTaint)
 	if err != nil {
 		return fmt.Errorf("removing rule %q's taint from node %q, which left its selector: %w", rl.Name, f.node.Name, err)
 	}
 	f.node = written
 	if wrote {
-		r.Recorder.Eventf(written, nil, corev1.EventTypeNormal, ReasonLeftSelector, eventActionRelease, "Rule %s: removed taint %s, the node no longer matches %q", rl.Name, rl.Taint.Key, rl.NodeSelector)
+		r.Recorder.Eventf(written, nil, corev1.EventTypeNormal, ReasonLeftSelector, eventActionRelease, "Rule %s: removed taint %s: %s", rl.Name, rl.Taint.Key, d.Reason)
 		log.FromContext(ctx).Info("Node left a rule's selector, removed its taint", "node", klog.KObj(written), "rule", rl.Name)
 	}
 	return nil
@@ -683,22 +702,6 @@ func (r *Reconciler) noteMet(st *ruleState, d rule.Decision) {
 	}
 }
 
-// takeLeft reports, once, that the node left the rule's selector.
-func (r *Reconciler) takeLeft(name string, rl *rule.Rule) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	st, ok := r.nodes[name]
-	if !ok {
-		return false
-	}
-	rs, ok := st.rules[rl.Name]
-	if !ok || !rs.left {
-		return false
-	}
-	rs.left = false
-	return true
-}
-
 func (r *Reconciler) forget(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -721,23 +724,9 @@ func (r *Reconciler) dropLocked(st *nodeState) {
 
 // NodeChanged filters Node updates down to those that can change a decision: taints,
 // labels, annotations, or the conditions a rule reads. Status heartbeats are the bulk of
-// Node updates and can be dropped. A node whose labels leave a rule's selector is noted,
-// so that the rule's taint comes off.
+// Node updates and can be dropped.
 func (r *Reconciler) NodeChanged(old, cur *corev1.Node) bool {
-	if old.UID == cur.UID && !maps.Equal(old.Labels, cur.Labels) {
-		r.noteLeft(old, cur)
-	}
 	return nodeChanged(r.Config, old, cur)
-}
-
-func (r *Reconciler) noteLeft(old, cur *corev1.Node) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, rl := range r.Config.Enforced() {
-		if rl.Matches(old) && !rl.Matches(cur) {
-			r.ruleStateLocked(cur, rl).left = true
-		}
-	}
 }
 
 // nodeChanged is the pure part of Reconciler.NodeChanged. It runs on every update of every

@@ -85,12 +85,6 @@ func releaseMutation(r *rule.Rule, now time.Time) Mutation {
 	return func(n *corev1.Node) { r.Release(n, now) }
 }
 
-// removeMutation removes only rule r's taint (a continuous rule whose requirements hold
-// again, or a node that left the rule's selector).
-func removeMutation(r *rule.Rule) Mutation {
-	return func(n *corev1.Node) { r.RemoveTaint(n) }
-}
-
 // taintMutation adds the taints of the given rules that the node lacks.
 func taintMutation(rules ...*rule.Rule) Mutation {
 	return func(n *corev1.Node) {

@@ -109,7 +109,10 @@ func statusOf(rl *rule.Rule, rd rule.Readiness, in rule.Input) StatusRow {
 			row.State, row.WaitingOn = StateWouldRelease, ""
 		}
 	case rule.StateRegated, rule.StateRebootedAgain:
-		row.State, row.HeldFor = StateRegated, metav1.Duration{Duration: in.Now.Sub(rl.BootOf(n).RegatedAt).Round(time.Second)}
+		row.State = StateRegated
+		if at := rl.BootOf(n).RegatedAt; !at.IsZero() { // zero: re-gated under a former name
+			row.HeldFor = metav1.Duration{Duration: in.Now.Sub(at).Round(time.Second)}
+		}
 	case rule.StateReleased, rule.StateRestarted, rule.StateBootUnrecorded, rule.StateRebootedReady:
 		row.State, row.WaitingOn, row.HeldFor = StateReleased, "", metav1.Duration{Duration: releasedAfter(rl, n)}
 	case rule.StateHeld, rule.StateHeldRebooted:

@@ -281,6 +281,7 @@ func (c *Config) Validate() error {
 		errs.Add("orphanGracePeriod", "%s: must not be negative", c.OrphanGracePeriod.Duration)
 	}
 	out := &compiled{rules: c.ruleList(&errs)}
+	peers(out.rules, c.CompletedAnnotation)
 	if excl := c.exclusion(&errs); excl != "" {
 		for _, r := range out.rules {
 			r.NodeSelector = strings.TrimPrefix(r.NodeSelector+","+excl, ",")
@@ -424,6 +425,20 @@ func (c *Config) ruleList(errs *rule.Errors) []*rule.Rule {
 	return out
 }
 
+// peers tells each rule what it knows of the others: the taints that hold a node from its
+// creation (every rule that is neither a condition rule nor a dry run), and the completion
+// annotation the rules derive theirs from.
+func peers(rules []*rule.Rule, completed string) {
+	for _, r := range rules {
+		r.ReleasedAnnotation, r.PeerTaints = completed, nil
+		for _, p := range rules {
+			if p != r && p.Mode != rule.Condition && !p.DryRun {
+				r.PeerTaints = append(r.PeerTaints, p.Taint)
+			}
+		}
+	}
+}
+
 // defaultRule is the startup rule that the top-level fields (today's flags) describe, with
 // the contract's completedAt annotation. Its errors keep the top-level field names.
 func (c *Config) defaultRule(errs *rule.Errors) *rule.Rule {
@@ -502,6 +517,13 @@ func (c *Config) Gated(node *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// InService reports whether the gate released the node under some rule, maybe one since
+// renamed or removed (rule.InService): backfill leaves it alone, and the rules that have
+// not released it record it as released once their requirements hold.
+func (c *Config) InService(node *corev1.Node) bool {
+	return rule.InService(node, c.CompletedAnnotation)
 }
 
 // Released reports whether every rule that holds nodes from creation and applies to this node has released it

@@ -136,17 +136,27 @@ type ConditionDecision struct {
 	// Clear: take off the taint this rule placed (or, when the operator already took it
 	// off, the rule's mark that it had).
 	Clear bool
+	// Left: the node left the rule's selector (Clear is set when the rule placed the taint).
+	Left bool
 	// Since is when the match began, for the budget's order.
 	Since  time.Time
 	Reason string
 }
 
-// DecideCondition says what a condition rule does about a node its selector matches. It is
-// pure. The rule lifts only a taint it placed itself (its annotation marks the node), never
-// one an operator put there by hand: the manual out-of-service flow uses the same key.
+// DecideCondition says what a condition rule does about a node. It is pure. The rule lifts
+// only a taint it placed itself (its annotation, or the gate's mark under this or a former
+// name of the rule, is on the node), never one an operator put there by hand: the manual
+// out-of-service flow uses the same key. A node the rule no longer selects loses the taint
+// the rule placed, keepAfterClear or not: no rule would ever take it off.
 func DecideCondition(r *Rule, node *corev1.Node) ConditionDecision {
+	has, ours := r.HasTaint(node), r.Completed(node) || r.marked(node)
+	if !r.Matches(node) {
+		if has && ours {
+			return ConditionDecision{Clear: true, Left: true, Reason: fmt.Sprintf("the node left the rule's selector %q: its taint comes off", r.NodeSelector)}
+		}
+		return ConditionDecision{Reason: "the rule does not select the node"}
+	}
 	match, why, since := r.MatchesConditions(node)
-	has, ours := r.HasTaint(node), r.Completed(node)
 	switch {
 	case match && !has:
 		return ConditionDecision{Match: true, Taint: true, Since: since, Reason: r.matchReason()}
@@ -243,6 +253,26 @@ func (r *Rule) AddConditionTaint(n *corev1.Node, now time.Time) {
 		n.Spec.Taints = append(n.Spec.Taints, t)
 	}
 	r.mark(n, now)
+	if r.PlacedAnnotation != "" {
+		// The gate's mark, as on every taint it places: a rule removed, renamed or
+		// re-keyed leaves an orphan the gate knows and lifts.
+		setAnnotation(n, r.PlacedAnnotation, r.PlacedValue())
+	}
+}
+
+// marked reports whether a mark of the gate's on the node names the rule's taint: the
+// rule placed it, under its name or a former one.
+func (r *Rule) marked(n *corev1.Node) bool {
+	if r.PlacedAnnotation == "" {
+		return false
+	}
+	prefix, v := placedPrefixOf(r.PlacedAnnotation), r.PlacedValue()
+	for k, x := range n.Annotations {
+		if x == v && strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // ClearConditionTaint takes off the rule's taint and its mark.

@@ -25,6 +25,12 @@ func ptr[T any](v T) *T { return &v }
 func withMark(n *corev1.Node) {
 	n.Annotations = map[string]string{"startup.k8s.io/completedAt.pressure": "1"}
 }
+
+// withPlaced marks the pressure taint as placed by the gate for the rule of that name.
+func withPlaced(name string) func(*corev1.Node) {
+	return annotated(DefaultPlacedAnnotation+"."+name, PlacedValue(pressureTaint, ""))
+}
+
 func withPressureTaint(n *corev1.Node) { n.Spec.Taints = append(n.Spec.Taints, pressureTaint) }
 
 func TestDecideCondition(t *testing.T) {
@@ -32,6 +38,12 @@ func TestDecideCondition(t *testing.T) {
 	link := withCondition("PrivateLink", "severed")
 	keep := tainterRule
 	keep.KeepAfterClear = true
+	renamed := tainterRule
+	renamed.Name, renamed.PlacedAnnotation = "memory", DefaultPlacedAnnotation+".memory"
+	narrowed := tainterRule
+	narrowed.NodeSelector, narrowed.PlacedAnnotation = "pool=gpu", DefaultPlacedAnnotation+".pressure"
+	narrowedKeep := narrowed
+	narrowedKeep.KeepAfterClear = true
 	tests := []struct {
 		name string
 		rule Rule
@@ -54,6 +66,14 @@ func TestDecideCondition(t *testing.T) {
 			ConditionDecision{Clear: true, Reason: "node condition NetworkInterfaceCard is Fine, not Kaput|Ruined"}},
 		{"cleared, a taint the rule did not place: never lifted", tainterRule, node(nic("Fine"), link, withPressureTaint),
 			ConditionDecision{Reason: "node condition NetworkInterfaceCard is Fine, not Kaput|Ruined"}},
+		{"cleared, placed by the rule under its former name: clear", renamed, node(nic("Fine"), link, withPressureTaint, withPlaced("pressure")),
+			ConditionDecision{Clear: true, Reason: "node condition NetworkInterfaceCard is Fine, not Kaput|Ruined"}},
+		{"still matching, left the selector: clear", narrowed, node(nic("Kaput"), link, withPressureTaint, withMark),
+			ConditionDecision{Clear: true, Left: true, Reason: `the node left the rule's selector "pool=gpu": its taint comes off`}},
+		{"left the selector, keepAfterClear: clear all the same", narrowedKeep, node(nic("Fine"), link, withPressureTaint, withPlaced("pressure")),
+			ConditionDecision{Clear: true, Left: true, Reason: `the node left the rule's selector "pool=gpu": its taint comes off`}},
+		{"left the selector, a taint the rule did not place: never lifted", narrowed, node(nic("Kaput"), link, withPressureTaint),
+			ConditionDecision{Reason: "the rule does not select the node"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -182,5 +202,23 @@ func TestAddConditionTaintTimeAdded(t *testing.T) {
 	rl.ClearConditionTaint(n)
 	if len(n.Spec.Taints) != 0 || len(n.Annotations) != 0 {
 		t.Errorf("after clear: taints %v, annotations %v; want neither", n.Spec.Taints, n.Annotations)
+	}
+}
+
+// TestConditionTaintOrphaned: a condition rule marks its taint as placed, like every taint
+// the gate places, so that the rule removed, the taint is an orphan the gate lifts; while
+// the rule runs, it owns it.
+func TestConditionTaintOrphaned(t *testing.T) {
+	marked := tainterRule
+	marked.PlacedAnnotation = DefaultPlacedAnnotation + ".pressure"
+	rl := compile(t, marked)
+	n := node()
+	rl.AddConditionTaint(n, t0)
+	if got := Orphans([]*Rule{rl}, n, DefaultPlacedAnnotation, ""); len(got) != 0 {
+		t.Errorf("orphans with the rule in force: %v, want none", got)
+	}
+	want := []Orphan{{Rule: "pressure", Taint: corev1.Taint{Key: "pressure", Effect: corev1.TaintEffectNoExecute}}}
+	if diff := cmp.Diff(want, Orphans(nil, n, DefaultPlacedAnnotation, "")); diff != "" {
+		t.Errorf("orphans with the rule removed (-want +got):\n%s", diff)
 	}
 }

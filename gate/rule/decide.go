@@ -107,8 +107,8 @@ func Decide(r *Rule, rd Readiness, in Input) Decision {
 func (r *Rule) decideIn(st State, why string, ev evidence, rd Readiness, in Input) Decision {
 	switch st {
 	case StateHeld:
-		if r.GatesReboots() && ev.record != nil {
-			in.Stale = ev.record // readiness seen on an earlier boot does not count
+		if r.GatesReboots() {
+			in.Stale = r.staleOn(in.Node, ev.record) // readiness seen on an earlier boot does not count
 		}
 		return r.decideFirst(rd, in)
 	case StateRekeyed:
@@ -122,6 +122,10 @@ func (r *Rule) decideIn(st State, why string, ev evidence, rd Readiness, in Inpu
 		d := r.decideFirst(rd, in)
 		d.Write = WriteNone
 		return d
+	case StateJoining:
+		return Decision{Write: WriteJoin, Reason: why}
+	case StateInService:
+		return r.decideInService(why, rd, in)
 	case StateRegated:
 		return r.decideRegated(rd, in, ev)
 	case StateReturned:
@@ -170,6 +174,19 @@ func (r *Rule) decideRekeyed(why string, rd Readiness, in Input) Decision {
 		d.Reason += " (" + formerWhy + ")"
 	}
 	return d
+}
+
+// decideInService decides about a node in service that the rule has not released: the rule
+// records it as released (WriteAdopt), with no taint to take off. A startup rule does so at
+// once, since the node is in service whatever its readiness, and a rule that gates reboots
+// must know the boot; a continuous rule once its requirements hold, lest it put its taint
+// back on a node in service as its first act.
+func (r *Rule) decideInService(why string, rd Readiness, in Input) Decision {
+	met, _, unmet, _ := r.requirements(rd, in)
+	if r.Mode == Continuous && !met {
+		return Decision{Reason: why + ": " + unmet}
+	}
+	return Decision{Write: WriteAdopt, Met: met, Reason: why}
 }
 
 // decideFirst is the decision before the rule first releases the node.
@@ -223,7 +240,9 @@ func (r *Rule) afterRegistration(rd Readiness, in Input) Decision {
 func (r *Rule) decideRegated(rd Readiness, in Input, ev evidence) Decision {
 	fresh := in
 	fresh.Stale = ev.record
-	if fresh.Stale == nil {
+	if ev.record != nil {
+		fresh.Stale = r.staleOn(in.Node, ev.record)
+	} else {
 		// Re-gated by a gate before the evidence: what was Ready at or before its re-gate
 		// is the old boot's, as that gate judged it.
 		fresh.Stale = readyBy(in.Pods, ev.boot.RegatedAt)

@@ -46,6 +46,7 @@ type world struct {
 	suspend    bool
 	ignore     bool // onReboot: ignore
 	rekeyed    bool // the rule's taint key is cniTaint's, or (rekeyed) another
+	renamed    bool // the rule is named cni, or (renamed) cni-renamed
 	// seen is the Pod as the gate last saw it.
 	seen *corev1.Pod
 	path []string
@@ -80,7 +81,7 @@ var events = map[string]func(w *world) bool{
 		}
 		w.boot++
 		w.node.Status.NodeInfo.BootID = fmt.Sprintf("b%d", w.boot)
-		w.rebootedUnseen = w.rebootedUnseen || w.node.Annotations[cniRegated] != ""
+		w.rebootedUnseen = w.rebootedUnseen || w.node.Annotations[cniRegated] != "" || w.node.Annotations[renamedDone+regatedSuffix] != ""
 		if w.restartUnseen {
 			w.limit = limitEarly
 		}
@@ -99,7 +100,7 @@ var events = map[string]func(w *world) bool{
 			return false
 		}
 		w.ready, w.shownReady, w.warmedBoot = true, true, w.boot
-		w.restartUnseen = w.restartUnseen || w.node.Annotations[cniDone] != ""
+		w.restartUnseen = w.restartUnseen || w.node.Annotations[cniDone] != "" || w.node.Annotations[renamedDone] != ""
 		return true
 	},
 	"crash-restart": func(w *world) bool {
@@ -113,15 +114,20 @@ var events = map[string]func(w *world) bool{
 	"suspend":  func(w *world) bool { w.suspend = !w.suspend; return true },
 	"onReboot": func(w *world) bool { w.ignore = !w.ignore; return true },
 	"rekey":    func(w *world) bool { w.rekeyed = !w.rekeyed; return true },
+	"rename":   func(w *world) bool { w.renamed = !w.renamed; return true },
 }
 
+// renamedDone is the completion annotation of the rule renamed cni-renamed.
+const renamedDone = "startup.k8s.io/completedAt.cni-renamed"
+
 // orphanLift is the gate's orphan pass once the grace period has passed, an event of its
-// own: the gate's own rule.Orphans and rule.LiftOrphan, over the one rule in force.
+// own: the gate's own rule.Orphans and rule.LiftOrphan, over the one rule in force, and
+// the rule's taint, as admission would add it now.
 func (e *explorer) orphanLift(w *world) bool {
 	r := e.rule(w)
 	owner := r
 	if e.liftSuspended && r.Suspend {
-		owner = e.rules[[3]bool{false, w.ignore, w.rekeyed}] // as if it did not hold its old key
+		owner = e.rules[[4]bool{false, w.ignore, w.rekeyed, w.renamed}] // as if it did not hold its old key
 	}
 	orphans := Orphans([]*Rule{owner}, w.node, DefaultPlacedAnnotation, "")
 	var admitting []*Rule
@@ -130,6 +136,9 @@ func (e *explorer) orphanLift(w *world) bool {
 	}
 	for _, o := range orphans {
 		LiftOrphan(admitting, w.node, o, DefaultPlacedAnnotation, "")
+		for _, a := range admitting {
+			a.AddTaint(w.node) // what admission adds now, as config.LiftOrphan does
+		}
 	}
 	return len(orphans) > 0
 }
@@ -137,7 +146,7 @@ func (e *explorer) orphanLift(w *world) bool {
 // explorer holds the rules of each config the model switches between; defect, when set,
 // changes each decision: a gate with a known defect, which the exploration must catch.
 type explorer struct {
-	rules  map[[3]bool]*Rule
+	rules  map[[4]bool]*Rule
 	defect func(d Decision, pod *corev1.Pod) Decision
 	// liftSuspended: a gate that lifts a suspended rule's old key as an orphan.
 	liftSuspended bool
@@ -145,30 +154,37 @@ type explorer struct {
 
 func newExplorer(t *testing.T) *explorer {
 	t.Helper()
-	e := &explorer{rules: map[[3]bool]*Rule{}}
+	e := &explorer{rules: map[[4]bool]*Rule{}}
 	for _, suspend := range []bool{false, true} {
 		for _, ignore := range []bool{false, true} {
 			for _, rekeyed := range []bool{false, true} {
-				e.rules[[3]bool{suspend, ignore, rekeyed}] = rebootRule(t, func(r *Rule) {
-					r.Suspend = suspend
-					if ignore {
-						r.OnReboot = RebootIgnore
-					}
-					if rekeyed {
-						r.Taint.Key = "example.com/cni-warming"
-					}
-				})
+				for _, renamed := range []bool{false, true} {
+					e.rules[[4]bool{suspend, ignore, rekeyed, renamed}] = rebootRule(t, func(r *Rule) {
+						r.Suspend, r.ReleasedAnnotation = suspend, "startup.k8s.io/completedAt"
+						if ignore {
+							r.OnReboot = RebootIgnore
+						}
+						if rekeyed {
+							r.Taint.Key = "example.com/cni-warming"
+						}
+						if renamed {
+							r.Name = "cni-renamed"
+						}
+					})
+				}
 			}
 		}
 	}
 	return e
 }
 
-func (e *explorer) rule(w *world) *Rule { return e.rules[[3]bool{w.suspend, w.ignore, w.rekeyed}] }
+func (e *explorer) rule(w *world) *Rule {
+	return e.rules[[4]bool{w.suspend, w.ignore, w.rekeyed, w.renamed}]
+}
 
 // tainted reports whether the node carries the rule's taint under either key.
 func (e *explorer) tainted(w *world) bool {
-	return e.rules[[3]bool{}].HasTaint(w.node) || e.rules[[3]bool{false, false, true}].HasTaint(w.node)
+	return e.rules[[4]bool{}].HasTaint(w.node) || e.rules[[4]bool{false, false, true}].HasTaint(w.node)
 }
 
 // decide runs the gate: decisions and their writes until none is left, on the Pod as it is
@@ -216,11 +232,18 @@ func (e *explorer) judge(w *world) string {
 	switch {
 	case !w.warm() && !e.tainted(w) && st != StateRebooted:
 		return "early"
-	case w.warm() && w.ready && e.tainted(w) && st != StateRekeyed:
-		// Re-keyed, the old key's taint holds the node until the orphan pass: its bound.
+	case w.warm() && w.ready && e.tainted(w) && st != StateRekeyed && !orphaned(r, w.node):
+		// Re-keyed, the old key's taint holds the node until the orphan pass: its bound; so
+		// does an orphan (the rule, renamed and re-keyed, has released the node on its own).
 		return "stranded"
 	}
 	return ""
+}
+
+// orphaned reports whether the gate's taint on the node is an orphan the next orphan pass
+// lifts: not the rule's own, and placed for a rule the gate no longer runs as it was.
+func orphaned(r *Rule, n *corev1.Node) bool {
+	return !r.HasTaint(n) && len(Orphans([]*Rule{r}, n, DefaultPlacedAnnotation, "")) > 0
 }
 
 // exploration is what one walk found.
@@ -310,6 +333,13 @@ func TestExploreCatchesDefects(t *testing.T) {
 	}{
 		// Reboot (re-gated), suspend, re-key, the orphan pass, resume: five events.
 		{name: "a suspended rule's old key lifted as an orphan", want: "early", liftSuspended: true, depth: 5},
+		// Rename, reboot: the new name never recorded the release, and misses the reboot.
+		{name: "a renamed rule that does not take the node over", want: "early", defect: func(d Decision, _ *corev1.Pod) Decision {
+			if d.State == StateInService {
+				return Decision{State: d.State, Reason: "left alone"}
+			}
+			return d
+		}},
 		{name: "re-gated node released on any Ready Pod", want: "early", defect: func(d Decision, pod *corev1.Pod) Decision {
 			if d.State == StateRegated && d.Write == WriteNone && hasPodReady(pod) {
 				return released(d)

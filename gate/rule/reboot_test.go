@@ -176,6 +176,28 @@ func TestTransitions(t *testing.T) {
 			pods: []*corev1.Pod{gen(0, true)}, state: StateHeld, after: StateHeld},
 		{name: "came up untainted, init Ready: nothing written (backfill's)", node: node(onBoot("b1")), pods: []*corev1.Pod{gen(0, true)},
 			state: StateUntainted, after: StateUntainted},
+		{name: "released under another name (renamed), init Ready: recorded as released, boot and readiness",
+			rule: func(r *Rule) { r.ReleasedAnnotation = "startup.k8s.io/completedAt" }, node: node(annotated("startup.k8s.io/completedAt", "1"), onBoot("b1")),
+			pods: []*corev1.Pod{gen(0, true)}, state: StateInService, write: WriteAdopt, after: StateReleased},
+		{name: "released under another rule, this one's init not Ready: recorded as released all the same",
+			rule: func(r *Rule) { r.ReleasedAnnotation = "startup.k8s.io/completedAt" }, node: node(annotated("startup.k8s.io/completedAt.gpu", "1"), onBoot("b1")),
+			pods: []*corev1.Pod{gen(0, false)}, state: StateInService, write: WriteAdopt, after: StateReleased},
+		{name: "released under a former name on an earlier boot: the former record taken, then re-gated",
+			rule: func(r *Rule) { r.ReleasedAnnotation = "startup.k8s.io/completedAt" },
+			node: node(annotated("startup.k8s.io/completedAt.old", "1"), annotated("startup.k8s.io/completedAt.old_bootID", "b1"),
+				annotated("startup.k8s.io/completedAt.old_readiness", fp(0)), onBoot("b2")),
+			pods: []*corev1.Pod{gen(0, true)}, state: StateInService, write: WriteAdopt, after: StateRebooted},
+		{name: "only another rule's boot record: not in service", rule: func(r *Rule) { r.ReleasedAnnotation = "startup.k8s.io/completedAt" },
+			node: node(annotated("startup.k8s.io/completedAt_bootID", "b1"), onBoot("b1")), pods: []*corev1.Pod{gen(0, true)},
+			state: StateUntainted, after: StateUntainted},
+		{name: "another rule holds the node, this one's taint not on: joins the hold",
+			rule: func(r *Rule) {
+				r.PeerTaints = []corev1.Taint{{Key: "example.com/gpu", Effect: corev1.TaintEffectNoSchedule}}
+			},
+			node: node(func(n *corev1.Node) {
+				n.Spec.Taints = []corev1.Taint{{Key: "example.com/gpu", Effect: corev1.TaintEffectNoSchedule}}
+			}, onBoot("b1")),
+			pods: []*corev1.Pod{gen(0, true)}, state: StateJoining, write: WriteJoin, after: StateHeld},
 		{name: "released by a gate before the evidence, same boot: its readiness recorded",
 			node: node(annotated(cniDone, "1"), annotated(cniBoot, "b1"), onBoot("b1")), pods: []*corev1.Pod{gen(0, true)},
 			state: StateBootUnrecorded, write: WriteRecord, after: StateReleased},

@@ -114,6 +114,15 @@ type Rule struct {
 	// Instance is the config's instance: the name of this gate among several in one
 	// cluster, part of every mark's value, so that a gate lifts only the taints it placed.
 	Instance string `json:"-"`
+	// PeerTaints are the taints of the gate's other rules that hold a node from its
+	// creation, suspended ones included (the config sets them): a node that carries one is
+	// held, not in service, and a rule that finds it without its own taint joins the hold.
+	PeerTaints []corev1.Taint `json:"-"`
+	// ReleasedAnnotation is the completion annotation the gate's rules derive theirs from
+	// (the config's; the rules' own are it, or it with ".<name>"): a node that carries one
+	// was released by the gate under some rule, maybe one since renamed or removed, and is
+	// in service.
+	ReleasedAnnotation string `json:"-"`
 	// Match (condition rules) are the node conditions that must all be present and match
 	// for the taint to be on.
 	Match []Match `json:"match,omitempty"`
@@ -516,7 +525,30 @@ func metaTime(now time.Time) metav1.Time { return metav1.NewTime(now.Truncate(ti
 // RemoveTaint removes every entry that matches the rule's key and effect, and nothing else,
 // with the marks that say a rule placed that taint.
 func (r *Rule) RemoveTaint(n *corev1.Node) {
+	r.endFormerRegates(n)
 	Lift(n, r.Taint, placedPrefixOf(r.PlacedAnnotation), r.PlacedValue())
+}
+
+// endFormerRegates ends the re-gates that former names of the rule made with the taint it
+// takes off: a rule renamed while it held a re-gated node lifts its former name's taint, and
+// the former name's re-gate mark would otherwise, the name back, read as a re-gate whose
+// taint an operator removed.
+func (r *Rule) endFormerRegates(n *corev1.Node) {
+	if r.ReleasedAnnotation == "" {
+		return
+	}
+	prefix, v := placedPrefixOf(r.PlacedAnnotation), r.PlacedValue()
+	for k, x := range n.Annotations {
+		name, ok := strings.CutPrefix(k, prefix)
+		if !ok || x != v || name == r.Name {
+			continue
+		}
+		done := r.ReleasedAnnotation + "." + name
+		if name == "default" { // the rule the top-level fields describe keeps the contract's annotation
+			done = r.ReleasedAnnotation
+		}
+		delete(n.Annotations, done+regatedSuffix)
+	}
 }
 
 // Lift removes every entry of taint t (matched on key and effect) from the node, and the

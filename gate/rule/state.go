@@ -2,6 +2,8 @@ package rule
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -33,9 +35,22 @@ const (
 	// write; until then the rule writes nothing (a re-gated node would otherwise read as one
 	// whose re-gate was removed by hand, and be recorded as released).
 	StateRekeyed State = "rekeyed"
-	// StateUntainted: the rule selects the node and has not released it, and its taint is
-	// not on (the node came up without it): backfill's to decide.
+	// StateUntainted: the rule selects the node and has not released it, its taint is not
+	// on (the node came up without it), and the gate has neither released nor held it:
+	// backfill's to decide.
 	StateUntainted State = "untainted"
+	// StateJoining: the rule selects the node and has not released it, its taint is not on,
+	// the node is not in service, and another rule's taint holds it (this rule was added,
+	// enforced, resumed or began to select the node after its creation): the rule puts its
+	// taint on too (one write), and holds the node like one it tainted at creation.
+	StateJoining State = "joining"
+	// StateInService: the rule selects the node and has not released it, its taint is not
+	// on, and the gate released the node, under another rule or another name (the rule was
+	// renamed, added, enforced or resumed after the release): the node is in service. The
+	// rule records it as released (one write; a continuous rule once its requirements
+	// hold), with the boot and readiness the former rule recorded, so that it gates the
+	// node's reboots and a continuous rule watches it.
+	StateInService State = "in-service"
 	// StateHeld: the rule's taint is on and the rule has not released the node yet.
 	StateHeld State = "held"
 	// StateHeldRebooted: held, and the node booted again since the rule recorded readiness
@@ -83,7 +98,7 @@ const (
 // does not tolerate the taint) is early.
 func (s State) Holds() bool {
 	switch s {
-	case StateHeld, StateHeldRebooted, StateRetainted, StateReturned, StateRebooted, StateRegated, StateRebootedAgain, StateRekeyed:
+	case StateHeld, StateHeldRebooted, StateRetainted, StateReturned, StateRebooted, StateRegated, StateRebootedAgain, StateRekeyed, StateJoining:
 		return true
 	}
 	return false
@@ -137,6 +152,10 @@ func (r *Rule) classify(rd Readiness, in Input) (State, string, evidence) {
 // classifyFirst: a node the rule has not released yet.
 func (r *Rule) classifyFirst(n *corev1.Node, ev evidence) (State, string, evidence) {
 	switch {
+	case !r.HasTaint(n) && r.inService(n):
+		return StateInService, "the gate released the node under another rule or name: the rule records it as released", ev
+	case !r.HasTaint(n) && r.heldByPeer(n):
+		return StateJoining, "another rule holds the node, which came up without this rule's taint: it goes on too", ev
 	case !r.HasTaint(n):
 		return StateUntainted, "came up without the rule's taint (backfill's, if on)", ev
 	case r.GatesReboots() && ev.boot.Rebooted():
@@ -148,7 +167,9 @@ func (r *Rule) classifyFirst(n *corev1.Node, ev evidence) (State, string, eviden
 // classifyTainted: a released node that carries the rule's taint again.
 func (r *Rule) classifyTainted(n *corev1.Node, ev evidence) (State, string, evidence) {
 	b := ev.boot
-	if _, marked := n.Annotations[r.RegatedAnnotation()]; marked {
+	// A taint the gate placed under a former name of the rule, on a node the rule released:
+	// that name's re-gate, which the rule holds on under its new name.
+	if _, marked := n.Annotations[r.RegatedAnnotation()]; marked || r.marked(n) && !r.Placed(n) {
 		switch {
 		case !r.GatesReboots():
 			return StateRegateDropped, "re-gated, and the rule no longer gates reboots: its taint comes off", ev
@@ -194,7 +215,7 @@ func (r *Rule) classifyReleased(rd Readiness, in Input, ev evidence) (State, str
 // freshlyReady reports whether the rule's requirements hold on readiness the record does
 // not hold.
 func (r *Rule) freshlyReady(rd Readiness, in Input, record map[string]bool) bool {
-	in.Stale = record
+	in.Stale = r.staleOn(in.Node, record)
 	met, _, _, _ := r.requirements(rd, in)
 	return met
 }
@@ -208,4 +229,32 @@ func (r *Rule) rekeyed(n *corev1.Node) bool {
 		return false
 	}
 	return carries(n, t)
+}
+
+// heldByPeer reports whether the node carries a taint of another of the gate's rules that
+// hold nodes from creation: it is held, not in service.
+func (r *Rule) heldByPeer(n *corev1.Node) bool {
+	return slices.ContainsFunc(r.PeerTaints, func(t corev1.Taint) bool { return carries(n, t) })
+}
+
+// inService reports whether the gate released the node under some rule (InService).
+func (r *Rule) inService(n *corev1.Node) bool { return InService(n, r.ReleasedAnnotation) }
+
+// InService reports whether the node carries the completion annotation base, or base with
+// ".<name>": the gate, whose rules derive theirs from base, released it under some rule.
+func InService(n *corev1.Node, base string) bool {
+	for k := range n.Annotations {
+		if completionOf(k, base) {
+			return true
+		}
+	}
+	return false
+}
+
+// completionOf reports whether key is a completion annotation derived from base: base
+// itself, or base with ".<name>". A rule name has no "_", with which the boot and readiness
+// records' suffixes start.
+func completionOf(key, base string) bool {
+	name, ok := strings.CutPrefix(key, base)
+	return base != "" && ok && (name == "" || name[0] == '.' && !strings.Contains(name, "_"))
 }

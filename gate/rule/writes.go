@@ -1,7 +1,10 @@
 package rule
 
 import (
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +32,13 @@ const (
 	// WriteRecord records the node's boot and the readiness ready on it, and ends a re-gate
 	// whose taint is gone.
 	WriteRecord Write = "record"
+	// WriteJoin puts the rule's taint on, marked, on a node another rule holds: the rule
+	// holds it too, as if it had tainted it at creation.
+	WriteJoin Write = "join"
+	// WriteAdopt records a node in service as released by the rule: the completion and, for
+	// a rule that gates reboots, the boot and the readiness, as a release records them; no
+	// taint comes off.
+	WriteAdopt Write = "adopt"
 	// WriteStale adds the readiness ready now to the record, as readiness that does not
 	// count on the boot the node runs: a re-gate then waits for that boot, and a first
 	// hold records it.
@@ -62,6 +72,8 @@ func (r *Rule) Apply(d Decision, n *corev1.Node, now time.Time) bool {
 		if !r.HasTaint(n) {
 			r.place(n)
 		}
+	case WriteJoin, WriteAdopt:
+		return r.join(d, n, now)
 	case WriteRemove:
 		r.RemoveTaint(n)
 		delete(n.Annotations, r.RegatedAnnotation())
@@ -81,13 +93,106 @@ func (r *Rule) Apply(d Decision, n *corev1.Node, now time.Time) bool {
 		if r.HasTaint(n) {
 			return false
 		}
-		setAnnotation(n, r.BootAnnotation(), d.Boot)
-		r.setEvidence(n, d.Prints)
+		if _, recorded := n.Annotations[r.BootAnnotation()]; d.State == StateBootUnrecorded && !recorded {
+			// Released before the rule gated reboots (onReboot was ignore when it adopted
+			// the node, or it was renamed since): what a former name recorded counts.
+			r.adoptRecord(n, d)
+		} else {
+			setAnnotation(n, r.BootAnnotation(), d.Boot)
+			r.setEvidence(n, d.Prints)
+		}
 		delete(n.Annotations, r.RegatedAnnotation())
 	case WriteStale:
 		r.stale(n, d.Prints)
 	}
 	return true
+}
+
+// join makes a rule that came after the node's creation the node's: onto another rule's
+// hold (WriteJoin), or, on a node in service, as a release recorded (WriteAdopt). On a fresh
+// copy after a conflict, the node may have gone from one to the other: no write then.
+func (r *Rule) join(d Decision, n *corev1.Node, now time.Time) bool {
+	if r.HasTaint(n) || r.Completed(n) || r.inService(n) != (d.Write == WriteAdopt) {
+		return false
+	}
+	if d.Write == WriteJoin {
+		if !r.heldByPeer(n) {
+			return false
+		}
+		r.place(n)
+		return true
+	}
+	r.mark(n, now)
+	if r.GatesReboots() && d.Boot != "" {
+		r.adoptRecord(n, d)
+	}
+	return true
+}
+
+// adoptRecord records the boot and readiness of a node in service that the rule adopts: the
+// boot it runs and the readiness ready now, with what rules of other (or former) names
+// recorded when they released the node. When one released it on another boot, the node
+// rebooted since: the record is theirs, boot and readiness, so that the rule sees the
+// reboot next and re-gates the node unless its warm-up has run again.
+func (r *Rule) adoptRecord(n *corev1.Node, d Decision) {
+	boot, prints := d.Boot, slices.Clone(d.Prints)
+	former := r.formerRecords(n)
+	for _, f := range former {
+		prints = append(prints, f.evidence...)
+	}
+	if i := slices.IndexFunc(former, func(f record) bool { return f.boot != d.Boot }); i >= 0 {
+		boot, prints = former[i].boot, prints[len(d.Prints):]
+	}
+	setAnnotation(n, r.BootAnnotation(), boot)
+	r.setEvidence(n, prints)
+}
+
+// record is what a rule recorded when it released a node: the boot, and the readiness.
+type record struct {
+	boot     string
+	evidence []string
+}
+
+// formerRecords are the records other rules of the gate made when they released the node
+// (rules of other names, or former names of this one).
+func (r *Rule) formerRecords(n *corev1.Node) []record {
+	var out []record
+	for _, k := range slices.Sorted(maps.Keys(n.Annotations)) {
+		done, isBoot := strings.CutSuffix(k, bootSuffix)
+		if !isBoot || k == r.BootAnnotation() || !completionOf(done, r.ReleasedAnnotation) {
+			continue
+		}
+		rec := record{boot: n.Annotations[k]}
+		for _, f := range strings.Split(n.Annotations[done+evidenceSuffix], ",") {
+			if f != "" {
+				rec.evidence = append(rec.evidence, f)
+			}
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+// staleOn is the readiness that does not count for a hold of the node: the rule's own
+// record (nil: none), and what other rules recorded on a boot other than the one the node
+// runs (a former name's re-gate, which the rule holds on under its new name).
+func (r *Rule) staleOn(n *corev1.Node, own map[string]bool) map[string]bool {
+	stale := own
+	for _, f := range r.formerRecords(n) {
+		if f.boot == n.Status.NodeInfo.BootID {
+			continue
+		}
+		if stale == nil || maps.Equal(stale, own) {
+			stale = maps.Clone(own)
+			if stale == nil {
+				stale = map[string]bool{}
+			}
+		}
+		for _, p := range f.evidence {
+			stale[p] = true
+		}
+	}
+	return stale
 }
 
 // stale records prints as readiness that does not count on the boot the node runs now: a
