@@ -65,9 +65,16 @@ func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []co
 		// than the cache follows; the scheduler's cache lags the same way, so a cached
 		// read here would let through the very binding the guard is for.
 		live := &corev1.Node{}
-		if err := g.API.Get(ctx, types.NamespacedName{Name: nodeName}, live); err == nil {
-			node = live
+		switch err := g.API.Get(ctx, types.NamespacedName{Name: nodeName}, live); {
+		case apierrors.IsNotFound(err):
+			return admission.Allowed("node not found"), "allowed"
+		case err != nil:
+			// The cached node may be behind a reboot that nothing else tells of: a cut
+			// connection is also what leaves the cache behind. The scheduler retries.
+			return admission.Denied(fmt.Sprintf("node %q may have rebooted, and its boot cannot be read now (%v); the binding is retried",
+				nodeName, err)), "denied"
 		}
+		node = live
 		if resp, denied := g.decideRebooted(ctx, node, tolerations); denied {
 			return resp, "denied"
 		}

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -118,22 +119,33 @@ func TestPodGuardReadsRebootLive(t *testing.T) {
 	for _, tt := range []struct {
 		name        string
 		cached, api *corev1.Node
+		apiErr      error
 		tolerations []corev1.Toleration
 		wantAllowed bool
 		wantReads   int
 	}{
 		{name: "cache behind a reboot", cached: released("b1"), api: released("b2"), wantReads: 1},
 		{name: "no reboot", cached: released("b1"), api: released("b1"), wantAllowed: true, wantReads: 1},
+		// A cut connection: the cache may be behind a reboot, and nothing can tell.
+		{name: "the API unreachable", cached: released("b1"), apiErr: errors.New("connection reset by peer"), wantReads: 1},
+		{name: "the node gone", cached: released("b1"), wantAllowed: true, wantReads: 1},
 		{name: "still gated", cached: testobj.Node("n", t0, testobj.Taints(gateTaint)), api: released("b2"), wantReads: 0},
 		{name: "tolerating Pod", cached: released("b1"), api: released("b2"), tolerations: []corev1.Toleration{{Key: gateTaint.Key, Operator: corev1.TolerationOpExists}}, wantAllowed: true, wantReads: 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cache, _ := newFakeClient(interceptor.Funcs{}, tt.cached)
 			reads := 0
+			var objs []client.Object
+			if tt.api != nil {
+				objs = append(objs, tt.api)
+			}
 			api, _ := newFakeClient(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 				reads++
+				if tt.apiErr != nil {
+					return tt.apiErr
+				}
 				return c.Get(ctx, key, obj, opts...)
-			}}, tt.api)
+			}}, objs...)
 			g := &PodGuard{Cache: cache, API: api, Config: cfg}
 			resp, _ := g.decide(context.Background(), "n", tt.tolerations)
 			if resp.Allowed != tt.wantAllowed || reads != tt.wantReads {
