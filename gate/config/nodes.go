@@ -123,6 +123,6 @@ func (c *Config) LiftOrphan(n *corev1.Node, o Orphan) {
 	if !slices.Contains(c.Orphans(n), o) {
 		return
 	}
-	rule.LiftOrphan(c.Admitting(), n, o, c.PlacedAnnotation, c.Instance)
+	rule.LiftOrphan(c.Admitting(), n, o, c.PlacedAnnotation, c.Instance, c.CompletedAnnotation)
 	c.Admit(n)
 }

@@ -3,6 +3,7 @@ package rule
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -238,14 +239,20 @@ func (r *Rule) afterRegistration(rd Readiness, in Input) Decision {
 // the record does not hold, whatever the clocks say. maxHold counts from the re-gate, on
 // the gate's clock alone.
 func (r *Rule) decideRegated(rd Readiness, in Input, ev evidence) Decision {
+	if _, own := in.Node.Annotations[r.RegatedAnnotation()]; !own && ev.boot.Recorded != "" && ev.boot.Recorded == ev.boot.Current {
+		// A former name's re-gate, on a boot the rule has released since: the warm-up it
+		// waits for was seen, under the new name.
+		return released(Decision{Met: true, Reason: fmt.Sprintf("released on boot %s already: a former name's re-gate", ev.boot.Current)})
+	}
 	fresh := in
-	fresh.Stale = ev.record
-	if ev.record != nil {
-		fresh.Stale = r.staleOn(in.Node, ev.record)
-	} else {
+	fresh.Stale = r.staleOn(in.Node, ev.record)
+	if ev.record == nil {
 		// Re-gated by a gate before the evidence: what was Ready at or before its re-gate
-		// is the old boot's, as that gate judged it.
-		fresh.Stale = readyBy(in.Pods, ev.boot.RegatedAt)
+		// is the old boot's, as that gate judged it; so is what a former name of the rule
+		// recorded on another boot (a re-gate it holds on under its new name).
+		stale := readyBy(in.Pods, ev.boot.RegatedAt)
+		maps.Copy(stale, fresh.Stale)
+		fresh.Stale = stale
 	}
 	met, readyAt, why, _ := r.requirements(rd, fresh)
 	if met {

@@ -24,7 +24,9 @@ import (
 //     runs, and nothing stands between a Pod and the node: no taint, and the Pod guard
 //     (which denies in state rebooted) would let it through;
 //   - stranded: the warm-up has run on the boot the node runs, the init Pod is Ready, the
-//     rule runs, and its taint is still on.
+//     rule runs, and its taint is still on;
+//   - released-while-suspended: the rule was suspended holding the node, is still
+//     suspended (and neither renamed nor re-keyed), and the node carries no taint.
 //
 // Every violation must fall on one of the two limits concepts.md states.
 
@@ -47,11 +49,15 @@ type world struct {
 	ignore     bool // onReboot: ignore
 	rekeyed    bool // the rule's taint key is cniTaint's, or (rekeyed) another
 	renamed    bool // the rule is named cni, or (renamed) cni-renamed
+	// heldSuspended: the node was held when the rule was suspended; suspending never
+	// releases.
+	heldSuspended bool
 	// seen is the Pod as the gate last saw it.
 	seen *corev1.Pod
 	path []string
 	// restartUnseen: on a released node, containers Ready since the gate last recorded
-	// readiness; rebootedUnseen: a re-gated node rebooted since the gate last decided. limit names the limit the
+	// readiness; rebootedUnseen: a re-gated node rebooted since the rule that re-gated it
+	// last decided. limit names the limit the
 	// path has reached, if any.
 	restartUnseen, rebootedUnseen bool
 	limit                         string
@@ -72,6 +78,20 @@ func (w *world) clone() *world {
 func (w *world) pod() *corev1.Pod { return gen(int32(w.shown), w.shownReady) }
 
 func (w *world) warm() bool { return w.warmedBoot == w.boot }
+
+// ownTaint reports whether the node carries a taint of the rule as it is now: of its key, or
+// placed under its name.
+func (w *world) ownTaint() bool {
+	key, name := cniTaint.Key, "cni"
+	if w.rekeyed {
+		key = "example.com/cni-warming"
+	}
+	if w.renamed {
+		name = "cni-renamed"
+	}
+	_, placed := w.node.Annotations[DefaultPlacedAnnotation+"."+name]
+	return placed && len(w.node.Spec.Taints) > 0 || slices.ContainsFunc(w.node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key })
+}
 
 // events change the world; each reports whether it applies.
 var events = map[string]func(w *world) bool{
@@ -111,10 +131,16 @@ var events = map[string]func(w *world) bool{
 		w.shown, w.ready, w.shownReady = w.start, false, false
 		return true
 	},
-	"suspend":  func(w *world) bool { w.suspend = !w.suspend; return true },
+	"suspend": func(w *world) bool {
+		w.suspend = !w.suspend
+		w.heldSuspended = w.suspend && w.ownTaint()
+		return true
+	},
 	"onReboot": func(w *world) bool { w.ignore = !w.ignore; return true },
-	"rekey":    func(w *world) bool { w.rekeyed = !w.rekeyed; return true },
-	"rename":   func(w *world) bool { w.renamed = !w.renamed; return true },
+	// A rule renamed or re-keyed is another rule to the gate: the hold the suspension kept
+	// was its former self's.
+	"rekey":  func(w *world) bool { w.rekeyed, w.heldSuspended = !w.rekeyed, false; return true },
+	"rename": func(w *world) bool { w.renamed, w.heldSuspended = !w.renamed, false; return true },
 }
 
 // renamedDone is the completion annotation of the rule renamed cni-renamed.
@@ -135,7 +161,7 @@ func (e *explorer) orphanLift(w *world) bool {
 		admitting = []*Rule{r}
 	}
 	for _, o := range orphans {
-		LiftOrphan(admitting, w.node, o, DefaultPlacedAnnotation, "")
+		LiftOrphan(admitting, w.node, o, DefaultPlacedAnnotation, "", "startup.k8s.io/completedAt")
 		for _, a := range admitting {
 			a.AddTaint(w.node) // what admission adds now, as config.LiftOrphan does
 		}
@@ -216,7 +242,10 @@ func (e *explorer) decide(w *world, fresh bool) {
 		r.Apply(d, w.node, t0)
 	}
 	if fresh {
-		w.seen, w.rebootedUnseen = view, w.rebootedUnseen && r.Suspend
+		// A reboot is seen by the name that re-gated the node: a rule renamed away from
+		// its re-gate holds the node as a first hold, and records nothing of the reboot.
+		_, regatedHere := w.node.Annotations[r.RegatedAnnotation()]
+		w.seen, w.rebootedUnseen = view, w.rebootedUnseen && (r.Suspend || !regatedHere)
 		// Only a rule that runs and gates reboots records a restart's readiness.
 		w.restartUnseen = w.restartUnseen && !r.GatesReboots() || r.Suspend
 	}
@@ -225,6 +254,9 @@ func (e *explorer) decide(w *world, fresh bool) {
 // judge names the invariant the world breaks, if any.
 func (e *explorer) judge(w *world) string {
 	r := e.rule(w)
+	if r.Suspend && w.heldSuspended && len(w.node.Spec.Taints) == 0 {
+		return "released-while-suspended"
+	}
 	if r.Suspend || !r.GatesReboots() {
 		return ""
 	}
@@ -331,8 +363,8 @@ func TestExploreCatchesDefects(t *testing.T) {
 		// depth is how deep the path to the defect goes (4 unless set).
 		depth int
 	}{
-		// Reboot (re-gated), suspend, re-key, the orphan pass, resume: five events.
-		{name: "a suspended rule's old key lifted as an orphan", want: "early", liftSuspended: true, depth: 5},
+		// Reboot (re-gated), suspend, re-key, the orphan pass: the suspended rule's hold lifted.
+		{name: "a suspended rule's old key lifted as an orphan", want: "released-while-suspended", liftSuspended: true},
 		// Rename, reboot: the new name never recorded the release, and misses the reboot.
 		{name: "a renamed rule that does not take the node over", want: "early", defect: func(d Decision, _ *corev1.Pod) Decision {
 			if d.State == StateInService {

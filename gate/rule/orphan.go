@@ -71,11 +71,31 @@ func carries(node *corev1.Node, t corev1.Taint) bool {
 // node held by a rule whose key changed stays held under the new key, a re-gated one too
 // (which admission, skipping a rule that completed, would not taint again). The caller
 // checks that o is still an orphan of the node, and adds what admission adds now.
-func LiftOrphan(admitting []*Rule, n *corev1.Node, o Orphan, placedAnnotation, instance string) {
+//
+// A re-gate's taint lifted as an orphan with no rule of its name to hold the node on (the
+// rule renamed since) ends that re-gate: its mark, under completed (the completion
+// annotation the rules derive theirs from), goes too, so that a rule of that name back
+// decides the reboot again from its own record rather than take the taint for one an
+// operator removed.
+func LiftOrphan(admitting []*Rule, n *corev1.Node, o Orphan, placedAnnotation, instance, completed string) {
 	Lift(n, o.Taint, placedAnnotation+".", PlacedValue(o.Taint, instance))
 	for _, r := range admitting {
 		if r.Name == o.Rule && r.Matches(n) {
 			r.place(n)
+			return
 		}
 	}
+	if completed != "" {
+		delete(n.Annotations, CompletionOf(completed, o.Rule)+regatedSuffix)
+	}
+}
+
+// CompletionOf is the completion annotation a rule of that name gets by default from the
+// config's, base: base for the rule named "default" (the contract's annotation), else
+// base.<name>.
+func CompletionOf(base, name string) string {
+	if name == "default" {
+		return base
+	}
+	return base + "." + name
 }

@@ -190,6 +190,14 @@ func TestTransitions(t *testing.T) {
 		{name: "only another rule's boot record: not in service", rule: func(r *Rule) { r.ReleasedAnnotation = "startup.k8s.io/completedAt" },
 			node: node(annotated("startup.k8s.io/completedAt_bootID", "b1"), onBoot("b1")), pods: []*corev1.Pod{gen(0, true)},
 			state: StateUntainted, after: StateUntainted},
+		{name: "re-gated under a former name, no record of its own: the former name's readiness does not count",
+			rule: func(r *Rule) { r.ReleasedAnnotation = "startup.k8s.io/completedAt" },
+			node: node(annotated(cniDone, "1"), annotated("startup.k8s.io/completedAt.old", "1"), annotated("startup.k8s.io/completedAt.old_bootID", "b1"),
+				annotated("startup.k8s.io/completedAt.old_readiness", fp(0)), tainted, annotated(DefaultPlacedAnnotation+".old", PlacedValue(cniTaint, "")), onBoot("b2")),
+			pods: []*corev1.Pod{gen(0, true)}, state: StateRegated, after: StateRegated},
+		{name: "a former name's re-gate, on a boot the rule released since: released",
+			node: node(releasedOn("b2", 1), tainted, annotated(DefaultPlacedAnnotation+".old", PlacedValue(cniTaint, "")), onBoot("b2")),
+			pods: []*corev1.Pod{gen(1, true)}, state: StateRegated, write: WriteRelease, after: StateReleased},
 		{name: "another rule holds the node, this one's taint not on: joins the hold",
 			rule: func(r *Rule) {
 				r.PeerTaints = []corev1.Taint{{Key: "example.com/gpu", Effect: corev1.TaintEffectNoSchedule}}
