@@ -179,7 +179,7 @@ func TestKustomizeInstall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !sel.Matches(labels.Set(ds.Spec.Template.Labels)) || !cfg.CacheSelector().Matches(labels.Set(ds.Spec.Template.Labels)) {
+		if !sel.Matches(labels.Set(ds.Spec.Template.Labels)) || !cfg.PodScopes()[0].Selector.Matches(labels.Set(ds.Spec.Template.Labels)) {
 			t.Errorf("example init DaemonSet Pod labels %v are not those of required component %q", ds.Spec.Template.Labels, comp.Selector)
 		}
 	}

@@ -624,7 +624,7 @@ func (f *fixture) ops() []gateOp {
 			name:  "watch init Pods by label (the init-Pod informer)",
 			needs: []perm{podsWatch},
 			run: func(ctx context.Context) error {
-				return watchOnce(ctx, f.sa, &corev1.PodList{}, client.MatchingLabelsSelector{Selector: f.cfg.CacheSelector()})
+				return watchOnce(ctx, f.sa, &corev1.PodList{}, client.MatchingLabelsSelector{Selector: f.cfg.PodScopes()[0].Selector})
 			},
 		},
 		{

@@ -79,6 +79,8 @@ type Reconciler struct {
 	Backfill *Backfiller
 	// Labels are the label keys the cached Nodes carry (nil: all of them).
 	Labels CachedLabels
+	// Pods are the caches of the config's Pod scopes past the first, which Client holds.
+	Pods PodCaches
 
 	mu    sync.Mutex
 	nodes map[string]*nodeState
@@ -411,7 +413,7 @@ func (r *Reconciler) read(ctx context.Context, cached *corev1.Node) (*facts, err
 	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(cached), node); err != nil {
 		return nil, fmt.Errorf("reading node %q: %w", cached.Name, err)
 	}
-	pods, err := listInitPods(ctx, r.Reader, r.Config, node.Name)
+	pods, err := listInitPods(ctx, apiPods(r.Reader), r.Config, node.Name)
 	if err != nil {
 		return nil, fmt.Errorf("listing init pods of node %q: %w", node.Name, err)
 	}
@@ -419,13 +421,9 @@ func (r *Reconciler) read(ctx context.Context, cached *corev1.Node) (*facts, err
 }
 
 func (r *Reconciler) initPods(ctx context.Context, nodeName string) ([]*corev1.Pod, error) {
-	list := &corev1.PodList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{PodNodeNameField: nodeName}); err != nil {
+	pods, err := listInitPods(ctx, r.Pods.Reader(r.Client), r.Config, nodeName)
+	if err != nil {
 		return nil, fmt.Errorf("listing init pods of node %q: %w", nodeName, err)
-	}
-	pods := make([]*corev1.Pod, len(list.Items))
-	for i := range list.Items {
-		pods[i] = &list.Items[i]
 	}
 	return pods, nil
 }

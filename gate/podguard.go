@@ -36,6 +36,8 @@ type PodGuard struct {
 	// cannot give (not synced yet, or registered a moment ago).
 	API    client.Reader
 	Config *config.Config
+	// Pods are the caches of the config's Pod scopes past the first, which Cache holds.
+	Pods PodCaches
 }
 
 // Handle decides one Pod CREATE or pods/binding CREATE.
@@ -173,34 +175,61 @@ func (g *PodGuard) decideContinuous(ctx context.Context, node *corev1.Node, tole
 // restart): a view that may lag beats none, on which the guard could only allow. A lagging
 // cache can deny a binding to a node whose agent is Ready again, until the API answers.
 func (g *PodGuard) initPodsOn(ctx context.Context, nodeName string) ([]*corev1.Pod, error) {
-	pods, apiErr := listInitPods(ctx, g.API, g.Config, nodeName)
+	pods, apiErr := listInitPods(ctx, apiPods(g.API), g.Config, nodeName)
 	if apiErr == nil {
 		return pods, nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, cacheWait)
 	defer cancel()
-	pods, err := listInitPods(cctx, g.Cache, g.Config, nodeName)
+	pods, err := listInitPods(cctx, g.Pods.Reader(g.Cache), g.Config, nodeName)
 	if err != nil {
 		return nil, errors.Join(apiErr, fmt.Errorf("from the cache: %w", err))
 	}
 	return pods, nil
 }
 
-// listInitPods lists, through c, the Pods bound to the node in the cache's scope (the
-// components' label key, their namespace if they share one): what the cached decisions
-// read, as c has them. The Pod guard and a re-taint's confirmation read them from the API.
-func listInitPods(ctx context.Context, c client.Reader, cfg *config.Config, nodeName string) ([]*corev1.Pod, error) {
-	list := &corev1.PodList{}
-	if err := c.List(ctx, list, client.InNamespace(cfg.CacheNamespace()),
-		client.MatchingLabelsSelector{Selector: cfg.CacheSelector()},
-		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(PodNodeNameField, nodeName)}); err != nil {
-		return nil, err
-	}
-	pods := make([]*corev1.Pod, len(list.Items))
-	for i := range list.Items {
-		pods[i] = &list.Items[i]
+// listInitPods lists the Pods bound to the node in each of the config's Pod scopes (its
+// namespace and label selector), each through the reader read gives it: what the cached
+// decisions read, as the caches have them, or as the API does (the Pod guard, and a
+// re-taint's confirmation). A Pod two scopes select is listed once.
+func listInitPods(ctx context.Context, read func(scope int) client.Reader, cfg *config.Config, nodeName string) ([]*corev1.Pod, error) {
+	var pods []*corev1.Pod
+	seen := map[types.UID]bool{}
+	onNode := client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(PodNodeNameField, nodeName)}
+	for i, sc := range cfg.PodScopes() {
+		list := &corev1.PodList{}
+		if err := read(i).List(ctx, list, client.InNamespace(sc.Namespace), client.MatchingLabelsSelector{Selector: sc.Selector}, onNode); err != nil {
+			return nil, err
+		}
+		for j := range list.Items {
+			if p := &list.Items[j]; !seen[p.UID] {
+				seen[p.UID] = true
+				pods = append(pods, p)
+			}
+		}
 	}
 	return pods, nil
+}
+
+// apiPods reads every Pod scope through one reader: the API's.
+func apiPods(api client.Reader) func(int) client.Reader {
+	return func(int) client.Reader { return api }
+}
+
+// PodCaches are the caches of a config's Pod scopes past the first (config.PodScopes), in
+// scope order: a namespace whose components share no label key takes one informer per
+// component selector, and a label selector cannot say "this key or that", so each is a
+// cache of its own. The first scope is the manager's cache's.
+type PodCaches []client.Reader
+
+// Reader gives the reader of each scope: first the manager's cache, then these.
+func (p PodCaches) Reader(first client.Reader) func(int) client.Reader {
+	return func(i int) client.Reader {
+		if i == 0 || i > len(p) {
+			return first
+		}
+		return p[i-1]
+	}
 }
 
 // target extracts the node a Pod is bound to and the Pod's tolerations. Mirror Pods and

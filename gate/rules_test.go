@@ -59,7 +59,8 @@ func TestRulesValidate(t *testing.T) {
 		{name: "two rules with one name", mod: func(c *config.Config) { c.Rules[1].Name = "cni" }, want: `rules[2].name: "cni": rules[1] has the same name`},
 		{name: "a top-level rule field beside rules", mod: func(c *config.Config) { c.MinHold.Duration = time.Minute }, want: "minHold: set it in a rule"},
 		{name: "a rule's field error names the rule", mod: func(c *config.Config) { c.Rules[1].NodeSelector = "pool in (" }, want: `rules[1] "gpu".nodeSelector`},
-		{name: "no common cache key across rules", mod: func(c *config.Config) { c.Rules[2].Components[0].Selector = "app=cni" }, want: "one common label key"},
+		{name: "no label key in common across rules: each component cached on its own", mod: func(c *config.Config) { c.Rules[2].Components[0].Selector = "app=cni" }},
+		{name: "a component that selects no label", mod: func(c *config.Config) { c.Rules[2].Components[0].Selector = "app!=cni" }, want: "requires no label"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

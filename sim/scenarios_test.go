@@ -269,6 +269,10 @@ var negativeControls = []negativeControl{
 		sc.Init[0].Ready = scenario.PodTimeline{Mode: scenario.ModeReady, After: 30 * time.Second}
 		sc.Timeout += time.Minute
 	}, want: check.KindBoundBeforeReinit},
+	// The CSI driver not among the components: nodes released before it is Ready.
+	{file: "components-own-labels", mutate: func(sc *scenario.Scenario) {
+		sc.GateConfig.Rules[0].Components = sc.GateConfig.Rules[0].Components[:1]
+	}, want: check.KindPrematureRelease},
 	// Renamed to a rule that ignores reboots: nothing takes the rebooted nodes back, and the
 	// Pods that arrive during the warm-up land.
 	{file: "rule-renamed-reboot", mutate: func(sc *scenario.Scenario) {

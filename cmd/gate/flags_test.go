@@ -367,7 +367,7 @@ func TestParseErrors(t *testing.T) {
 		{"taint with bad key", []string{"--taint", "bad key:NoSchedule"}, nil, "taint.key"},
 		{"node selector", []string{"--node-selector", "pool in ("}, nil, "nodeSelector"},
 		{"require with empty selector", []string{"--require", "ns:"}, nil, "components[0].selector"},
-		{"require without a common key", []string{"--require", "a=b", "--require", "c=d"}, nil, "components"},
+		{"require a selector of no label", []string{"--require", "a=b", "--require", "c!=d"}, nil, "components"},
 		{"require condition", []string{"--require-condition", "Ready"}, nil, "requiredCondition"},
 		{"bad duration", []string{"--min-hold", "soon"}, nil, "min-hold"},
 		{"unknown flag", []string{"--max-holds", "1m"}, nil, "max-holds"},

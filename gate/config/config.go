@@ -137,10 +137,9 @@ type Config struct {
 
 type compiled struct {
 	rules []*rule.Rule
-	// cacheKey is a label key every component of every rule requires: the Pod cache
-	// selects on it.
-	cacheKey       string
-	cacheNamespace string
+	// podScopes are the selections of Pods the gate caches (rule.PodScopes): the
+	// components' Pods, never every Pod in the cluster.
+	podScopes []rule.PodScope
 }
 
 // DefaultConfig returns the contract's defaults.
@@ -302,9 +301,9 @@ func (c *Config) Validate() error {
 	// The common-key check needs every selector compiled; after an error in one it would
 	// only add noise to a config that is already rejected.
 	if len(errs) == 0 && selected {
-		var ok bool
-		if out.cacheKey, out.cacheNamespace, ok = rule.CacheKey(out.rules, DefaultInitLabel); !ok {
-			errs.Add("components", "every component selector must require one common label key (it selects the Pod cache, so the gate never caches all Pods)")
+		var err error
+		if out.podScopes, err = rule.PodScopes(out.rules, DefaultInitLabel); err != nil {
+			errs.Add("components", "%v", err)
 		}
 	}
 	for i, r := range out.rules {
@@ -565,14 +564,9 @@ func (c *Config) Tolerates(tolerations []corev1.Toleration) bool {
 	return true
 }
 
-// CacheSelector is the label selector of the only Pods the gate caches.
-func (c *Config) CacheSelector() labels.Selector {
-	r, _ := labels.NewRequirement(c.active().cacheKey, selection.Exists, nil)
-	return labels.NewSelector().Add(*r)
-}
-
-// CacheNamespace is the one namespace all components live in, or "" for all namespaces.
-func (c *Config) CacheNamespace() string { return c.active().cacheNamespace }
+// PodScopes are the only Pods the gate caches and reads: one selection (a namespace, or
+// all, and a label selector) per informer (rule.PodScopes).
+func (c *Config) PodScopes() []rule.PodScope { return c.active().podScopes }
 
 // NodeLabelKeys are the node label keys the rules read: their node selectors' and
 // Karpenter's lifecycle labels (rule.AwaitingStartupTaints). The gate's cache keeps no

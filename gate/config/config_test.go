@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,11 +88,11 @@ func TestValidateErrors(t *testing.T) {
 		{"component namespace", func(c *Config) {
 			c.Components = []rule.Component{{Namespace: "Kube_System", Selector: "app=a"}}
 		}, "components[0].namespace"},
-		{"no common label key", func(c *Config) {
-			c.Components = []rule.Component{{Selector: "a=b"}, {Selector: "c=d"}}
-		}, "components"},
 		{"only negative requirements", func(c *Config) {
 			c.Components = []rule.Component{{Selector: "app!=web"}}
+		}, "components"},
+		{"only negative requirements, beside another component", func(c *Config) {
+			c.Components = []rule.Component{{Selector: "a=b"}, {Selector: "app!=web"}}
 		}, "components"},
 		{"requiredCondition without status", func(c *Config) { c.RequiredCondition = "Ready" }, "requiredCondition"},
 		{"requiredCondition without type", func(c *Config) { c.RequiredCondition = "=True" }, "requiredCondition"},
@@ -124,9 +125,9 @@ func TestValidateErrors(t *testing.T) {
 }
 
 // TestValidateErrorOrder pins how several errors are reported: all at once, one line each,
-// in field order; and the common-label-key error only when nothing before it failed.
+// in field order; and the Pod scopes' error only when nothing before it failed.
 func TestValidateErrorOrder(t *testing.T) {
-	noCommonKey := []rule.Component{{Selector: "a=b"}, {Selector: "c=d"}}
+	noCommonKey := []rule.Component{{Selector: "a=b"}, {Selector: "c!=d"}} // the second selects no Pod scope
 	tests := []struct {
 		name string
 		mod  func(*Config)
@@ -367,39 +368,50 @@ func TestParseComponent(t *testing.T) {
 	}
 }
 
-func TestCacheSelectorAndNamespace(t *testing.T) {
+// TestPodScopes: the Pods the gate caches are the components' and no others: one label key
+// the components share, or else each component's own selector, in its namespace.
+func TestPodScopes(t *testing.T) {
 	tests := []struct {
-		name          string
-		components    []rule.Component
-		wantSelector  string
-		wantNamespace string
+		name       string
+		components []rule.Component
+		want       []string // namespace/selector
 	}{
-		{"default", nil, "startup.k8s.io/component", ""},
-		{"one namespaced component", []rule.Component{{Namespace: "kube-system", Selector: "app=cni"}}, "app", "kube-system"},
+		{"default", nil, []string{"/startup.k8s.io/component"}},
+		{"one namespaced component", []rule.Component{{Namespace: "kube-system", Selector: "app=cni"}}, []string{"kube-system/app"}},
 		{"several components, one namespace", []rule.Component{
 			{Namespace: "kube-system", Selector: "app=cni,tier=node"},
 			{Namespace: "kube-system", Selector: "app=csi"},
-		}, "app", "kube-system"},
+		}, []string{"kube-system/app"}},
 		{"several components, several namespaces", []rule.Component{
 			{Namespace: "kube-system", Selector: "app=cni"},
 			{Namespace: "monitoring", Selector: "app=agent"},
-		}, "app", ""},
+		}, []string{"/app"}},
 		{"one namespaced and one cluster-wide component", []rule.Component{
 			{Namespace: "kube-system", Selector: "app=cni"},
 			{Selector: "app=agent"},
-		}, "app", ""},
+		}, []string{"/app"}},
 		{"several common keys: the smallest is chosen", []rule.Component{
 			{Selector: "tier=node,app=cni"},
 			{Selector: "app=csi,tier=node"},
-		}, "app", ""},
+		}, []string{"/app"}},
 		{"negative requirements do not select the cache", []rule.Component{
 			{Selector: "app!=cni,startup=yes"},
 			{Selector: "app=csi,startup in (yes)"},
-		}, "startup", ""},
+		}, []string{"/startup"}},
 		{"existence requirement", []rule.Component{
 			{Selector: "startup.k8s.io/component"},
 			{Selector: "startup.k8s.io/component=gpu"},
-		}, "startup.k8s.io/component", ""},
+		}, []string{"/startup.k8s.io/component"}},
+		{"the GPU operator's, a CNI's and a CSI driver's own labels", []rule.Component{
+			{Namespace: "gpu-operator", Selector: "app=nvidia-driver-daemonset"},
+			{Namespace: "kube-system", Selector: "k8s-app=cilium"},
+			{Namespace: "kube-system", Selector: "app=ebs-csi-node"},
+		}, []string{"gpu-operator/app=nvidia-driver-daemonset", "kube-system/k8s-app=cilium", "kube-system/app=ebs-csi-node"}},
+		{"no key in common, no namespace named", []rule.Component{
+			{Selector: "startup.k8s.io/component=init"},
+			{Selector: "k8s-app=cilium"},
+			{Selector: "startup.k8s.io/component=init,tier=node"},
+		}, []string{"/startup.k8s.io/component=init", "/k8s-app=cilium", "/startup.k8s.io/component=init,tier=node"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -408,15 +420,15 @@ func TestCacheSelectorAndNamespace(t *testing.T) {
 					c.Components = tc.components
 				}
 			})
-			if got := cfg.CacheSelector().String(); got != tc.wantSelector {
-				t.Errorf("CacheSelector() = %q, want %q", got, tc.wantSelector)
+			var got []string
+			for _, sc := range cfg.PodScopes() {
+				got = append(got, sc.Namespace+"/"+sc.Selector.String())
 			}
-			if got := cfg.CacheNamespace(); got != tc.wantNamespace {
-				t.Errorf("CacheNamespace() = %q, want %q", got, tc.wantNamespace)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("PodScopes() (-want +got):\n%s", diff)
 			}
-			// Every component's Pods must be inside the cache: each selector implies the
-			// cache selector.
-			sels, _ := cfg.EffectiveRules()[0].Selectors()
+			// Every component's Pods must be in a scope of its namespace (or of all).
+			sels, nss := cfg.EffectiveRules()[0].Selectors()
 			for i, sel := range sels {
 				reqs, _ := sel.Requirements()
 				lbls := map[string]string{}
@@ -427,8 +439,11 @@ func TestCacheSelectorAndNamespace(t *testing.T) {
 						lbls[r.Key()] = ""
 					}
 				}
-				if sel.Matches(labels.Set(lbls)) && !cfg.CacheSelector().Matches(labels.Set(lbls)) {
-					t.Errorf("component %d selects %v, which the cache selector %q excludes", i, lbls, cfg.CacheSelector())
+				in := slices.ContainsFunc(cfg.PodScopes(), func(sc rule.PodScope) bool {
+					return (sc.Namespace == "" || sc.Namespace == nss[i]) && sc.Selector.Matches(labels.Set(lbls))
+				})
+				if sel.Matches(labels.Set(lbls)) && !in {
+					t.Errorf("component %d selects %v in %q, which no Pod scope holds", i, lbls, nss[i])
 				}
 			}
 		})

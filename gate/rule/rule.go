@@ -543,11 +543,7 @@ func (r *Rule) endFormerRegates(n *corev1.Node) {
 		if !ok || x != v || name == r.Name {
 			continue
 		}
-		done := r.ReleasedAnnotation + "." + name
-		if name == "default" { // the rule the top-level fields describe keeps the contract's annotation
-			done = r.ReleasedAnnotation
-		}
-		delete(n.Annotations, done+regatedSuffix)
+		delete(n.Annotations, CompletionOf(r.ReleasedAnnotation, name)+regatedSuffix)
 	}
 }
 
@@ -723,38 +719,76 @@ func Distinct(rules []*Rule, errs *Errors) {
 	}
 }
 
-// CacheKey picks what a Pod cache for the rules' components selects: a label key every
-// component of every rule requires (the smallest, so the choice is stable), and the
-// components' namespace if they all share one. ok is false when no key is common: a cache
-// would then have to hold every Pod in the cluster. With no component at all (conditions
-// only) no Pod is ever read, and the key of fallback ("key=value") keeps the cache small.
-func CacheKey(rules []*Rule, fallback string) (key, namespace string, ok bool) {
-	keys := map[string]int{}
+// PodScope is one selection of the Pods the gate caches and reads: those of one namespace
+// ("" for every namespace) that a label selector matches.
+type PodScope struct {
+	Namespace string
+	Selector  labels.Selector
+}
+
+// keyScope is the scope of the Pods in ns that carry key.
+func keyScope(ns, key string) PodScope {
+	r, _ := labels.NewRequirement(key, selection.Exists, nil)
+	return PodScope{Namespace: ns, Selector: labels.NewSelector().Add(*r)}
+}
+
+// PodScopes picks the selections that hold every component's Pods, so that the gate never
+// caches every Pod in the cluster. When one label key is required by every component of
+// every rule, one scope: that key (the smallest such, so the choice is stable), in the
+// components' namespace if they share one; one informer then holds them all. Otherwise
+// each component is cached as it is labelled: one scope per component selector, in its
+// namespace (or all), one informer each. A selector that requires no label (only != or
+// notin) would select nearly every Pod, and is refused. With no component at all
+// (conditions only) no Pod is ever read, and the key of fallback ("key=value") keeps the
+// cache small.
+func PodScopes(rules []*Rule, fallback string) ([]PodScope, error) {
+	var all []PodScope
 	namespaces := map[string]bool{}
-	n := 0
 	for _, r := range rules {
 		sels, nss := r.Selectors()
 		for i, sel := range sels {
-			n++
+			all = append(all, PodScope{Namespace: nss[i], Selector: sel})
 			namespaces[nss[i]] = true
-			for k := range RequiredKeys(sel) {
-				keys[k]++
-			}
 		}
 	}
-	if n == 0 {
-		key, _, _ = strings.Cut(fallback, "=")
-		return key, "", true
+	if len(all) == 0 {
+		key, _, _ := strings.Cut(fallback, "=")
+		return []PodScope{keyScope("", key)}, nil
 	}
-	for k, count := range keys {
-		if count == n && (key == "" || k < key) {
+	if key := commonKey(all); key != "" {
+		ns := ""
+		if len(namespaces) == 1 {
+			ns = all[0].Namespace
+		}
+		return []PodScope{keyScope(ns, key)}, nil
+	}
+	var out []PodScope
+	for _, sc := range all {
+		if commonKey([]PodScope{sc}) == "" {
+			return nil, fmt.Errorf("component selector %q requires no label (only != or notin): it would cache nearly every Pod", sc.Selector)
+		}
+		if !slices.ContainsFunc(out, func(o PodScope) bool {
+			return o.Namespace == sc.Namespace && o.Selector.String() == sc.Selector.String()
+		}) {
+			out = append(out, sc)
+		}
+	}
+	return out, nil
+}
+
+// commonKey is the smallest label key every scope's selector requires, or "".
+func commonKey(scopes []PodScope) string {
+	counts := map[string]int{}
+	for _, sc := range scopes {
+		for k := range RequiredKeys(sc.Selector) {
+			counts[k]++
+		}
+	}
+	key := ""
+	for k, n := range counts {
+		if n == len(scopes) && (key == "" || k < key) {
 			key = k
 		}
 	}
-	if len(namespaces) == 1 {
-		for ns := range namespaces {
-			namespace = ns
-		}
-	}
-	return key, namespace, key != ""
+	return key
 }

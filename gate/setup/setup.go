@@ -24,10 +24,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/startupgate/startupgate/gate"
 	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/gate/rule"
 )
 
 // DefaultWorkers is how many nodes the release controller reconciles at once by default.
@@ -88,21 +90,70 @@ func (o Options) cachedLabels(cfg *config.Config) gate.CachedLabels {
 }
 
 // CacheOptions restricts the manager's cache to what the gate reads: all Nodes, the
-// DaemonSets (to check tolerations), and only the Pods of required components, selected by
-// label (and namespace when all components share one). The gate never lists or watches
-// every Pod in the cluster. Transforms drop the fields nothing reads, so a large cluster
-// costs little memory; a Node keeps only the labels opts names (Options.NodeLabels).
+// DaemonSets (to check tolerations), and only the Pods of required components, those of
+// the config's first Pod scope (config.PodScopes: a label selector, and a namespace when
+// the components share one; AddToManager gives every further scope a cache of its own).
+// The gate never lists or watches every Pod in the cluster. Transforms drop the fields
+// nothing reads, so a large cluster costs little memory; a Node keeps only the labels opts
+// names (Options.NodeLabels).
 func CacheOptions(cfg *config.Config, opts Options) cache.Options {
-	podCfg := cache.ByObject{Label: cfg.CacheSelector(), Transform: podTrim(cfg)}
-	if ns := cfg.CacheNamespace(); ns != "" {
-		podCfg.Namespaces = map[string]cache.Config{ns: {}}
-	}
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:  podCfg,
+			&corev1.Pod{}:  podScope(cfg, cfg.PodScopes()[0]),
 			&corev1.Node{}: {Transform: nodeTrim(cfg, opts.cachedLabels(cfg))},
 		},
 	}
+}
+
+// podScope is the cache's selection of the Pods of one scope, trimmed.
+func podScope(cfg *config.Config, sc rule.PodScope) cache.ByObject {
+	by := cache.ByObject{Label: sc.Selector, Transform: podTrim(cfg)}
+	if sc.Namespace != "" {
+		by.Namespaces = map[string]cache.Config{sc.Namespace: {}}
+	}
+	return by
+}
+
+// scopeCache is the cache of one further Pod scope. As a runnable with a cache, the
+// manager starts it with its own, on every replica, and waits for it to sync.
+type scopeCache struct{ cache.Cache }
+
+// GetCache is what puts the cache in the manager's group of caches.
+func (s scopeCache) GetCache() cache.Cache { return s.Cache }
+
+// podCaches gives each Pod scope past the first a cache of its own, its Pods indexed by
+// node, and the sources that enqueue a node when one of its Pods changes.
+func podCaches(ctx context.Context, mgr manager.Manager, cfg *config.Config) (gate.PodCaches, []source.Source, error) {
+	var (
+		caches  gate.PodCaches
+		sources []source.Source
+	)
+	for _, sc := range cfg.PodScopes()[1:] {
+		c, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+			ReaderFailOnMissingInformer: true, ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: podScope(cfg, sc)}})
+		if err != nil {
+			return nil, nil, fmt.Errorf("building the Pod cache of %s in namespace %q: %w", sc.Selector, sc.Namespace, err)
+		}
+		if err := indexByNode(ctx, c); err != nil {
+			return nil, nil, err
+		}
+		if err := mgr.Add(scopeCache{c}); err != nil {
+			return nil, nil, fmt.Errorf("adding the Pod cache of %s: %w", sc.Selector, err)
+		}
+		caches = append(caches, c)
+		sources = append(sources, source.Kind[client.Object](c, &corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToNode)))
+	}
+	return caches, sources, nil
+}
+
+// indexByNode indexes a cache's Pods by the node they are bound to.
+func indexByNode(ctx context.Context, idx client.FieldIndexer) error {
+	if err := idx.IndexField(ctx, &corev1.Pod{}, gate.PodNodeNameField, func(o client.Object) []string {
+		return []string{o.(*corev1.Pod).Spec.NodeName}
+	}); err != nil {
+		return fmt.Errorf("indexing pods by node: %w", err)
+	}
+	return nil
 }
 
 // AddToManager wires the gate into mgr: the release controller, the toleration check, backfill and
@@ -123,30 +174,34 @@ func AddToManager(ctx context.Context, mgr manager.Manager, cfg *config.Config, 
 	if opts.CacheSyncTimeout <= 0 {
 		opts.CacheSyncTimeout = DefaultCacheSyncTimeout
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, gate.PodNodeNameField, func(o client.Object) []string {
-		return []string{o.(*corev1.Pod).Spec.NodeName}
-	}); err != nil {
-		return fmt.Errorf("indexing pods by node: %w", err)
+	if err := indexByNode(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	pods, sources, err := podCaches(ctx, mgr, cfg)
+	if err != nil {
+		return err
 	}
 
 	gate.RecordRules(cfg)
 	recorder := mgr.GetEventRecorder("startupgate")
 	writer := &gate.NodeWriter{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
 	r := &gate.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Writer: writer, Recorder: recorder, Clock: opts.Clock, Config: cfg,
-		Labels: opts.cachedLabels(cfg)}
+		Labels: opts.cachedLabels(cfg), Pods: pods}
 	if cfg.Backfill {
 		r.Backfill = &gate.Backfiller{Writer: writer, Reader: mgr.GetAPIReader(), Recorder: recorder, Clock: opts.Clock, Config: cfg}
 	}
-	err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("startupgate").
 		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				return r.NodeChanged(e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node))
 			},
 		})).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToNode)).
-		WithOptions(controllerOptions(opts.Workers, !opts.ColdStandby, opts.CacheSyncTimeout)).
-		Complete(r)
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToNode))
+	for _, src := range sources {
+		b = b.WatchesRawSource(src)
+	}
+	err = b.WithOptions(controllerOptions(opts.Workers, !opts.ColdStandby, opts.CacheSyncTimeout)).Complete(r)
 	if err != nil {
 		return fmt.Errorf("building node controller: %w", err)
 	}
@@ -166,7 +221,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, cfg *config.Config, 
 			srv.Register(gate.NodeWebhookPath, gate.NewNodeWebhook(mgr.GetScheme(), cfg))
 		}
 		if cfg.PodGuard {
-			srv.Register(gate.PodGuardPath, &admission.Webhook{Handler: &gate.PodGuard{Cache: mgr.GetClient(), API: mgr.GetAPIReader(), Config: cfg}})
+			srv.Register(gate.PodGuardPath, &admission.Webhook{Handler: &gate.PodGuard{Cache: mgr.GetClient(), API: mgr.GetAPIReader(), Config: cfg, Pods: pods}})
 		}
 		if err := mgr.AddReadyzCheck("webhook", srv.StartedChecker()); err != nil {
 			return fmt.Errorf("adding webhook readiness check: %w", err)

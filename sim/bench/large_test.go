@@ -221,11 +221,12 @@ func TestStaticInitPodCached(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := staticInitPod("static-000001")
-	if !cfg.CacheSelector().Matches(labels.Set(p.Labels)) {
-		t.Errorf("the gate's cache selector %s does not select %v", cfg.CacheSelector(), p.Labels)
+	sc := cfg.PodScopes()[0]
+	if !sc.Selector.Matches(labels.Set(p.Labels)) {
+		t.Errorf("the gate's cache selector %s does not select %v", sc.Selector, p.Labels)
 	}
-	if ns := cfg.CacheNamespace(); ns != "" && ns != p.Namespace {
-		t.Errorf("the gate caches namespace %s only, the init Pod is in %s", ns, p.Namespace)
+	if sc.Namespace != "" && sc.Namespace != p.Namespace {
+		t.Errorf("the gate caches namespace %s only, the init Pod is in %s", sc.Namespace, p.Namespace)
 	}
 	if p.Spec.NodeName != "static-000001" {
 		t.Errorf("init Pod bound to %q", p.Spec.NodeName)

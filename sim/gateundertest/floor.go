@@ -94,7 +94,7 @@ func floorChild(arg string) error {
 }
 
 // runFloor runs the floor controller until ctx ends. The scenario's init Pods are in ns and
-// its nodes carry the scenario label.
+// its nodes carry the scenario label; its components share a label key (one Pod scope).
 func runFloor(ctx context.Context, rc *rest.Config, cfg *config.Config, name, ns string) error {
 	rc = rest.CopyConfig(rc)
 	rc.UserAgent = "startupgate-floor"
@@ -106,7 +106,7 @@ func runFloor(ctx context.Context, rc *rest.Config, cfg *config.Config, name, ns
 	nf := informers.NewSharedInformerFactoryWithOptions(cs, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = scenario.Label + "=" + name }))
 	pf := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.CacheSelector().String() }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.PodScopes()[0].Selector.String() }))
 	pi := pf.Core().V1().Pods().Informer()
 	if err := pi.AddIndexers(cache.Indexers{byNode: podNode}); err != nil {
 		return err
