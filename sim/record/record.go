@@ -93,7 +93,12 @@ type Eviction struct {
 }
 
 // ReadyMoment is when the node became ready for release purposes: the last accepted ready
-// write at or before the release, else the watch-observed InitReady.
+// write at or before the release, else the watch-observed InitReady. A gate can release
+// before the fake kubelet's client has returned from the write that made the last init Pod
+// ready (the watch is faster than the response): that write is then after the release, and
+// the last one before it made an earlier Pod ready. InitReady, when the recorder saw every
+// init Pod Ready, comes after that one then, and is the moment (or, after the release too,
+// leaves the node out of the latency figures, as a node with no accepted write is).
 func (rec *NodeRecord) ReadyMoment() time.Time {
 	var best time.Time
 	for _, t := range rec.ReadyAccepted {
@@ -101,8 +106,8 @@ func (rec *NodeRecord) ReadyMoment() time.Time {
 			best = t
 		}
 	}
-	if best.IsZero() {
-		return rec.InitReady.Time
+	if ir := rec.InitReady.Time; best.IsZero() || ir.After(best) {
+		return ir
 	}
 	return best
 }

@@ -3,6 +3,7 @@ package record
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 // TestFirstReleased: the release lies in (held, released]; each binding inside is settled by
@@ -49,5 +50,26 @@ func TestFirstReleased(t *testing.T) {
 	boom := errors.New("compacted")
 	if _, err := FirstReleased(10, 30, []uint64{25}, func(uint64) (bool, uint64, error) { return false, 0, boom }); !errors.Is(err, boom) {
 		t.Errorf("a failed read: %v, want it returned", err)
+	}
+}
+
+// TestReadyMomentLastWriteAfterRelease: the gate released on the watch before the fake
+// kubelet's client returned from the write that made the last init Pod ready; the write
+// before the release made an earlier Pod ready, 4 s before. The moment is when the recorder
+// saw every init Pod Ready, not that earlier write.
+func TestReadyMomentLastWriteAfterRelease(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	rec := NodeRecord{
+		ReadyAccepted: []time.Time{t0.Add(2 * time.Second), t0.Add(6050 * time.Millisecond)},
+		InitReady:     Mark{Time: t0.Add(6 * time.Second)},
+		Released:      Mark{Time: t0.Add(6030 * time.Millisecond)},
+	}
+	if got := rec.ReadyMoment(); !got.Equal(t0.Add(6 * time.Second)) {
+		t.Errorf("ReadyMoment() = %s after t0, want 6s", got.Sub(t0))
+	}
+	rec.ReadyAccepted = rec.ReadyAccepted[:1]
+	rec.ReadyAccepted = append(rec.ReadyAccepted, t0.Add(6010*time.Millisecond))
+	if got := rec.ReadyMoment(); !got.Equal(t0.Add(6010 * time.Millisecond)) {
+		t.Errorf("ReadyMoment() = %s after t0, want the last write before the release, 6.01s", got.Sub(t0))
 	}
 }
