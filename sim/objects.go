@@ -26,9 +26,18 @@ func (rn *run) setup(ctx context.Context) error {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating namespace: %w", err)
 	}
+	// The init DaemonSets tolerate every rule's taint, and the new key a step gives a rule:
+	// operations.md has the toleration rolled out with the key, and a DaemonSet that does
+	// not tolerate it never reaches a node whose Pod was not placed before the new key went
+	// on, a race the scenario would lose on a loaded plane.
 	var taints []corev1.Taint
 	for _, r := range rn.cfg.EffectiveRules() {
 		taints = append(taints, r.Taint)
+		for _, s := range rn.sc.Timeline {
+			if e := s.EditRule; e != nil && e.Rule == r.Name && e.TaintKey != "" {
+				taints = append(taints, corev1.Taint{Key: e.TaintKey, Effect: r.Taint.Effect})
+			}
+		}
 	}
 	for _, ds := range rn.sc.DaemonSetObjects(rn.ns, taints) {
 		if _, err := cs.AppsV1().DaemonSets(rn.ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
