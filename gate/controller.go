@@ -413,7 +413,7 @@ func (r *Reconciler) read(ctx context.Context, cached *corev1.Node) (*facts, err
 	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(cached), node); err != nil {
 		return nil, fmt.Errorf("reading node %q: %w", cached.Name, err)
 	}
-	pods, err := listInitPods(ctx, apiPods(r.Reader), r.Config, node.Name)
+	pods, err := listInitPods(ctx, OneReader(r.Reader), r.Config, node.Name)
 	if err != nil {
 		return nil, fmt.Errorf("listing init pods of node %q: %w", node.Name, err)
 	}

@@ -175,7 +175,7 @@ func (g *PodGuard) decideContinuous(ctx context.Context, node *corev1.Node, tole
 // restart): a view that may lag beats none, on which the guard could only allow. A lagging
 // cache can deny a binding to a node whose agent is Ready again, until the API answers.
 func (g *PodGuard) initPodsOn(ctx context.Context, nodeName string) ([]*corev1.Pod, error) {
-	pods, apiErr := listInitPods(ctx, apiPods(g.API), g.Config, nodeName)
+	pods, apiErr := listInitPods(ctx, OneReader(g.API), g.Config, nodeName)
 	if apiErr == nil {
 		return pods, nil
 	}
@@ -188,18 +188,24 @@ func (g *PodGuard) initPodsOn(ctx context.Context, nodeName string) ([]*corev1.P
 	return pods, nil
 }
 
-// listInitPods lists the Pods bound to the node in each of the config's Pod scopes (its
-// namespace and label selector), each through the reader read gives it: what the cached
-// decisions read, as the caches have them, or as the API does (the Pod guard, and a
-// re-taint's confirmation). A Pod two scopes select is listed once.
+// listInitPods lists the Pods bound to the node in each of the config's Pod scopes, each
+// through the reader read gives it: what the cached decisions read, as the caches have
+// them, or as the API does (the Pod guard, and a re-taint's confirmation).
 func listInitPods(ctx context.Context, read func(scope int) client.Reader, cfg *config.Config, nodeName string) ([]*corev1.Pod, error) {
+	return ListInitPods(ctx, read, cfg, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(PodNodeNameField, nodeName)})
+}
+
+// ListInitPods lists the Pods of each of the config's Pod scopes (its namespace and label
+// selector), each through the reader read gives it, with opts besides. A Pod two scopes
+// select is listed once.
+func ListInitPods(ctx context.Context, read func(scope int) client.Reader, cfg *config.Config, opts ...client.ListOption) ([]*corev1.Pod, error) {
 	var pods []*corev1.Pod
 	seen := map[types.UID]bool{}
-	onNode := client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(PodNodeNameField, nodeName)}
 	for i, sc := range cfg.PodScopes() {
 		list := &corev1.PodList{}
-		if err := read(i).List(ctx, list, client.InNamespace(sc.Namespace), client.MatchingLabelsSelector{Selector: sc.Selector}, onNode); err != nil {
-			return nil, err
+		scoped := append([]client.ListOption{client.InNamespace(sc.Namespace), client.MatchingLabelsSelector{Selector: sc.Selector}}, opts...)
+		if err := read(i).List(ctx, list, scoped...); err != nil {
+			return nil, fmt.Errorf("listing init pods (%s in namespace %q): %w", sc.Selector, sc.Namespace, err)
 		}
 		for j := range list.Items {
 			if p := &list.Items[j]; !seen[p.UID] {
@@ -211,9 +217,10 @@ func listInitPods(ctx context.Context, read func(scope int) client.Reader, cfg *
 	return pods, nil
 }
 
-// apiPods reads every Pod scope through one reader: the API's.
-func apiPods(api client.Reader) func(int) client.Reader {
-	return func(int) client.Reader { return api }
+// OneReader reads every Pod scope through c: the API's reader, or a cache that holds them
+// all.
+func OneReader(c client.Reader) func(int) client.Reader {
+	return func(int) client.Reader { return c }
 }
 
 // PodCaches are the caches of a config's Pod scopes past the first (config.PodScopes), in

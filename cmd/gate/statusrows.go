@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/startupgate/startupgate/gate"
@@ -202,19 +201,13 @@ func readStatus(ctx context.Context, c client.Reader, cfg *config.Config, now ti
 
 // readInitPods lists the Pods of each of the config's Pod scopes, each once.
 func readInitPods(ctx context.Context, c client.Reader, cfg *config.Config) ([]corev1.Pod, error) {
-	var pods []corev1.Pod
-	seen := map[types.UID]bool{}
-	for _, sc := range cfg.PodScopes() {
-		list := &corev1.PodList{}
-		if err := c.List(ctx, list, client.InNamespace(sc.Namespace), client.MatchingLabelsSelector{Selector: sc.Selector}); err != nil {
-			return nil, fmt.Errorf("listing init pods (%s in namespace %q): %w", sc.Selector, sc.Namespace, err)
-		}
-		for _, p := range list.Items {
-			if !seen[p.UID] {
-				seen[p.UID] = true
-				pods = append(pods, p)
-			}
-		}
+	listed, err := gate.ListInitPods(ctx, gate.OneReader(c), cfg)
+	if err != nil {
+		return nil, err
+	}
+	pods := make([]corev1.Pod, len(listed))
+	for i, p := range listed {
+		pods[i] = *p
 	}
 	return pods, nil
 }

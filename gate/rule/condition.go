@@ -262,17 +262,22 @@ func (r *Rule) AddConditionTaint(n *corev1.Node, now time.Time) {
 
 // marked reports whether a mark of the gate's on the node names the rule's taint: the
 // rule placed it, under its name or a former one.
-func (r *Rule) marked(n *corev1.Node) bool {
+func (r *Rule) marked(n *corev1.Node) bool { return len(r.markers(n)) > 0 }
+
+// markers are the rule names whose marks on the node name the rule's taint: its own, and
+// its former names'.
+func (r *Rule) markers(n *corev1.Node) []string {
 	if r.PlacedAnnotation == "" {
-		return false
+		return nil
 	}
 	prefix, v := placedPrefixOf(r.PlacedAnnotation), r.PlacedValue()
+	var names []string
 	for k, x := range n.Annotations {
-		if x == v && strings.HasPrefix(k, prefix) {
-			return true
+		if name, ok := strings.CutPrefix(k, prefix); ok && x == v {
+			names = append(names, name)
 		}
 	}
-	return false
+	return names
 }
 
 // ClearConditionTaint takes off the rule's taint and its mark.

@@ -58,12 +58,15 @@ func (r *Rule) Evidence(n *corev1.Node) map[string]bool {
 		return nil
 	}
 	out := map[string]bool{}
-	for _, f := range strings.Split(v, ",") {
-		if f != "" {
-			out[f] = true
-		}
+	for _, f := range fingerprints(v) {
+		out[f] = true
 	}
 	return out
+}
+
+// fingerprints reads an evidence annotation's value: the fingerprints, comma-separated.
+func fingerprints(v string) []string {
+	return slices.DeleteFunc(strings.Split(v, ","), func(f string) bool { return f == "" })
 }
 
 // setEvidence records the fingerprints, sorted, the newest kept when they are too many.

@@ -537,13 +537,10 @@ func (r *Rule) endFormerRegates(n *corev1.Node) {
 	if r.ReleasedAnnotation == "" {
 		return
 	}
-	prefix, v := placedPrefixOf(r.PlacedAnnotation), r.PlacedValue()
-	for k, x := range n.Annotations {
-		name, ok := strings.CutPrefix(k, prefix)
-		if !ok || x != v || name == r.Name {
-			continue
+	for _, name := range r.markers(n) {
+		if name != r.Name {
+			delete(n.Annotations, CompletionOf(r.ReleasedAnnotation, name)+regatedSuffix)
 		}
-		delete(n.Annotations, CompletionOf(r.ReleasedAnnotation, name)+regatedSuffix)
 	}
 }
 

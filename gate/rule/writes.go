@@ -162,13 +162,7 @@ func (r *Rule) formerRecords(n *corev1.Node) []record {
 		if !isBoot || k == r.BootAnnotation() || !completionOf(done, r.ReleasedAnnotation) {
 			continue
 		}
-		rec := record{boot: n.Annotations[k]}
-		for _, f := range strings.Split(n.Annotations[done+evidenceSuffix], ",") {
-			if f != "" {
-				rec.evidence = append(rec.evidence, f)
-			}
-		}
-		out = append(out, rec)
+		out = append(out, record{boot: n.Annotations[k], evidence: fingerprints(n.Annotations[done+evidenceSuffix])})
 	}
 	return out
 }
@@ -177,20 +171,19 @@ func (r *Rule) formerRecords(n *corev1.Node) []record {
 // record (nil: none), and what other rules recorded on a boot other than the one the node
 // runs (a former name's re-gate, which the rule holds on under its new name).
 func (r *Rule) staleOn(n *corev1.Node, own map[string]bool) map[string]bool {
-	stale := own
+	var former []string
 	for _, f := range r.formerRecords(n) {
-		if f.boot == n.Status.NodeInfo.BootID {
-			continue
+		if f.boot != n.Status.NodeInfo.BootID {
+			former = append(former, f.evidence...)
 		}
-		if stale == nil || maps.Equal(stale, own) {
-			stale = maps.Clone(own)
-			if stale == nil {
-				stale = map[string]bool{}
-			}
-		}
-		for _, p := range f.evidence {
-			stale[p] = true
-		}
+	}
+	if len(former) == 0 {
+		return own
+	}
+	stale := map[string]bool{} // own is the decision's record: not written to
+	maps.Copy(stale, own)
+	for _, p := range former {
+		stale[p] = true
 	}
 	return stale
 }
