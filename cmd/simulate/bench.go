@@ -34,6 +34,7 @@ func runBench(args []string, stdout, stderr io.Writer) (int, error) {
 	zero := fs.Int("zero-jitter", 200, "nodes of the burst whose init Pods all turn Ready together (gate and floor, taken apart by stage)")
 	workers := fs.String("compare-workers", "16", "gate --workers settings to run beside the shipped default at the reference size and in the zero-jitter burst, comma-separated (empty: none)")
 	seed := fs.Uint64("seed", 1, "seed of every random choice")
+	ownLabels := fs.Bool("own-labels", false, "the gate's rule waits for three components labelled as a GPU driver's, a CNI's and a CSI driver's charts label them (three Pod caches, no common key), for the memory figure of such a config; the floor still waits for the default component")
 	skip := fs.String("skip", "", "phases not to run, comma-separated: reactive, webhook, zero-jitter, paced (what they measure reads \"not measured\")")
 	out := fs.String("out", "out", "directory for bench.json, bench.md, bench.html and the plane's and gate's logs")
 	from := fs.String("from", "", "run nothing: write bench.md and bench.html from this bench.json")
@@ -62,7 +63,7 @@ func runBench(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	con := newConsole(stdout)
 	defer con.Close()
-	opts := bench.Options{Reference: *ref, Pods: *pods, Seed: *seed, Progress: con, Pairs: *pairs, LargestPairs: *largestPairs, PacedFor: *pacedFor, ZeroJitter: *zero}
+	opts := bench.Options{Reference: *ref, Pods: *pods, Seed: *seed, Progress: con, Pairs: *pairs, LargestPairs: *largestPairs, PacedFor: *pacedFor, ZeroJitter: *zero, OwnLabels: *ownLabels}
 	var err error
 	if opts.Sizes, err = counts("--sizes", *sizes); err != nil {
 		return 2, err

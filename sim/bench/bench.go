@@ -54,6 +54,11 @@ type Options struct {
 	// at the reference size and in the zero-jitter burst (one gate run each, on the policy):
 	// the cut in the gate's latency, as a ratio within one run. Default: 16 (the old default).
 	CompareWorkers []int
+	// OwnLabels makes the gate's rule wait for three components labelled as their own
+	// charts label them (app=nvidia-driver-daemonset, k8s-app=cilium, app=ebs-csi-node):
+	// three Pod caches instead of the default rule's one, for the memory figure of a
+	// multi-scope config. The floor still waits for the default component alone.
+	OwnLabels bool
 	// Skip names phases not to run (reactive, webhook, zero-jitter, paced), to shorten an
 	// experiment. What a skipped phase measures reads "not measured".
 	Skip map[string]bool
@@ -121,7 +126,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	b := &bench{opts: opts, rc: rc, cs: cs, audit: audit, rep: &Report{
-		Machine: machine(), Reference: opts.Reference,
+		Machine: machine(), Reference: opts.Reference, OwnLabels: opts.OwnLabels,
 		Pairs: map[string][]Pair{}, PairRatio: map[string]RatioSummary{},
 		ReleaseLatencyMS: map[string]check.Percentiles{}, BreakdownMS: map[string]Breakdown{},
 		SimWallS: map[string]float64{}, PlaneStartS: plane.StartDuration().Seconds(),

@@ -260,3 +260,35 @@ func TestLargeMarkdownBefore(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnLabelsScenario: with own labels, the gate's config caches three Pod scopes, one per
+// component and none by a key the filler Pods carry; every mode has the three DaemonSets
+// beside the default one, and the floor and the reactive peer keep what they had.
+func TestOwnLabelsScenario(t *testing.T) {
+	filler := labels.Set{"sim.startupgate.io/filler": "true", "app": "bench-filler"}
+	for _, mode := range []string{benchGate, benchPolicy, benchFloor, benchReactive} {
+		sc, err := benchScenario(load{mode: mode, nodes: 100, jitter: time.Second, ownLabels: true})
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if len(sc.Init) != 1+len(ownComponents) {
+			t.Errorf("%s: %d init DaemonSets, want %d", mode, len(sc.Init), 1+len(ownComponents))
+		}
+		scopes := sc.GateConfig.PodScopes()
+		want := len(ownComponents)
+		if mode == benchFloor {
+			want = 1 // the default config's one scope
+		}
+		if len(scopes) != want {
+			t.Errorf("%s: %d Pod scopes %v, want %d", mode, len(scopes), scopes, want)
+		}
+		for _, s := range scopes {
+			if s.Selector.Matches(filler) {
+				t.Errorf("%s: scope %s caches the filler Pods", mode, s.Selector)
+			}
+		}
+		if got := sc.GateConfig.Backfill; got != (mode == benchReactive) {
+			t.Errorf("%s: backfill %v", mode, got)
+		}
+	}
+}

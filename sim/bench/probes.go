@@ -129,14 +129,14 @@ func gateMemory(ctx context.Context, r *gateundertest.Replica) (gateMem, error) 
 
 // fillPods creates n bare Pods in ns for a scheduler that does not exist, so they stay
 // pending and cost the plane nothing but storage and watch traffic. They carry none of the
-// gate's labels: the gate must not pay for them.
+// gate's labels, only a key (app) that components select by: the gate must not pay for them.
 func fillPods(ctx context.Context, cs kubernetes.Interface, ns string, n int) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(32)
 	for i := 0; i < n && gctx.Err() == nil; i++ {
 		g.Go(func() error {
 			p := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("filler-%d", i), Labels: map[string]string{"sim.startupgate.io/filler": "true"}},
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("filler-%d", i), Labels: map[string]string{"sim.startupgate.io/filler": "true", "app": "bench-filler"}},
 				Spec: corev1.PodSpec{SchedulerName: "startupgate-bench-nobody",
 					Containers: []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}}},
 			}

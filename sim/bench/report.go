@@ -316,6 +316,9 @@ func (r *Report) pacedTarget() target {
 
 func (r *Report) heapTarget() target {
 	t := target{Name: fmt.Sprintf("gate heap with %d Pods ≤ 1.2× heap with 0 (%d nodes)", r.FillerPods, r.MemoryNodes), Measured: notMeasured}
+	if r.OwnLabels {
+		t.Name = fmt.Sprintf("gate heap with %d Pods ≤ 1.2× heap with 0 (%d nodes, %d components with their own labels)", r.FillerPods, r.MemoryNodes, len(ownComponents))
+	}
 	h := r.GateHeapBytes
 	if h.Pods0 == 0 || h.Pods100k == 0 {
 		return t

@@ -50,6 +50,8 @@ type Report struct {
 	// MemoryNodes and FillerPods say at what the memory figures were taken.
 	MemoryNodes int `json:"memory_nodes"`
 	FillerPods  int `json:"filler_pods"`
+	// OwnLabels: the gate waited for components with their own labels (Options.OwnLabels).
+	OwnLabels bool `json:"own_labels,omitempty"`
 	// CPUPer1000 is each process's CPU time, from its start to the run settled, per 1000
 	// released nodes, over the pairs at the reference size (start-up included for both).
 	CPUPer1000 struct {

@@ -33,6 +33,9 @@ type load struct {
 	rate int
 	// workers > 0 runs the gate with --workers set so.
 	workers int
+	// ownLabels: the gate's rule waits for components labelled as their own charts label
+	// them (Options.OwnLabels).
+	ownLabels bool
 	// The large phase's loads (see large.go): static is the number of static nodes on the
 	// plane, which names the run, as before does the before gate's run; workloads, if set,
 	// is the number of workload Pods (default: one per node); replicas > 1 runs that many
@@ -81,20 +84,31 @@ func (l load) name() string {
 }
 
 // benchScenario is n nodes joining (at once, or paced) with n pending workload Pods and one
-// init DaemonSet whose Pods are ready 2s ± jitter after they are bound.
+// init DaemonSet whose Pods are ready 2s ± jitter after they are bound. With ownLabels, three
+// more DaemonSets are labelled as a GPU driver's, a CNI's and a CSI driver's charts label
+// them, and the gate (not the floor, which caches one scope) waits for those three instead.
 func benchScenario(l load) (*scenario.Scenario, error) {
 	extra := fmt.Sprintf("gateProcess: {replicas: %d}\n", max(1, l.replicas))
 	switch l.mode {
 	case benchPolicy:
 		extra += "admission: policy\n"
 	case benchReactive:
-		extra += "admission: none\ngate: {backfill: true}\n"
+		extra += "admission: none\n"
 	case benchFloor:
 		extra = ""
+	}
+	if l.mode != benchFloor {
+		extra += gateBlock(l.mode == benchReactive, l.ownLabels)
 	}
 	ready := "{after: 2s}"
 	if l.jitter > 0 && !l.zero {
 		ready = fmt.Sprintf("{after: 2s, jitter: %s}", l.jitter)
+	}
+	init := "  - {name: init, ready: " + ready + "}\n"
+	if l.ownLabels {
+		for _, c := range ownComponents {
+			init += fmt.Sprintf("  - {name: %s, labels: {%s: %s}, ready: %s}\n", c.name, c.key, c.value, ready)
+		}
 	}
 	join := fmt.Sprintf("{count: %d, prefix: n}", l.nodes)
 	timeout := benchTimeout(l.nodes) + staticSlack(l.static)
@@ -111,15 +125,41 @@ description: benchmark run of %d nodes (%s)
 %sworkloads:
   - {name: batch, replicas: %[9]d, cpu: 10m}
 init:
-  - name: init
-    ready: %[5]s
-timeline:
+%[5]stimeline:
   - at: 0s
     join: %[6]s
 expect:
   violations: %[7]s
 timeout: %[8]s
-`, l.name(), l.nodes, l.mode, extra, ready, join, map[bool]string{true: "some", false: "none"}[l.mode == benchReactive], timeout, workloads)))
+`, l.name(), l.nodes, l.mode, extra, init, join, map[bool]string{true: "some", false: "none"}[l.mode == benchReactive], timeout, workloads)))
+}
+
+// ownComponents are the components of Options.OwnLabels, as their charts label their Pods:
+// no label key in common, and app shared by two of them and by the memory phase's filler
+// Pods, so that only each component's own selector keeps the filler out of the gate's cache.
+var ownComponents = []struct{ name, key, value string }{
+	{"driver", "app", "nvidia-driver-daemonset"},
+	{"cni", "k8s-app", "cilium"},
+	{"csi", "app", "ebs-csi-node"},
+}
+
+// gateBlock is a scenario's gate config: backfill for the reactive peer, and with ownLabels
+// a rule that waits for ownComponents; empty when both are unset (the default config).
+func gateBlock(backfill, ownLabels bool) string {
+	if !backfill && !ownLabels {
+		return ""
+	}
+	s := "gate:\n"
+	if backfill {
+		s += "  backfill: true\n"
+	}
+	if ownLabels {
+		s += "  rules:\n    - name: default\n      taint: {key: startup.k8s.io/initializing, value: wait, effect: NoSchedule}\n      components:\n"
+		for _, c := range ownComponents {
+			s += fmt.Sprintf("        - {name: %s, selector: %s=%s}\n", c.name, c.key, c.value)
+		}
+	}
+	return s
 }
 
 // benchTimeout bounds a run of n nodes generously: a run that hits it is reported as such.
@@ -136,6 +176,7 @@ func staticSlack(static int) time.Duration { return time.Duration(static) * 6 * 
 // run runs one load; adm, if set, receives the admission latency histogram delta over the
 // run (webhook or policy, by mode).
 func (b *bench) run(ctx context.Context, l load, adm *histogramDelta) (*RunResult, error) {
+	l.ownLabels = b.opts.OwnLabels
 	sc, err := benchScenario(l)
 	if err != nil {
 		return nil, err
