@@ -86,6 +86,12 @@ type Reconciler struct {
 	nodes map[string]*nodeState
 	// budgetMu serializes the eviction budgets' decisions with their writes.
 	budgetMu sync.Mutex
+	// replaceMu serializes the replacements' decisions with their writes (timeoutPolicy
+	// replace), and replacing holds, by rule, the nodes this process marked for
+	// replacement, by name, until the cache shows the mark: the cache may not show a mark
+	// just written, and a replacement counted from it alone could pass the budget.
+	replaceMu sync.Mutex
+	replacing map[string]map[string]bool
 	// uncached: the DaemonSets and label keys labelled has logged, each once.
 	uncached sync.Map
 }
@@ -109,6 +115,9 @@ type ruleState struct {
 	wouldTaint, budgetDenied bool
 	// suspended: a suspended rule has reported that it holds the node.
 	suspended bool
+	// claimDeleted: this process deleted the node's NodeClaim (timeoutPolicy replace), or
+	// a dry-run rule reported that it would.
+	claimDeleted bool
 	// state is the node's state under the rule when last decided, as nodeStates counts it.
 	state rule.State
 }
@@ -294,12 +303,17 @@ func (r *Reconciler) rule(ctx context.Context, f *facts, rl *rule.Rule) (time.Du
 		r.unhold(f.node.Name, rl)
 	}
 	r.noteMet(st, d)
-	err = r.act(ctx, f, rl, st, d)
+	after := d.RequeueAfter
+	if d.Replace {
+		after, err = r.replace(ctx, f, rl, st, d)
+	} else {
+		err = r.act(ctx, f, rl, st, d)
+	}
 	if err == nil {
 		now, _ := rule.StateOf(rl, r.Config.Readiness(), rule.Input{Node: f.node, Pods: f.pods})
 		r.noteState(f.node, rl, now)
 	}
-	return d.RequeueAfter, err
+	return after, err
 }
 
 // noteState records the node's state under the rule, for the node-states gauge.
@@ -565,6 +579,15 @@ func (r *Reconciler) dryRun(ctx context.Context, f *facts, rl *rule.Rule) (time.
 	}
 	st := r.track(ctx, node, rl, true)
 	d, err := r.decide(ctx, f, rl, time.Time{})
+	if err == nil && d.Replace && r.firstTime(&st.claimDeleted) {
+		claim, _, ok := rule.NodeClaimOf(node)
+		if !ok {
+			claim = "none (no NodeClaim owns the node: it would be kept held)"
+		}
+		dryRunTotal.WithLabelValues(rl.Name, "would_replace").Inc()
+		r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonWouldReplace, eventActionRelease, "Rule %s (dry run): would replace the node, deleting its NodeClaim %s: %s", rl.Name, claim, d.Reason)
+		log.FromContext(ctx).Info("Dry run: would replace node", "node", klog.KObj(node), "rule", rl.Name, "nodeClaim", claim, "reason", d.Reason)
+	}
 	if err != nil || !d.Release {
 		return d.RequeueAfter, err
 	}
@@ -702,11 +725,16 @@ func (r *Reconciler) noteMet(st *ruleState, d rule.Decision) {
 
 func (r *Reconciler) forget(name string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if st, ok := r.nodes[name]; ok {
 		r.dropLocked(st)
 		delete(r.nodes, name)
 	}
+	r.mu.Unlock()
+	r.replaceMu.Lock()
+	for _, nodes := range r.replacing {
+		delete(nodes, name)
+	}
+	r.replaceMu.Unlock()
 }
 
 func (r *Reconciler) dropLocked(st *nodeState) {

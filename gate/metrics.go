@@ -30,7 +30,7 @@ var (
 	}, []string{"rule", "outcome"})
 	timeoutsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "startupgate_timeouts_total",
-		Help: "Nodes whose maximum hold passed before they were ready, by rule and policy (release, keep).",
+		Help: "Nodes whose maximum hold passed before they were ready, by rule and policy (release, keep, replace).",
 	}, []string{"rule", "policy"})
 	retaintsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "startupgate_retaints_total",
@@ -38,7 +38,7 @@ var (
 	}, []string{"rule"})
 	dryRunTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "startupgate_dry_run_decisions_total",
-		Help: "What dry-run rules would have done, by rule and decision (would_hold, would_release, would_taint).",
+		Help: "What dry-run rules would have done, by rule and decision (would_hold, would_release, would_replace, would_taint).",
 	}, []string{"rule", "decision"})
 	conditionTaintsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "startupgate_condition_taints_total",
@@ -72,6 +72,14 @@ var (
 		Name: "startupgate_node_states",
 		Help: "Nodes in each state under each rule, as the leader last decided them (the states of `gate status`), by rule and state.",
 	}, []string{"rule", "state"})
+	replacementsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "startupgate_replacements_total",
+		Help: "NodeClaims a rule with timeoutPolicy replace deleted for nodes that never warmed, by rule and NodePool.",
+	}, []string{"rule", "nodepool"})
+	replaceStopped = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "startupgate_replace_stopped",
+		Help: "1 when a rule's storm guard last stopped a replacement in a NodePool (its nodes time out in a row), 0 when it last allowed one, by rule and NodePool.",
+	}, []string{"rule", "nodepool"})
 	regatesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "startupgate_regates_total",
 		Help: "Taints a rule with onReboot: gate put back on a released node that rebooted, by rule.",
@@ -88,7 +96,7 @@ var (
 
 func init() { //nolint:gochecknoinits // registering collectors is the one sanctioned use
 	metrics.Registry.MustRegister(gatedNodes, holdSeconds, releaseLatencySeconds, releasesTotal,
-		timeoutsTotal, retaintsTotal, dryRunTotal, conditionTaintsTotal, conditionTaintedNodes, budgetExhausted, webhookRequests, backfillsTotal, missingToleration, regatesTotal, orphansLiftedTotal, nodeStates, suspendedRules, podGuardRequests)
+		timeoutsTotal, retaintsTotal, dryRunTotal, conditionTaintsTotal, conditionTaintedNodes, budgetExhausted, webhookRequests, backfillsTotal, missingToleration, regatesTotal, orphansLiftedTotal, nodeStates, suspendedRules, podGuardRequests, replacementsTotal, replaceStopped)
 }
 
 // RecordRules sets the per-rule gauges that the configuration alone decides: which rules

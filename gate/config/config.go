@@ -448,7 +448,7 @@ func (c *Config) defaultRule(errs *rule.Errors) *rule.Rule {
 		errs.Add("components", "at least one required component is needed")
 	}
 	if c.TimeoutPolicy == "" {
-		errs.Add("timeoutPolicy", "%q: must be %q or %q", c.TimeoutPolicy, rule.TimeoutRelease, rule.TimeoutKeep)
+		errs.Add("timeoutPolicy", "%q: must be %q, %q or %q", c.TimeoutPolicy, rule.TimeoutRelease, rule.TimeoutKeep, rule.TimeoutReplace)
 	}
 	return r
 }
@@ -568,11 +568,12 @@ func (c *Config) Tolerates(tolerations []corev1.Toleration) bool {
 // all, and a label selector) per informer (rule.PodScopes).
 func (c *Config) PodScopes() []rule.PodScope { return c.active().podScopes }
 
-// NodeLabelKeys are the node label keys the rules read: their node selectors' and
-// Karpenter's lifecycle labels (rule.AwaitingStartupTaints). The gate's cache keeps no
+// NodeLabelKeys are the node label keys the rules read: their node selectors', Karpenter's
+// lifecycle labels (rule.AwaitingStartupTaints) and its NodePool label (the storm guard of
+// timeoutPolicy replace is kept per NodePool). The gate's cache keeps no
 // other label of a Node unless told to.
 func (c *Config) NodeLabelKeys() []string {
-	keys := []string{rule.KarpenterRegisteredLabel, rule.KarpenterInitializedLabel, rule.KarpenterDoNotSyncTaintsLabel}
+	keys := []string{rule.KarpenterRegisteredLabel, rule.KarpenterInitializedLabel, rule.KarpenterDoNotSyncTaintsLabel, rule.KarpenterNodePoolLabel}
 	for _, r := range c.EffectiveRules() {
 		keys = append(keys, r.SelectorKeys()...)
 	}

@@ -57,8 +57,11 @@ type Decision struct {
 	// the evidence a write records.
 	Prints []string
 	// TimedOut: MaxHold passed before the node was ready. With TimeoutRelease, Release is
-	// also true; with TimeoutKeep the taint stays.
+	// also true; with TimeoutKeep the taint stays; with TimeoutReplace, Replace is true.
 	TimedOut bool
+	// Replace: the node is to be replaced (its NodeClaim deleted), as DecideReplace decides
+	// under the rule's budget and guard; the node stays held meanwhile.
+	Replace bool
 	// Met reports whether the requirements hold now.
 	Met bool
 	// Reason says why, in words fit for an event, a log line or `gate status`.
@@ -121,10 +124,12 @@ func (r *Rule) decideIn(st State, why string, ev evidence, rd Readiness, in Inpu
 		// What `gate status` reads of a node that came up untainted, as if the rule had
 		// tainted it; nothing to write: the node is backfill's.
 		d := r.decideFirst(rd, in)
-		d.Write = WriteNone
+		d.Write, d.Replace = WriteNone, false
 		return d
 	case StateJoining:
 		return Decision{Write: WriteJoin, Reason: why}
+	case StateReplacing:
+		return Decision{TimedOut: true, Replace: true, Reason: why}
 	case StateInService:
 		return r.decideInService(why, rd, in)
 	case StateRegated:
@@ -167,7 +172,7 @@ func (r *Rule) decideRekeyed(why string, rd Readiness, in Input) Decision {
 	if d.Write != WriteStale {
 		// A timeout that would release waits for the lift as well: it is no timeout kept.
 		d.TimedOut = d.TimedOut && !d.Release
-		d.Write, d.Release, d.Taint = WriteNone, false, false
+		d.Write, d.Release, d.Taint, d.Replace = WriteNone, false, false, false
 	}
 	formerWhy = cmp.Or(d.Reason, formerWhy)
 	d.Reason = why + "; under it: " + string(st)
@@ -212,8 +217,11 @@ func (r *Rule) timeout(deadline, now time.Time, reason, why string) Decision {
 	if now.Before(deadline) {
 		return Decision{Reason: why, RequeueAfter: deadline.Sub(now)}
 	}
-	if r.TimeoutPolicy == TimeoutRelease {
+	switch r.TimeoutPolicy {
+	case TimeoutRelease:
 		return released(Decision{TimedOut: true, Reason: reason})
+	case TimeoutReplace:
+		return Decision{TimedOut: true, Replace: true, Reason: reason}
 	}
 	return Decision{TimedOut: true, Reason: reason}
 }

@@ -40,6 +40,10 @@ const (
 	TimeoutRelease TimeoutPolicy = "release"
 	// TimeoutKeep keeps the taint and alerts (event + metric); an operator decides.
 	TimeoutKeep TimeoutPolicy = "keep"
+	// TimeoutReplace (startup rules) deletes the node's NodeClaim, under a budget and a
+	// storm guard (replace.go): Karpenter drains the node, terminates it and launches
+	// another. A node no NodeClaim owns is kept, as with TimeoutKeep.
+	TimeoutReplace TimeoutPolicy = "replace"
 )
 
 // RebootPolicy says what a startup rule does when a node it released reboots.
@@ -87,6 +91,17 @@ type Rule struct {
 	// MaxHold bounds the first wait (0: unbounded); then TimeoutPolicy applies.
 	MaxHold       metav1.Duration `json:"maxHold,omitempty"`
 	TimeoutPolicy TimeoutPolicy   `json:"timeoutPolicy,omitempty"`
+	// MaxReplacing (timeoutPolicy replace) is how many of the rule's nodes may be in
+	// replacement at once, across NodePools: a timed-out node waits for a slot. Default 1.
+	MaxReplacing int `json:"maxReplacing,omitempty"`
+	// ReplaceStopAfter (timeoutPolicy replace) is the storm guard: after this many nodes of
+	// one NodePool time out in a row, with none of its nodes warming in between, the rule
+	// stops replacing there and keeps the nodes held (alert, `gate status`). Default 3.
+	ReplaceStopAfter int `json:"replaceStopAfter,omitempty"`
+	// ReplaceBackoff (timeoutPolicy replace) is the wait between replacements in one
+	// NodePool after a timeout there, doubled for each further timeout in a row (at most
+	// 16 times). Default 1m.
+	ReplaceBackoff metav1.Duration `json:"replaceBackoff,omitempty"`
 	// DryRun decides and reports, and writes nothing: no taint at creation, no release.
 	DryRun bool `json:"dryRun,omitempty"`
 	// OnReboot (startup rules) is what happens when a released node reports a new boot ID
@@ -257,7 +272,7 @@ func (r *Rule) validateAnnotationKeys(field func(string) string, errs *Errors) {
 	}
 	derived := []string{r.PlacedAnnotation}
 	if r.Mode != Condition {
-		derived = append(derived, r.BootAnnotation(), r.EvidenceAnnotation(), r.RegatedAnnotation())
+		derived = append(derived, r.BootAnnotation(), r.EvidenceAnnotation(), r.RegatedAnnotation(), r.ReplacedAnnotation(), r.TimeoutsAnnotation())
 	}
 	for _, key := range derived {
 		for _, msg := range validation.IsQualifiedName(key) {
@@ -385,10 +400,11 @@ func (r *Rule) validateHolds(field func(string) string, errs *Errors) {
 		errs.Add(field("maxHold"), "%s: must not be shorter than minHold %s", r.MaxHold.Duration, r.MinHold.Duration)
 	}
 	switch r.TimeoutPolicy {
-	case TimeoutRelease, TimeoutKeep:
+	case TimeoutRelease, TimeoutKeep, TimeoutReplace:
 	default:
-		errs.Add(field("timeoutPolicy"), "%q: must be %q or %q", r.TimeoutPolicy, TimeoutRelease, TimeoutKeep)
+		errs.Add(field("timeoutPolicy"), "%q: must be %q, %q or %q", r.TimeoutPolicy, TimeoutRelease, TimeoutKeep, TimeoutReplace)
 	}
+	r.validateReplace(field, errs)
 	if r.SettleTime.Duration < 0 {
 		errs.Add(field("settleTime"), "%s: must not be negative", r.SettleTime.Duration)
 	}
@@ -502,6 +518,7 @@ func (r *Rule) Release(n *corev1.Node, now time.Time) {
 	r.RemoveTaint(n)
 	r.mark(n, now)
 	delete(n.Annotations, r.RegatedAnnotation())
+	delete(n.Annotations, r.ReplacedAnnotation())
 	if id := n.Status.NodeInfo.BootID; r.GatesReboots() && id != "" {
 		setAnnotation(n, r.BootAnnotation(), id)
 	}

@@ -53,6 +53,10 @@ const (
 	StateInService State = "in-service"
 	// StateHeld: the rule's taint is on and the rule has not released the node yet.
 	StateHeld State = "held"
+	// StateReplacing: held, its maximum hold passed under timeoutPolicy replace, and the
+	// gate has deleted (or is deleting) the node's NodeClaim: the rule holds the node until
+	// Karpenter removes it.
+	StateReplacing State = "replacing"
 	// StateHeldRebooted: held, and the node booted again since the rule recorded readiness
 	// on it: what was Ready then is recorded as not counting (one write).
 	StateHeldRebooted State = "held-rebooted"
@@ -98,7 +102,7 @@ const (
 // does not tolerate the taint) is early.
 func (s State) Holds() bool {
 	switch s {
-	case StateHeld, StateHeldRebooted, StateRetainted, StateReturned, StateRebooted, StateRegated, StateRebootedAgain, StateRekeyed, StateJoining:
+	case StateHeld, StateHeldRebooted, StateRetainted, StateReturned, StateRebooted, StateRegated, StateRebootedAgain, StateRekeyed, StateJoining, StateReplacing:
 		return true
 	}
 	return false
@@ -141,6 +145,8 @@ func (r *Rule) classify(rd Readiness, in Input) (State, string, evidence) {
 		return StateOutside, "the rule does not select the node", ev
 	case r.rekeyed(n):
 		return StateRekeyed, fmt.Sprintf("held under the rule's former taint (%s), which the gate lifts as an orphan, its new taint on", n.Annotations[r.PlacedAnnotation]), ev
+	case r.HasTaint(n) && r.Replacing(n):
+		return StateReplacing, "replacing: its NodeClaim is deleted, and Karpenter removes the node", ev
 	case !r.Completed(n):
 		return r.classifyFirst(n, ev)
 	case r.HasTaint(n):

@@ -43,6 +43,9 @@ const (
 	// count on the boot the node runs: a re-gate then waits for that boot, and a first
 	// hold records it.
 	WriteStale Write = "stale"
+	// WriteReplace marks a timed-out node as one the rule is replacing (ReplacedAnnotation),
+	// before its NodeClaim is deleted; the taint stays.
+	WriteReplace Write = "replace"
 )
 
 // Apply makes the decision's write on n (a copy of the node about to be written). It is
@@ -64,6 +67,7 @@ func (r *Rule) Apply(d Decision, n *corev1.Node, now time.Time) bool {
 		r.RemoveTaint(n)
 		r.mark(n, now)
 		delete(n.Annotations, r.RegatedAnnotation())
+		delete(n.Annotations, r.ReplacedAnnotation())
 		if r.GatesReboots() && d.Boot != "" {
 			setAnnotation(n, r.BootAnnotation(), d.Boot)
 			r.setEvidence(n, d.Prints)
@@ -77,6 +81,7 @@ func (r *Rule) Apply(d Decision, n *corev1.Node, now time.Time) bool {
 	case WriteRemove:
 		r.RemoveTaint(n)
 		delete(n.Annotations, r.RegatedAnnotation())
+		delete(n.Annotations, r.ReplacedAnnotation())
 	case WriteRegate:
 		// On a fresh copy the node may be re-gated already (this gate's own write, which the
 		// decision's copy did not show yet), or released since on this boot: no write then.
@@ -104,6 +109,8 @@ func (r *Rule) Apply(d Decision, n *corev1.Node, now time.Time) bool {
 		delete(n.Annotations, r.RegatedAnnotation())
 	case WriteStale:
 		r.stale(n, d.Prints)
+	case WriteReplace:
+		return r.markReplaced(n, now)
 	}
 	return true
 }
