@@ -33,6 +33,17 @@ func (rn *run) bounds() check.Bounds {
 	return b
 }
 
+// replaceBudgets are the budgets of the rules that replace nodes, by rule name.
+func (rn *run) replaceBudgets() map[string]check.ReplaceBudget {
+	out := map[string]check.ReplaceBudget{}
+	for _, r := range rn.cfg.EffectiveRules() {
+		if r.TimeoutPolicy == rule.TimeoutReplace {
+			out[r.Name] = check.ReplaceBudget{MaxHold: r.MaxHold.Duration, MaxReplacing: r.MaxReplacing}
+		}
+	}
+	return out
+}
+
 // judge checks the invariants and compares them with the scenario's expectations.
 func (rn *run) judge() *report.Result {
 	recs := rn.recorder.Snapshot()
@@ -45,6 +56,7 @@ func (rn *run) judge() *report.Result {
 		// Only the autoscaler deletes nodes in such a run (the cleanup comes after).
 		v.Violations = append(v.Violations, check.DisruptedWhileHeld(recs, rn.start)...)
 	}
+	v.Violations = append(v.Violations, check.Replacements(recs, rn.start, rn.replaceBudgets())...)
 	rn.mu.Lock()
 	v.Violations = append(v.Violations, rn.stranded...)
 	v.Violations = append(v.Violations, rn.poolRefused...)
@@ -109,12 +121,19 @@ func (rn *run) observed(v check.Verdict, recs []record.NodeRecord) check.Observe
 	obs.Counters.EarlyToleratingPods = v.EarlyTolerating
 	obs.Counters.Backfilled = check.Backfilled(recs)
 	obs.NodeWrites, obs.RuleReleases = int(rn.harness.NodeWrites()), check.RuleReleases(recs)
+	obs.Replaced = check.Replaced(recs)
 	reasons := append([]string(nil), rn.sc.Expect.Events...)
 	for _, m := range rn.sc.Expect.EventsMatch {
 		reasons = append(reasons, m.Reason, m.Like)
 	}
 	if len(reasons) > 0 {
-		obs.Events, obs.EventsErr = awaitEvents(reasons, rn.start.Add(rn.sc.Timeout), time.Second, rn.countEvents)
+		nodes := rn.sc.NodeNames()
+		for i := range recs { // an autoscaler's nodes, which the scenario does not name
+			nodes[recs[i].Name] = true
+		}
+		obs.Events, obs.EventsErr = awaitEvents(reasons, rn.start.Add(rn.sc.Timeout), time.Second, func(reason string) (int, error) {
+			return rn.countEvents(reason, nodes)
+		})
 	}
 	return obs
 }
@@ -146,7 +165,8 @@ func awaitEvents(reasons []string, deadline time.Time, interval time.Duration, c
 }
 
 // countEvents counts events.k8s.io Events with this reason about the scenario's objects,
-// created during this run: those about its Nodes, which land in "default", and those about
+// created during this run: those about its Nodes (nodes: the scenario's and its
+// autoscaler's), which land in "default", and those about
 // objects in its namespace. Each List reads every Event in its namespace (the apiserver
 // keeps no watch cache for Events), so "default" must not grow with the runs before this
 // one: each run's cleanup deletes the Events about its Nodes (deleteNodeEvents). A List
@@ -154,8 +174,8 @@ func awaitEvents(reasons []string, deadline time.Time, interval time.Duration, c
 // gate for a List that failed. Node names repeat from run to run of a
 // scenario, and an Event may outlive its run's cleanup (one written late), so without the
 // time an earlier run's Events (a negative control's, say) could count here.
-func (rn *run) countEvents(reason string) (int, error) {
-	n, nodes := 0, rn.sc.NodeNames()
+func (rn *run) countEvents(reason string, nodes map[string]bool) (int, error) {
+	n := 0
 	for _, ns := range []string{metav1.NamespaceDefault, rn.ns} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		list, err := rn.client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + reason})

@@ -302,6 +302,28 @@ var negativeControls = []negativeControl{
 		sc.Autoscaler.Karpenter.StartupTaints = nil
 		sc.Init[0].Ready.After = time.Minute
 	}, want: check.KindDisruptedWhileHeld},
+	// keep instead of replace: the two nodes that never warm stay held, empty, for good.
+	{file: "karpenter-replace", mutate: func(sc *scenario.Scenario) {
+		r := &sc.GateConfig.Rules[0]
+		r.TimeoutPolicy, r.MaxReplacing, r.ReplaceStopAfter, r.ReplaceBackoff = rule.TimeoutKeep, 0, 0, metav1.Duration{}
+	}, want: "gated nodes never released"},
+	// No storm guard to speak of: every replacement times out and is replaced again, and
+	// the NodeClaims pass what the guard allows.
+	{file: "karpenter-replace-storm", mutate: func(sc *scenario.Scenario) {
+		sc.GateConfig.Rules[0].ReplaceStopAfter = 100
+	}, want: check.KindNodeClaimsRedundant},
+	// The gate killed after the mark and never started again: the marked node's NodeClaim is
+	// never deleted, and it stays held (the crash fell on the mark, or nothing would).
+	{file: "karpenter-replace-restart", mutate: func(sc *scenario.Scenario) {
+		sc.Timeline[0].CrashAtWrite.RestartAfter = 10 * time.Minute
+	}, want: "gated nodes never released"},
+	// The NodePool without the gate's taint in startupTaints, and the hold long: Karpenter
+	// counts the held nodes that never warm as initialized and empty, and consolidates
+	// them before the gate would replace them.
+	{file: "karpenter-replace-consolidation", mutate: func(sc *scenario.Scenario) {
+		sc.Autoscaler.Karpenter.StartupTaints = nil
+		sc.GateConfig.Rules[0].MaxHold = metav1.Duration{Duration: 10 * time.Minute}
+	}, want: check.KindDisruptedWhileHeld},
 	// The rule suspended from after the release, before Karpenter registers the node, past
 	// the run's end: nothing takes the taint Karpenter puts back off again.
 	{file: "karpenter-registers-after-release", mutate: func(sc *scenario.Scenario) {

@@ -196,7 +196,7 @@ func (rn *run) action(a any) func(context.Context) error {
 		return func(ctx context.Context) error { return rn.suspendRule(ctx, a) }
 	case *scenario.CrashAtWrite:
 		return func(context.Context) error {
-			return rn.harness.CrashAtWrite(a.Write, a.After, a.RestartAfter)
+			return rn.harness.CrashAtWrite(a.Write, a.After, a.RestartAfter, a.Matching)
 		}
 	case *scenario.WatchDelay:
 		return func(context.Context) error { return rn.harness.DelayWatches(a.Resource, a.Delay, a.For) }

@@ -21,6 +21,8 @@ type Observed struct {
 	// NodeWrites counts the gate's successful Node writes (-1: not measured); RuleReleases
 	// counts the rules' first releases, from the records.
 	NodeWrites, RuleReleases int
+	// Replaced counts the nodes the gate marked for replacement, from the records.
+	Replaced int
 }
 
 // Expectations compares a run with the scenario's expect and says, one line each, what it
@@ -35,6 +37,9 @@ func Expectations(v Verdict, exp scenario.Expect, obs Observed) []string {
 	fails = append(fails, eventFailures(exp, obs)...)
 	if w := exp.WritesPerRelease; w > 0 && (obs.NodeWrites < 0 || obs.NodeWrites != w*obs.RuleReleases) {
 		fails = append(fails, fmt.Sprintf("expected %d Node write(s) per rule release: %d writes for %d releases (-1: not measured)", w, obs.NodeWrites, obs.RuleReleases))
+	}
+	if exp.Replaced != nil && obs.Replaced != *exp.Replaced {
+		fails = append(fails, fmt.Sprintf("%d nodes marked for replacement, expected %d", obs.Replaced, *exp.Replaced))
 	}
 	if len(obs.Errors) > 0 {
 		fails = append(fails, fmt.Sprintf("%d simulator errors, first: %s", len(obs.Errors), obs.Errors[0]))

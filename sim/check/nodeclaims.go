@@ -40,12 +40,13 @@ func NodeClaims(claims []NodeClaim, want int, start time.Time) []Violation {
 const KindDisruptedWhileHeld = "disrupted-while-held"
 
 // DisruptedWhileHeld judges the autoscaler's deletions: each gated node deleted while it
-// was still held is a violation.
+// was still held is a violation, unless the gate had marked it for replacement (its own
+// request, which Replacements judges).
 func DisruptedWhileHeld(records []record.NodeRecord, start time.Time) []Violation {
 	var out []Violation
 	for i := range records {
 		rec := &records[i]
-		if !rec.Gated || rec.Deleted.IsZero() || rec.Tainted.IsZero() || !rec.Released.IsZero() {
+		if !rec.Gated || rec.Deleted.IsZero() || rec.Tainted.IsZero() || !rec.Released.IsZero() || !rec.Replacing.IsZero() {
 			continue
 		}
 		out = append(out, Violation{Kind: KindDisruptedWhileHeld, Node: rec.Name, AtMS: rec.Deleted.Time.Sub(start).Milliseconds(), RV: rec.Deleted.RV,

@@ -57,6 +57,7 @@ func TestDisruptedWhileHeld(t *testing.T) {
 		{Name: "held", Gated: true, Tainted: at(1)},
 		{Name: "never-tainted", Gated: true, Deleted: at(5)},
 		{Name: "not-gated", Tainted: at(1), Deleted: at(5)},
+		{Name: "replaced", Gated: true, Tainted: at(1), Replacing: at(4), Deleted: at(5)},
 	}
 	got := DisruptedWhileHeld(recs, start)
 	if len(got) != 1 || got[0].Kind != KindDisruptedWhileHeld || got[0].Node != "held-deleted" || got[0].AtMS != 5000 || got[0].RV != 5 {

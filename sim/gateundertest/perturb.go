@@ -1,6 +1,7 @@
 package gateundertest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,25 +19,59 @@ import (
 // and watches that deliver late. They act in the gate's own client (gateRC), so they touch
 // nothing else on the plane.
 
-// crashPoint is a crash armed at the gate's k-th Node write attempt.
+// crashPoint is a crash armed at the gate's k-th Node write attempt, or, with match, at
+// the left-th from now whose body holds match.
 type crashPoint struct {
 	k            int64
+	match        string
+	left         atomic.Int64
 	after        bool
 	restartAfter time.Duration
+}
+
+// fires reports whether the n-th write attempt, req, is the crash point's.
+func (cp *crashPoint) fires(n int64, req *http.Request) bool {
+	if cp.match == "" {
+		return cp.k == n
+	}
+	return bodyHolds(req, cp.match) && cp.left.Add(-1) == 0
+}
+
+// bodyHolds reports whether the request's body holds s, reading a copy of it (GetBody,
+// which client-go's requests have) or else the body itself, put back for the send.
+func bodyHolds(req *http.Request, s string) bool {
+	var b []byte
+	switch {
+	case req.GetBody != nil:
+		rc, err := req.GetBody()
+		if err != nil {
+			return false
+		}
+		b, _ = io.ReadAll(rc)
+		_ = rc.Close()
+	case req.Body != nil:
+		b, _ = io.ReadAll(req.Body)
+		_ = req.Body.Close()
+		req.Body = io.NopCloser(bytes.NewReader(b))
+	}
+	return bytes.Contains(b, []byte(s))
 }
 
 // errCrashed is what the k-th write gets when the gate is killed before it: the write
 // never reaches the apiserver.
 var errCrashed = errors.New("gate killed before this write (crash point)")
 
-// CrashAtWrite arms a crash at the gate's k-th Node write attempt from now (k >= 1): every
+// CrashAtWrite arms a crash at the gate's k-th Node write attempt from now (k >= 1), or,
+// with match, at the k-th from now whose body holds match (an annotation key, say): every
 // replica is killed just before the write leaves (the write is lost) or just after its
 // answer (after), and started again restartAfter later. In-process gates only.
-func (h *Harness) CrashAtWrite(k int, after bool, restartAfter time.Duration) error {
+func (h *Harness) CrashAtWrite(k int, after bool, restartAfter time.Duration, match string) error {
 	if h.process || h.floor || h.off || h.installed {
 		return fmt.Errorf("crash points need an in-process gate")
 	}
-	h.crash.Store(&crashPoint{k: h.writeAttempts.Load() + int64(k), after: after, restartAfter: restartAfter})
+	cp := &crashPoint{k: h.writeAttempts.Load() + int64(k), match: match, after: after, restartAfter: restartAfter}
+	cp.left.Store(int64(k))
+	h.crash.Store(cp)
 	return nil
 }
 
@@ -131,7 +167,7 @@ func (p *perturbing) RoundTrip(req *http.Request) (*http.Response, error) {
 	var cp *crashPoint
 	if write {
 		n := h.writeAttempts.Add(1)
-		if armed := h.crash.Load(); armed != nil && armed.k == n && h.crash.CompareAndSwap(armed, nil) {
+		if armed := h.crash.Load(); armed != nil && armed.fires(n, req) && h.crash.CompareAndSwap(armed, nil) {
 			cp = armed
 		}
 	}

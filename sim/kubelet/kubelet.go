@@ -94,6 +94,7 @@ type Kubelet struct {
 	written map[types.UID]*corev1.Pod        // the Pod as this kubelet last wrote it
 	handled map[string]bool                  // pod UID -> driven
 	boots   map[string]int                   // node -> reboots so far
+	doomed  map[string]map[string]bool       // init DaemonSet -> nodes its Pods never warm on (NeverOnFirst)
 	ctx     context.Context
 }
 
@@ -472,6 +473,9 @@ func (k *Kubelet) drive(p *corev1.Pod) {
 // driveInit plays the init Pod's timeline.
 func (k *Kubelet) driveInit(p *corev1.Pod, in *scenario.InitDaemonSet) {
 	tl := in.Ready
+	if k.doom(in, p.Spec.NodeName) {
+		tl.Mode = scenario.ModeNever
+	}
 	delay := k.delay(p.Spec.NodeName, in.Name, 0, tl)
 	k.fail(k.setStatus(p, false, 0))
 	switch tl.Mode {
@@ -498,6 +502,29 @@ func (k *Kubelet) driveInit(p *corev1.Pod, in *scenario.InitDaemonSet) {
 		}
 		k.after(delay+time.Duration(2*flaps)*step, func() error { return k.ready(p, k.setStatus(p, true, int32(flaps))) })
 	}
+}
+
+// doom reports whether the DaemonSet's Pods never warm on the node: it is among the first
+// NeverOnFirst nodes to run one. A node keeps its fate for the run.
+func (k *Kubelet) doom(in *scenario.InitDaemonSet, node string) bool {
+	if in.NeverOnFirst <= 0 {
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.doomed == nil {
+		k.doomed = map[string]map[string]bool{}
+	}
+	nodes, ok := k.doomed[in.Name]
+	if !ok {
+		nodes = map[string]bool{}
+		k.doomed[in.Name] = nodes
+	}
+	if doomed, seen := nodes[node]; seen {
+		return doomed
+	}
+	nodes[node] = len(nodes) < in.NeverOnFirst // the first nodes seen are the doomed ones
+	return nodes[node]
 }
 
 // ready reports an accepted ready write.

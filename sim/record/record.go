@@ -55,6 +55,10 @@ type NodeRecord struct {
 	Evictions []Eviction
 	// Reboots are the node's reboots: each new boot ID the kubelet reported after the first.
 	Reboots []Reboot
+	// Replacing is the first version seen with a rule's mark of a replacement (timeoutPolicy
+	// replace: the gate deletes the node's NodeClaim), and ReplacingRule that rule's name.
+	Replacing     Mark
+	ReplacingRule string
 }
 
 // Window is a span between two writes.

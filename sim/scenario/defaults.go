@@ -38,6 +38,9 @@ func (sc *Scenario) defaultInit() error {
 		if in.Ready.Jitter > in.Ready.After {
 			return at(sc.line("init", i, "ready", "jitter"), "init[%d].ready.jitter %s must not exceed after %s", i, in.Ready.Jitter, in.Ready.After)
 		}
+		if in.NeverOnFirst < 0 {
+			return at(sc.line("init", i, "neverOnFirst"), "init[%d].neverOnFirst %d must not be negative", i, in.NeverOnFirst)
+		}
 	}
 	return nil
 }

@@ -268,6 +268,10 @@ type CrashAtWrite struct {
 	After bool `yaml:"after"`
 	// RestartAfter is how long the gate stays down.
 	RestartAfter time.Duration `yaml:"restartAfter"`
+	// Matching, if set, counts only the writes whose body holds it (an annotation key, such
+	// as a rule's _replaced mark), so that the crash falls on one kind of write whatever
+	// the run's timing.
+	Matching string `yaml:"matching"`
 }
 
 // WatchDelay makes the in-process gate's watches of Resource (nodes or pods) deliver every

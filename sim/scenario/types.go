@@ -58,6 +58,11 @@ type InitDaemonSet struct {
 	NodeSelector map[string]string `yaml:"nodeSelector"`
 	// Ready is how its Pods become ready once bound (default: mode ready, at once).
 	Ready PodTimeline `yaml:"ready"`
+	// NeverOnFirst: its Pods on the first this many nodes to run one never turn Ready (a
+	// warm-up that fails for good: a GPU that never initialises), whatever Ready says; on
+	// every later node they follow Ready. Which nodes come first depends on the run; how
+	// many does not, so an autoscaler's replacements of them warm.
+	NeverOnFirst int `yaml:"neverOnFirst"`
 	// Continuous says that the component must stay ready after the node's release: a
 	// workload Pod bound while it is not is a violation (bound-while-unready). It is the
 	// simulator's ground truth, whatever mode the gate's rule has.
@@ -188,6 +193,9 @@ type Expect struct {
 	// scenario (Pods per node from the instance type), never read from the autoscaler. More
 	// is a nodeclaims-redundant violation; 0: not judged.
 	NodeClaims int `yaml:"nodeClaims"`
+	// Replaced is exactly how many nodes the gate marks for replacement (timeoutPolicy
+	// replace; nil: not judged).
+	Replaced *int `yaml:"replaced"`
 	// Window is how long the run keeps watching after its last step before it may settle:
 	// condition taints, evictions and replacements happen after the steps that cause them.
 	// A run whose StatefulSet Pods have all been replaced settles before it ends.

@@ -94,6 +94,9 @@ func (r *Recorder) rules(rec *nodeState, cur *corev1.Node, m record.Mark) {
 			}
 			rec.retainted[rl.Name] = again
 		}
+		if rl.Mode == rule.Startup && rl.Replacing(cur) && rec.Replacing.IsZero() {
+			rec.Replacing, rec.ReplacingRule = m, rl.Name
+		}
 		switch {
 		case rl.DryRun && (rl.HasTaint(cur) || set) && !slices.Contains(rec.DryRunWrites, rl.Name):
 			rec.DryRunWrites = append(rec.DryRunWrites, rl.Name)

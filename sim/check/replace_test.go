@@ -1,0 +1,62 @@
+package check
+
+import (
+	"testing"
+	"time"
+
+	"github.com/startupgate/startupgate/sim/record"
+)
+
+// TestGateReplacements: a replacement marked before the rule's maxHold is early; more of a
+// rule's nodes marked and not yet deleted at once than its maxReplacing is over the budget
+// (once per rule); a replacement after its hold, within the budget, is neither; a re-gated
+// (released) node is not judged for its hold; a rule with no budget is not judged.
+func TestGateReplacements(t *testing.T) {
+	start := time.Unix(1000, 0)
+	at := func(rv uint64) record.Mark {
+		return record.Mark{RV: rv, Time: start.Add(time.Duration(rv) * time.Second)}
+	}
+	created := start
+	budgets := map[string]ReplaceBudget{"gpu": {MaxHold: 10 * time.Second, MaxReplacing: 1}, "wide": {MaxHold: time.Second, MaxReplacing: 3}}
+	rec := func(name, rule string, replacing, deleted uint64) record.NodeRecord {
+		r := record.NodeRecord{Name: name, CreatedAt: created, ReplacingRule: rule, Replacing: at(replacing)}
+		if deleted > 0 {
+			r.Deleted = at(deleted)
+		}
+		return r
+	}
+	for _, tt := range []struct {
+		name string
+		recs []record.NodeRecord
+		want []string // kind:node, in order
+	}{
+		{name: "one after its hold, deleted", recs: []record.NodeRecord{rec("a", "gpu", 11, 20)}},
+		{name: "in turn", recs: []record.NodeRecord{rec("a", "gpu", 11, 20), rec("b", "gpu", 21, 30)}},
+		{name: "early", recs: []record.NodeRecord{rec("a", "gpu", 9, 20)}, want: []string{KindReplacedEarly + ":a"}},
+		{name: "two at once", recs: []record.NodeRecord{rec("a", "gpu", 11, 20), rec("b", "gpu", 12, 30), rec("c", "gpu", 13, 0)},
+			want: []string{KindReplacingOverBudget + ":"}},
+		{name: "two at once, under rules of their own", recs: []record.NodeRecord{rec("a", "gpu", 11, 20), rec("b", "wide", 12, 30)}},
+		{name: "a re-gated node is not judged for its hold", recs: func() []record.NodeRecord {
+			r := rec("a", "gpu", 5, 20)
+			r.Released = at(3)
+			return []record.NodeRecord{r}
+		}()},
+		{name: "no budget for its rule", recs: []record.NodeRecord{rec("a", "other", 1, 0), rec("b", "other", 2, 0)}},
+		{name: "not replaced", recs: []record.NodeRecord{{Name: "a", Deleted: at(5)}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Replacements(tt.recs, start, budgets)
+			if len(got) != len(tt.want) {
+				t.Fatalf("violations %v, want %v", got, tt.want)
+			}
+			for i, v := range got {
+				if v.Kind+":"+v.Node != tt.want[i] {
+					t.Errorf("violation %d = %s:%s, want %s", i, v.Kind, v.Node, tt.want[i])
+				}
+			}
+		})
+	}
+	if n := Replaced([]record.NodeRecord{rec("a", "gpu", 11, 0), {Name: "b"}}); n != 1 {
+		t.Errorf("Replaced = %d, want 1", n)
+	}
+}
