@@ -164,6 +164,10 @@ func checkOverlayExtras(t *testing.T, overlay string, objs []*unstructured.Unstr
 		if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--pod-guard=true") {
 			t.Errorf("pod-guard overlay: Deployment args %v lack --pod-guard=true", args)
 		}
+	case "replace":
+		role := mustGet[rbacv1.ClusterRole](t, objs, "ClusterRole", "startupgate-replace")
+		b := mustGet[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", "startupgate-replace")
+		checkBinding(t, b.RoleRef, b.Subjects, "ClusterRole", role.Name)
 	}
 }
 

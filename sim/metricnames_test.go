@@ -39,11 +39,11 @@ var (
 	// notFromGate are series Prometheus makes itself for every target.
 	notFromGate = []string{"up"}
 	// unobserved are the metrics this test causes no event for (a timeout, a re-taint, a
-	// condition rule's taint and budget): a vector without observations is not on
+	// condition rule's taint and budget, a replacement's storm guard): a vector without observations is not on
 	// /metrics, so these are checked against the collectors the gate package registers.
 	unobserved = []string{
 		"startupgate_timeouts_total", "startupgate_retaints_total", "startupgate_condition_taints_total",
-		"startupgate_condition_tainted_nodes", "startupgate_budget_exhausted",
+		"startupgate_condition_tainted_nodes", "startupgate_budget_exhausted", "startupgate_replace_stopped",
 	}
 )
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"maps"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -346,5 +347,50 @@ func TestGateCertificates(t *testing.T) {
 		if strings.HasSuffix(o.GetName(), "-webhook-ca") {
 			t.Errorf("mode selfSigned renders %s %s, which only mode gate needs", o.GetKind(), o.GetName())
 		}
+	}
+}
+
+// TestReplaceGrants: the Karpenter grants of timeoutPolicy replace render exactly when a rule
+// of config (or the top-level default rule) uses it, and are the kustomize overlay's.
+func TestReplaceGrants(t *testing.T) {
+	rule := func(policy string) map[string]any {
+		return map[string]any{"name": "gpu", "taint": map[string]any{"key": "example.com/gpu", "effect": "NoSchedule"},
+			"components": []any{map[string]any{"selector": "app=gpu"}}, "maxHold": "10m", "timeoutPolicy": policy}
+	}
+	for _, tc := range []struct {
+		name   string
+		config map[string]any
+		want   bool
+	}{
+		{"defaults", nil, false},
+		{"a keep rule", map[string]any{"rules": []any{rule("keep")}}, false},
+		{"a replace rule among others", map[string]any{"rules": []any{rule("keep"), rule("replace")}}, true},
+		{"the default rule replaces", map[string]any{"maxHold": "10m", "timeoutPolicy": "replace"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vals := map[string]any{}
+			if tc.config != nil {
+				vals["config"] = tc.config
+			}
+			objs := renderChart(t, vals, nil)
+			role := find(objs, "ClusterRole", "startupgate-replace")
+			if got := role != nil && find(objs, "ClusterRoleBinding", "startupgate-replace") != nil; got != tc.want {
+				t.Fatalf("replace grants rendered: %v, want %v", got, tc.want)
+			}
+			if !tc.want {
+				return
+			}
+			raw, err := os.ReadFile("../overlays/replace/rbac-replace.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			overlay := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(strings.SplitN(string(raw), "\n---\n", 2)[0]), &overlay.Object); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(overlay.Object["rules"], role.Object["rules"]); diff != "" {
+				t.Errorf("the chart's replace grants differ from deploy/overlays/replace's (-overlay +chart):\n%s", diff)
+			}
+		})
 	}
 }

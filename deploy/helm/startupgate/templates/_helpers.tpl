@@ -49,6 +49,16 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- if eq .Values.mode "webhook" }}true{{ end -}}
 {{- end -}}
 
+{{/* "true" when a rule of config (or its top-level default rule) has timeoutPolicy replace:
+the gate then needs the Karpenter grants of rbac.yaml. */}}
+{{- define "startupgate.replaces" -}}
+{{- $replace := eq (toString (dig "timeoutPolicy" "" .Values.config)) "replace" -}}
+{{- range (dig "rules" list .Values.config) -}}
+{{- if eq (toString (dig "timeoutPolicy" "" .)) "replace" -}}{{- $replace = true -}}{{- end -}}
+{{- end -}}
+{{- if $replace }}true{{ end -}}
+{{- end -}}
+
 {{/* Combinations the schema cannot express, refused with a clear message at install. */}}
 {{- define "startupgate.validate" -}}
 {{- if and .Values.podGuard.enabled (ne .Values.mode "webhook") -}}
