@@ -3,7 +3,6 @@ package gate
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,49 +97,32 @@ func (r *Reconciler) replaceHeld(ctx context.Context, node *corev1.Node, rl *rul
 	log.FromContext(ctx).Info("Node timed out, kept held", "node", klog.KObj(node), "rule", rl.Name, "nodepool", pool, "reason", rp.Reason)
 }
 
-// replaceView gathers what DecideReplace reads: the node's NodeClaim and NodePool, from the
-// node; the rule's replacements in flight (the cached Nodes marked, and those this process
-// marked) and the pool's nodes released since its last timeout, from the cached Nodes; the
-// pool's guard, from the apiserver (the NodePool as read, for the guard's write, is
-// returned too; nil when it was not read). Callers hold replaceMu.
+// replaceView gathers what DecideReplace reads (rule.ViewOf): the cached Nodes, the nodes
+// this process marked and the cache does not show marked yet, and the pool's guard from the
+// apiserver (the NodePool as read, for the guard's write, is returned too; nil when it was
+// not read). Callers hold replaceMu.
 func (r *Reconciler) replaceView(ctx context.Context, node *corev1.Node, rl *rule.Rule) (rule.ReplaceView, *metav1.PartialObjectMetadata) {
-	var v rule.ReplaceView
-	v.Claim, _, _ = rule.NodeClaimOf(node)
-	v.Pool = node.Labels[rule.KarpenterNodePoolLabel]
-	if v.Claim == "" || v.Pool == "" {
-		return v, nil
+	claim, _, _ := rule.NodeClaimOf(node)
+	name := node.Labels[rule.KarpenterNodePoolLabel]
+	if claim == "" || name == "" {
+		return rl.ViewOf(node, nil, nil, "", nil), nil
 	}
-	pool := nodePool(v.Pool)
-	if err := r.apiReader().Get(ctx, client.ObjectKey{Name: v.Pool}, pool); err != nil {
-		v.GuardErr = fmt.Errorf("reading NodePool %s: %w", v.Pool, err)
-		return v, nil
+	pool := nodePool(name)
+	if err := r.apiReader().Get(ctx, client.ObjectKey{Name: name}, pool); err != nil {
+		return rl.ViewOf(node, nil, nil, "", fmt.Errorf("reading NodePool %s: %w", name, err)), nil
 	}
-	v.Guard, v.GuardErr = rule.ParseGuard(pool.Annotations[rl.TimeoutsAnnotation()])
-	nodes := &corev1.NodeList{}
-	if err := r.Client.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
-		v.GuardErr = fmt.Errorf("listing nodes: %w", err)
-		return v, pool
+	list := &corev1.NodeList{}
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return rl.ViewOf(node, nil, nil, "", fmt.Errorf("listing nodes: %w", err)), pool
 	}
-	inFlight := map[string]bool{}
-	for name := range r.replacing[rl.Name] {
-		inFlight[name] = true
-	}
-	for i := range nodes.Items {
-		n := &nodes.Items[i]
-		if n.UID == node.UID {
-			continue
-		}
-		if rl.HasTaint(n) && rl.Replacing(n) {
-			inFlight[n.Name] = true
-			delete(r.replacing[rl.Name], n.Name) // the cache shows the mark: it counts from here on
-		}
-		if n.Labels[rule.KarpenterNodePoolLabel] == v.Pool && completedAfter(n, rl, v.Guard.Last) {
-			v.WarmedSince = true
+	nodes := make([]*corev1.Node, len(list.Items))
+	for i := range list.Items {
+		nodes[i] = &list.Items[i]
+		if rl.HasTaint(nodes[i]) && rl.Replacing(nodes[i]) {
+			delete(r.replacing[rl.Name], nodes[i].Name) // the cache shows the mark: it counts from here on
 		}
 	}
-	delete(inFlight, node.Name)
-	v.InFlight = len(inFlight)
-	return v, pool
+	return rl.ViewOf(node, nodes, r.replacing[rl.Name], pool.Annotations[rl.TimeoutsAnnotation()], nil), pool
 }
 
 // noteReplacing remembers a node this process marked for replacement under the rule, until
@@ -153,14 +135,6 @@ func (r *Reconciler) noteReplacing(rl *rule.Rule, name string) {
 		r.replacing[rl.Name] = map[string]bool{}
 	}
 	r.replacing[rl.Name][name] = true
-}
-
-// completedAfter reports whether the rule released the node after t (its completion
-// annotation holds unix seconds). A replace rule never releases on a timeout, so such a
-// node warmed.
-func completedAfter(n *corev1.Node, rl *rule.Rule, t time.Time) bool {
-	s, err := strconv.ParseInt(n.Annotations[rl.CompletedAnnotation], 10, 64)
-	return err == nil && time.Unix(s, 0).After(t)
 }
 
 // recordGuard writes the pool's guard, guarded by the version read (a conflict fails the

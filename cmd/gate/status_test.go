@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/gate/rule"
 	"github.com/startupgate/startupgate/internal/golden"
 	"github.com/startupgate/startupgate/sim/controlplane"
 )
@@ -158,7 +161,7 @@ func TestConditionStatusRows(t *testing.T) {
 		*preempted(node("healthy", nil, nil), corev1.ConditionFalse),
 	}
 	got := map[string]string{}
-	for _, r := range statusRows(&cfg, nodes, nil, nil, time.Now()) {
+	for _, r := range statusRows(&cfg, nodes, nil, nil, nil, time.Now()) {
 		got[r.Node] = r.State
 	}
 	want := map[string]string{"tainted": StateTainted, "waiting": StateMatching, "kept": StateKept, "by-hand": StateTainted}
@@ -190,7 +193,7 @@ func TestSuspendedStatusRows(t *testing.T) {
 	}
 	got := map[string]string{}
 	waiting := map[string]string{}
-	for _, r := range statusRows(&cfg, nodes, nil, nil, time.Now()) {
+	for _, r := range statusRows(&cfg, nodes, nil, nil, nil, time.Now()) {
 		got[r.Node], waiting[r.Node] = r.State, r.WaitingOn
 	}
 	want := map[string]string{"held": StateSuspended, "joined-while-suspended": StateSuspended, "released": StateReleased}
@@ -199,5 +202,62 @@ func TestSuspendedStatusRows(t *testing.T) {
 	}
 	if !strings.Contains(waiting["held"], "running, it would be "+StateHeld) {
 		t.Errorf("held node's reason = %q, want what the running rule would do", waiting["held"])
+	}
+}
+
+// TestReplaceStatusRows: under timeoutPolicy replace, a timed-out node says what becomes of
+// it, by the budget and its NodePool's storm guard as read: waiting for a slot, stopped by
+// the guard, or kept for want of a NodeClaim or of a readable NodePool; a marked node is
+// replacing.
+func TestReplaceStatusRows(t *testing.T) {
+	cfg, err := config.LoadConfig([]byte(`rules:
+  - name: default
+    taint: {key: startup.k8s.io/initializing, value: wait, effect: NoSchedule}
+    components: [{name: init, selector: startup.k8s.io/component=init}]
+    maxHold: 5m
+    timeoutPolicy: replace
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	gateTaint := corev1.Taint{Key: config.DefaultTaintKey, Value: "wait", Effect: corev1.TaintEffectNoSchedule}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	claimed := func(name, pool string, annotations map[string]string) corev1.Node {
+		n := node(name, map[string]string{rule.KarpenterNodePoolLabel: pool}, annotations, gateTaint)
+		n.CreationTimestamp = metav1.NewTime(now.Add(-time.Hour))
+		n.OwnerReferences = []metav1.OwnerReference{{APIVersion: rule.KarpenterAPIVersion, Kind: rule.KarpenterNodeClaimKind, Name: "claim-" + name, UID: "u"}}
+		return *n
+	}
+	bare := *node("no-karpenter", nil, nil, gateTaint)
+	bare.CreationTimestamp = metav1.NewTime(now.Add(-time.Hour))
+	nodes := []corev1.Node{
+		claimed("being-replaced", "a", map[string]string{config.DefaultCompletedAnnotation + "_replaced": "1"}),
+		claimed("waits-for-a-slot", "a", nil),
+		claimed("guarded", "b", nil),
+		claimed("pool-unreadable", "c", nil),
+		bare,
+	}
+	pools := map[string]poolRead{
+		"a": {},
+		"b": {annotations: map[string]string{config.DefaultCompletedAnnotation + "_timeouts": fmt.Sprintf("3@%d", now.Add(-time.Minute).Unix())}},
+		"c": {err: errors.New("nodepools.karpenter.sh is forbidden")},
+	}
+	got := map[string]string{}
+	for _, r := range statusRows(&cfg, nodes, nil, nil, pools, now) {
+		got[r.Node] = r.State + ": " + r.WaitingOn
+	}
+	for name, want := range map[string]string{
+		"being-replaced":   "replacing: replacing: its NodeClaim is deleted",
+		"waits-for-a-slot": "timed-out: maximum hold 5m0s reached: no init pod on the node yet; 1 of 1 replacements in flight",
+		"guarded":          "3 nodes of NodePool b timed out in a row with none warming: replacements stopped there",
+		"pool-unreadable":  "nodepools.karpenter.sh is forbidden: kept held",
+		"no-karpenter":     "no NodeClaim owns the node",
+	} {
+		if !strings.Contains(got[name], want) {
+			t.Errorf("%s: %q, want it to say %q", name, got[name], want)
+		}
 	}
 }

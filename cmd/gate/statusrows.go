@@ -53,9 +53,20 @@ type StatusRow struct {
 	DryRun   bool         `json:"dryRun,omitempty"`
 }
 
+// poolRead is a NodePool's annotations as `gate status` read them, or why it could not.
+type poolRead struct {
+	annotations map[string]string
+	err         error
+}
+
 // statusRows is the pure part of `gate status`: a row per node and rule that applies to it, in
-// node order, then rule order.
-func statusRows(cfg *config.Config, nodes []corev1.Node, pods []corev1.Pod, dss []appsv1.DaemonSet, now time.Time) []StatusRow {
+// node order, then rule order. pools are the NodePools of the nodes a replace rule has timed
+// out (replacePools), by name.
+func statusRows(cfg *config.Config, nodes []corev1.Node, pods []corev1.Pod, dss []appsv1.DaemonSet, pools map[string]poolRead, now time.Time) []StatusRow {
+	all := make([]*corev1.Node, len(nodes))
+	for i := range nodes {
+		all[i] = &nodes[i]
+	}
 	byNode := map[string][]*corev1.Pod{}
 	for i := range pods {
 		byNode[pods[i].Spec.NodeName] = append(byNode[pods[i].Spec.NodeName], &pods[i])
@@ -74,7 +85,11 @@ func statusRows(cfg *config.Config, nodes []corev1.Node, pods []corev1.Pod, dss 
 				continue
 			}
 			in := rule.Input{Node: n, Pods: byNode[n.Name], Expected: rl.ExpectedOn(n, dss), Now: now}
-			rows = append(rows, suspendedRow(rl, statusOf(running(rl), cfg.Readiness(), in)))
+			row, d := statusOf(running(rl), cfg.Readiness(), in)
+			if d.Replace {
+				row.WaitingOn = replaceStatus(rl, d, n, all, pools, now)
+			}
+			rows = append(rows, suspendedRow(rl, row))
 		}
 		for _, o := range cfg.Orphans(n) {
 			rows = append(rows, StatusRow{Node: n.Name, Rule: o.Rule, State: StateOrphaned, Taint: o.Taint.ToString(),
@@ -95,9 +110,21 @@ func running(rl *rule.Rule) *rule.Rule {
 	return &r
 }
 
+// replaceStatus says what becomes of a node a replace rule has timed out: the replacement
+// the controller would decide now (rule.DecideReplace, on the budget and the NodePool's
+// storm guard as read), or, once replacing, that Karpenter removes it.
+func replaceStatus(rl *rule.Rule, d rule.Decision, n *corev1.Node, all []*corev1.Node, pools map[string]poolRead, now time.Time) string {
+	if d.State == rule.StateReplacing {
+		return d.Reason
+	}
+	p := pools[n.Labels[rule.KarpenterNodePoolLabel]]
+	rp := rl.DecideReplace(d, rl.ViewOf(n, all, nil, p.annotations[rl.TimeoutsAnnotation()], p.err), now)
+	return d.Reason + "; " + rp.Reason
+}
+
 // statusOf is the row of a node under a rule: its state (rule.StateOf, through the decision
-// the controller makes in it) and what it waits on.
-func statusOf(rl *rule.Rule, rd rule.Readiness, in rule.Input) StatusRow {
+// the controller makes in it) and what it waits on, with the decision.
+func statusOf(rl *rule.Rule, rd rule.Readiness, in rule.Input) (StatusRow, rule.Decision) {
 	n := in.Node
 	d := rule.Decide(rl, rd, in)
 	row := StatusRow{Node: n.Name, Rule: rl.Name, Mode: string(rl.Mode), Taint: rl.Taint.ToString(), DryRun: rl.DryRun,
@@ -127,7 +154,7 @@ func statusOf(rl *rule.Rule, rd rule.Readiness, in rule.Input) StatusRow {
 	if rl.MaxHold.Duration > 0 && (row.State == StateHeld || row.State == StateWouldHold) {
 		row.Deadline = &metav1.Time{Time: n.CreationTimestamp.Add(rl.MaxHold.Duration)}
 	}
-	return row
+	return row, d
 }
 
 // suspendedRow shows a suspended rule's row as suspended, with what the rule would do if it
@@ -196,7 +223,34 @@ func readStatus(ctx context.Context, c client.Reader, cfg *config.Config, now ti
 	if err := c.List(ctx, dss); err != nil {
 		return nil, fmt.Errorf("listing daemonsets: %w", err)
 	}
-	return statusRows(cfg, nodes, pods, dss.Items, now), nil
+	return statusRows(cfg, nodes, pods, dss.Items, readPools(ctx, c, cfg, nodes), now), nil
+}
+
+// readPools reads the NodePools of the nodes a rule with timeoutPolicy replace applies to,
+// each once: their annotations hold the rules' storm guards. A NodePool that cannot be read
+// (no Karpenter, no grant) is shown as such, never an error of the whole status.
+func readPools(ctx context.Context, c client.Reader, cfg *config.Config, nodes []corev1.Node) map[string]poolRead {
+	pools := map[string]poolRead{}
+	for i := range nodes {
+		name := nodes[i].Labels[rule.KarpenterNodePoolLabel]
+		if _, read := pools[name]; read || name == "" || !replaces(cfg, &nodes[i]) {
+			continue
+		}
+		p := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: rule.KarpenterAPIVersion, Kind: "NodePool"}}
+		err := c.Get(ctx, client.ObjectKey{Name: name}, p)
+		pools[name] = poolRead{annotations: p.Annotations, err: err}
+	}
+	return pools
+}
+
+// replaces reports whether a rule with timeoutPolicy replace selects the node.
+func replaces(cfg *config.Config, n *corev1.Node) bool {
+	for _, rl := range cfg.EffectiveRules() {
+		if rl.TimeoutPolicy == rule.TimeoutReplace && rl.Matches(n) {
+			return true
+		}
+	}
+	return false
 }
 
 // readInitPods lists the Pods of each of the config's Pod scopes, each once.

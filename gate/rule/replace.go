@@ -107,6 +107,47 @@ type ReplaceView struct {
 	WarmedSince bool
 }
 
+// ViewOf is the ReplaceView of node under the rule, read from what the caller sees: nodes
+// (the node among them or not; its replacements in flight are those marked and still
+// held, plus the names in marked, which the caller knows it marked), and the pool's guard
+// annotation as read (guardErr: why it could not be). It is pure.
+func (r *Rule) ViewOf(node *corev1.Node, nodes []*corev1.Node, marked map[string]bool, guard string, guardErr error) ReplaceView {
+	v := ReplaceView{Pool: node.Labels[KarpenterNodePoolLabel]}
+	v.Claim, _, _ = NodeClaimOf(node)
+	if v.Claim == "" || v.Pool == "" {
+		return v
+	}
+	if v.GuardErr = guardErr; guardErr == nil {
+		v.Guard, v.GuardErr = ParseGuard(guard)
+	}
+	inFlight := map[string]bool{}
+	for name := range marked {
+		inFlight[name] = true
+	}
+	for _, n := range nodes {
+		if n.Name == node.Name {
+			continue
+		}
+		if r.HasTaint(n) && r.Replacing(n) {
+			inFlight[n.Name] = true
+		}
+		if n.Labels[KarpenterNodePoolLabel] == v.Pool && r.completedAfter(n, v.Guard.Last) {
+			v.WarmedSince = true
+		}
+	}
+	delete(inFlight, node.Name)
+	v.InFlight = len(inFlight)
+	return v
+}
+
+// completedAfter reports whether the rule released the node after t (its completion
+// annotation holds unix seconds). A replace rule never releases on a timeout, so such a node
+// warmed.
+func (r *Rule) completedAfter(n *corev1.Node, t time.Time) bool {
+	s, err := strconv.ParseInt(n.Annotations[r.CompletedAnnotation], 10, 64)
+	return err == nil && time.Unix(s, 0).After(t)
+}
+
 // ReplaceAction is what a timed-out node of a replace rule gets.
 type ReplaceAction string
 
