@@ -306,6 +306,7 @@ var negativeControls = []negativeControl{
 	{file: "karpenter-replace", mutate: func(sc *scenario.Scenario) {
 		r := &sc.GateConfig.Rules[0]
 		r.TimeoutPolicy, r.MaxReplacing, r.ReplaceStopAfter, r.ReplaceBackoff = rule.TimeoutKeep, 0, 0, metav1.Duration{}
+		sc.Timeout = 70 * time.Second // past the nodes' maxHold: held for good, not waiting
 	}, want: "gated nodes never released"},
 	// No storm guard to speak of: every replacement times out and is replaced again, and
 	// the NodeClaims pass what the guard allows.
@@ -316,6 +317,7 @@ var negativeControls = []negativeControl{
 	// never deleted, and it stays held (the crash fell on the mark, or nothing would).
 	{file: "karpenter-replace-restart", mutate: func(sc *scenario.Scenario) {
 		sc.Timeline[0].CrashAtWrite.RestartAfter = 10 * time.Minute
+		sc.Timeout = 90 * time.Second
 	}, want: "gated nodes never released"},
 	// The NodePool without the gate's taint in startupTaints, and the hold long: Karpenter
 	// counts the held nodes that never warm as initialized and empty, and consolidates
