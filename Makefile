@@ -31,8 +31,10 @@ TEST_TIMEOUT  ?= 40m
 SOAK_RUNS     ?= 1000
 SOAK_SEED     ?= 1
 SOAK_PARALLEL ?= 4
-# make explore: cases per perturbation kind and scenario, the first seed, and how many at once.
+# make explore: cases per perturbation kind and scenario, the first seed, and how many at once;
+# per kind for an autoscaler's scenario, whose cases run one at a time (0: none).
 EXPLORE_PER_KIND ?= 12
+EXPLORE_ALONE_PER_KIND ?= 1
 EXPLORE_SEED     ?= 1
 EXPLORE_PARALLEL ?= 4
 # How deep the pure exploration of the reboot state machine goes in make explore.
@@ -254,7 +256,7 @@ soak: controlplane karpenter build ## Every scenario on consecutive seeds until 
 explore: controlplane build ## Perturbed runs of every scenario (crash points at the gate's writes, stale views, config edits), judged by the invariants, with their negative controls; out/explore.md has the table.
 	@mkdir -p $(OUT)
 	@set -o pipefail; go test -count=1 -run 'TestExplore' -v ./gate/rule -args -explore-depth=$(EXPLORE_DEPTH) | grep -E '^(---|ok|FAIL)|explore_test.go:'
-	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate hack/leftovers bin/simulate explore --per-kind $(EXPLORE_PER_KIND) --seed $(EXPLORE_SEED) --parallel $(EXPLORE_PARALLEL) \
+	STARTUPGATE_GATE_BINARY=$(CURDIR)/bin/gate hack/leftovers bin/simulate explore --per-kind $(EXPLORE_PER_KIND) --alone-per-kind $(EXPLORE_ALONE_PER_KIND) --seed $(EXPLORE_SEED) --parallel $(EXPLORE_PARALLEL) \
 		--out $(OUT)/explore.md --json $(OUT)/explore.json --gate-log $(OUT)/explore-gate.log $(SCENARIOS)
 
 .PHONY: fuzz

@@ -85,6 +85,12 @@ func edit(cfg *config.Config, e *scenario.EditRule, scenarioName string) {
 	if e.MaxHold != nil {
 		r.MaxHold = metav1.Duration{Duration: *e.MaxHold}
 	}
+	if e.TimeoutPolicy != "" {
+		r.TimeoutPolicy = rule.TimeoutPolicy(e.TimeoutPolicy)
+		if r.TimeoutPolicy != rule.TimeoutReplace {
+			r.MaxReplacing, r.ReplaceStopAfter, r.ReplaceBackoff = 0, 0, metav1.Duration{}
+		}
+	}
 }
 
 // undo sets back, on the rule e edited (under its new name, if e renamed it), the fields e
@@ -119,6 +125,9 @@ func undo(cfg *config.Config, e *scenario.EditRule, before rule.Rule) {
 	}
 	if e.MaxHold != nil {
 		r.MaxHold = before.MaxHold
+	}
+	if e.TimeoutPolicy != "" {
+		r.TimeoutPolicy, r.MaxReplacing, r.ReplaceStopAfter, r.ReplaceBackoff = before.TimeoutPolicy, before.MaxReplacing, before.ReplaceStopAfter, before.ReplaceBackoff
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 
 type exploreOpts struct {
 	perKind, parallel    int
+	alonePerKind         int
 	seed                 uint64
 	out, jsonOut, replay string
 	gateLog              string
@@ -29,6 +31,7 @@ func exploreFlags(out io.Writer, o *exploreOpts) *flag.FlagSet {
 	fs := flag.NewFlagSet("explore", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.IntVar(&o.perKind, "per-kind", 4, "cases of each kind for each scenario: crash points at up to this many writes (before and after), and this many seeded draws of every other kind")
+	fs.IntVar(&o.alonePerKind, "alone-per-kind", 1, "cases of each kind for each scenario that needs the plane to itself (an autoscaler's: Karpenter), which run one at a time; 0 leaves those scenarios out")
 	fs.IntVar(&o.parallel, "parallel", 4, "run up to this many cases at once (one scenario's cases one after another)")
 	fs.Uint64Var(&o.seed, "seed", 1, "first seed of the draws; case i of a kind uses seed+i")
 	fs.StringVar(&o.out, "out", "", "write the table (Markdown) here as well")
@@ -78,8 +81,11 @@ func runExplore(args []string, stdout, stderr io.Writer) (int, error) {
 		return replay(ctx, o, scs, run, stdout)
 	}
 
+	if o.alonePerKind == 0 {
+		scs = slices.DeleteFunc(scs, explore.Alone)
+	}
 	writes, results := explore.Baselines(ctx, scs, o.seed, o.parallel, run, stdout)
-	cases := explore.Plan(scs, writes, o.perKind, o.seed)
+	cases := explore.Plan(scs, writes, o.perKind, o.alonePerKind, o.seed)
 	fmt.Fprintf(stdout, "%d cases over %d scenario(s), %d at a time\n", len(cases), len(writes), o.parallel)
 	results = append(results, explore.RunAll(ctx, cases, o.parallel, run, stdout)...)
 	if !o.noControls {

@@ -128,9 +128,22 @@ func (c Case) Replay() string {
 
 // Applies reports whether the explorer perturbs the scenario at all: a scenario that
 // expects violations (a negative control), or stuck nodes, or that needs the plane to
-// itself (an autoscaler, a large burst, a changed controller-manager), is left to the suite.
+// itself for more than its autoscaler (a large burst, a changed controller-manager, an
+// apiserver restart), is left to the suite. An autoscaler's scenario runs Alone.
 func Applies(sc *scenario.Scenario) bool {
-	return sc.Expect.Violations != "some" && sc.Expect.Stuck == 0 && !sc.Exclusive() && sc.Admission == "" && sc.GateStartsAt == 0
+	return sc.Expect.Violations != "some" && sc.Expect.Stuck == 0 && (!sc.Exclusive() || Alone(sc)) && sc.Admission == "" && sc.GateStartsAt == 0
+}
+
+// Alone reports whether the scenario's cases need the plane to themselves, one at a time:
+// an autoscaler acts on every pending Pod it can place, so another case's Pods beside it
+// would get its nodes. Only an autoscaler's scenario is explored so.
+func Alone(sc *scenario.Scenario) bool {
+	if sc.Autoscaler == nil || sc.Plane != nil || sc.RestartsAPIServer() {
+		return false
+	}
+	s := *sc
+	s.Autoscaler = nil
+	return !s.Exclusive() // no large burst either
 }
 
 // inProcess reports whether the scenario's gate can run in this process, which crash
@@ -252,6 +265,12 @@ func edit(sc *scenario.Scenario, rng *rand.Rand) (*scenario.EditRule, bool) {
 	if len(rules) > 1 && named {
 		choices = append(choices, func() { e.Remove = true })
 	}
+	if (r.Mode == "" || r.Mode == rule.Startup) && r.MaxHold.Duration > 0 {
+		// To and from replace, while nodes are held, timed out or being replaced.
+		choices = append(choices, func() {
+			e.TimeoutPolicy = map[bool]string{true: string(rule.TimeoutKeep), false: string(rule.TimeoutReplace)}[r.TimeoutPolicy == rule.TimeoutReplace]
+		})
+	}
 	choices[rng.IntN(len(choices))]()
 	if !e.Remove && e.Rename == "" && rng.IntN(2) == 0 {
 		e.For = time.Duration(2+rng.IntN(8)) * time.Second
@@ -294,6 +313,8 @@ func describe(e *scenario.EditRule) string {
 		what = "onReboot: " + e.OnReboot
 	case e.Remove:
 		what = "removed"
+	case e.TimeoutPolicy != "":
+		what = "timeoutPolicy: " + e.TimeoutPolicy
 	}
 	what = fmt.Sprintf("rule %s %s", e.Rule, what)
 	if e.For > 0 {

@@ -1,12 +1,16 @@
 package explore
 
 import (
+	"context"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/startupgate/startupgate/gate/rule"
 	"github.com/startupgate/startupgate/sim/check"
 	"github.com/startupgate/startupgate/sim/gateundertest"
 	"github.com/startupgate/startupgate/sim/record"
@@ -32,7 +36,7 @@ func TestPlan(t *testing.T) {
 	for _, sc := range scs {
 		writes[sc.Name] = 5
 	}
-	plan := Plan(scs, writes, 3, 7)
+	plan := Plan(scs, writes, 3, 0, 7)
 	kinds, bases := map[Kind]int{}, map[string]bool{}
 	for _, c := range plan {
 		kinds[c.Kind]++
@@ -66,7 +70,7 @@ func TestPlan(t *testing.T) {
 		}
 	}
 	t.Logf("%d cases over %d scenarios: %v", len(plan), len(bases), kinds)
-	again := Plan(scs, writes, 3, 7)
+	again := Plan(scs, writes, 3, 0, 7)
 	what := func(cs []Case) []string {
 		var out []string
 		for _, c := range cs {
@@ -162,5 +166,95 @@ func TestJudgedOnly(t *testing.T) {
 		if passed, failures := judgedOnly(&r, tc.c, down); passed == tc.judged {
 			t.Errorf("%s: passed %v (%q), want judged %v", tc.name, passed, failures, tc.judged)
 		}
+	}
+}
+
+// TestPlanAlone: an autoscaler's scenarios are explored only with alonePerKind, as many of
+// each kind as it says; the replace scenarios' config transitions switch the rule to and
+// from replace.
+func TestPlanAlone(t *testing.T) {
+	scs := loadSuite(t)
+	writes := map[string]int{}
+	for _, sc := range scs {
+		writes[sc.Name] = 5
+	}
+	for _, c := range Plan(scs, writes, 3, 0, 7) {
+		if Alone(c.Scenario) {
+			t.Errorf("%s %s planned with alonePerKind 0", c.Kind, c.Base)
+		}
+	}
+	alone := map[string]map[Kind]int{}
+	for _, c := range Plan(scs, writes, 3, 2, 7) {
+		if !Alone(c.Scenario) {
+			continue
+		}
+		if alone[c.Base] == nil {
+			alone[c.Base] = map[Kind]int{}
+		}
+		alone[c.Base][c.Kind]++
+	}
+	for _, base := range []string{"karpenter-replace", "karpenter-replace-restart", "karpenter-scale-up"} {
+		if n := alone[base][CrashAfter]; n != 2 {
+			t.Errorf("%s: %d crash points after a write, want 2 (alonePerKind)", base, n)
+		}
+	}
+	if _, ok := alone["karpenter-replace-storm"]; ok {
+		t.Errorf("karpenter-replace-storm, which expects stuck nodes, was planned")
+	}
+	i := slices.IndexFunc(scs, func(sc *scenario.Scenario) bool { return sc.Name == "karpenter-replace" })
+	switched := 0
+	for seed := range uint64(100) {
+		if c, ok := Make(scs[i], Transition, 1, seed, 5); ok && c.Scenario.Timeline[len(c.Scenario.Timeline)-1].EditRule.TimeoutPolicy == string(rule.TimeoutKeep) {
+			switched++
+		}
+	}
+	if switched == 0 {
+		t.Errorf("no config transition of 100 switched karpenter-replace's rule from replace to keep")
+	}
+}
+
+// TestRunAllAlone: a case that runs Alone never runs beside another case.
+func TestRunAllAlone(t *testing.T) {
+	shared := &scenario.Scenario{Name: "shared"}
+	alone := &scenario.Scenario{Name: "alone", Autoscaler: &scenario.Autoscaler{Karpenter: &scenario.Karpenter{}}}
+	if !Alone(alone) || Alone(shared) {
+		t.Fatalf("Alone: %v for an autoscaler's scenario, %v for another", Alone(alone), Alone(shared))
+	}
+	var cases []Case
+	for i := range 12 {
+		sc := shared
+		if i%4 == 0 {
+			sc = alone
+		}
+		cases = append(cases, Case{Base: fmt.Sprintf("%s-%d", sc.Name, i%3), Scenario: sc})
+	}
+	var (
+		mu            sync.Mutex
+		running, most int
+		aloneBeside   bool
+	)
+	run := func(ctx context.Context, c Case) (Outcome, error) {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		if Alone(c.Scenario) && running > 1 {
+			aloneBeside = true
+		}
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		mu.Lock()
+		if Alone(c.Scenario) && running > 1 {
+			aloneBeside = true
+		}
+		running--
+		mu.Unlock()
+		return Outcome{Passed: true}, nil
+	}
+	RunAll(context.Background(), cases, 4, run, nil)
+	if aloneBeside {
+		t.Errorf("a case that runs alone ran beside another")
+	}
+	if most < 2 {
+		t.Errorf("at most %d cases at once: the shared ones did not run in parallel", most)
 	}
 }

@@ -17,13 +17,18 @@ import (
 
 // Plan lists the cases of an exploration, base by base: crash points at up to perKind of the
 // writes of the base's unperturbed run (every write when they are fewer, else spread evenly
-// over them), before and after, and perKind seeded draws of every other kind. writes holds
+// over them), before and after, and perKind seeded draws of every other kind; alonePerKind
+// instead for a base that runs Alone, whose cases take the plane one at a time. writes holds
 // each base's writes; a base missing from it has no crash points.
-func Plan(bases []*scenario.Scenario, writes map[string]int, perKind int, seed uint64) []Case {
+func Plan(bases []*scenario.Scenario, writes map[string]int, perKind, alonePerKind int, seed uint64) []Case {
 	var out []Case
 	for _, base := range bases {
 		if !Applies(base) {
 			continue
+		}
+		perKind := perKind
+		if Alone(base) {
+			perKind = alonePerKind
 		}
 		for _, kind := range Kinds {
 			for i := 0; i < perKind; i++ {
@@ -64,8 +69,8 @@ func (r Result) Caught() bool {
 	return slices.ContainsFunc(r.Outcome.Failures, func(f string) bool { return strings.Contains(f, r.Control) })
 }
 
-// RunAll runs the cases with run, up to parallel at once; the cases of one base run one
-// after another, as their node names are the base's. It stops starting cases when ctx
+// RunAll runs the cases with run, up to parallel at once, a case that runs Alone by itself;
+// the cases of one base run one after another, as their node names are the base's. It stops starting cases when ctx
 // ends, and returns the results in case order.
 func RunAll(ctx context.Context, cases []Case, parallel int, run Runner, progress io.Writer) []Result {
 	results := make([]Result, len(cases))
@@ -82,6 +87,9 @@ func RunAll(ctx context.Context, cases []Case, parallel int, run Runner, progres
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		done int
+		// plane is held shared by a case that shares the plane, and alone by one that runs
+		// Alone, which waits for the others to finish and keeps new ones out meanwhile.
+		plane sync.RWMutex
 	)
 	for _, base := range order {
 		wg.Go(func() {
@@ -90,7 +98,13 @@ func RunAll(ctx context.Context, cases []Case, parallel int, run Runner, progres
 					return
 				}
 				sem <- struct{}{}
+				lock, unlock := plane.RLock, plane.RUnlock
+				if Alone(cases[i].Scenario) {
+					lock, unlock = plane.Lock, plane.Unlock
+				}
+				lock()
 				o, err := run(ctx, cases[i])
+				unlock()
 				<-sem
 				results[i] = Result{Case: cases[i], Outcome: o}
 				if err != nil {

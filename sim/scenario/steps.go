@@ -205,6 +205,9 @@ type EditRule struct {
 	NodeSelector *string `yaml:"nodeSelector"`
 	// MaxHold sets the rule's maxHold.
 	MaxHold *time.Duration `yaml:"maxHold"`
+	// TimeoutPolicy sets the rule's timeoutPolicy (release, keep or replace); away from
+	// replace, the replacement budget's fields are cleared with it.
+	TimeoutPolicy string `yaml:"timeoutPolicy"`
 	// For, if set, is how long the edit lasts before it is undone.
 	For time.Duration `yaml:"for"`
 }
