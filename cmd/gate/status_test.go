@@ -173,19 +173,7 @@ func TestConditionStatusRows(t *testing.T) {
 // TestSuspendedStatusRows: a suspended rule's nodes show as suspended, with what the rule
 // would do running; a node it released before keeps its released row.
 func TestSuspendedStatusRows(t *testing.T) {
-	cfg, err := config.LoadConfig([]byte(`rules:
-  - name: default
-    taint: {key: startup.k8s.io/initializing, value: wait, effect: NoSchedule}
-    components: [{name: init, selector: startup.k8s.io/component=init}]
-    suspend: true
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	gateTaint := corev1.Taint{Key: config.DefaultTaintKey, Value: "wait", Effect: corev1.TaintEffectNoSchedule}
+	cfg := defaultRuleWith(t, "suspend: true")
 	nodes := []corev1.Node{
 		*node("held", nil, nil, gateTaint),
 		*node("joined-while-suspended", nil, nil),
@@ -210,20 +198,7 @@ func TestSuspendedStatusRows(t *testing.T) {
 // the guard, or kept for want of a NodeClaim or of a readable NodePool; a marked node is
 // replacing.
 func TestReplaceStatusRows(t *testing.T) {
-	cfg, err := config.LoadConfig([]byte(`rules:
-  - name: default
-    taint: {key: startup.k8s.io/initializing, value: wait, effect: NoSchedule}
-    components: [{name: init, selector: startup.k8s.io/component=init}]
-    maxHold: 5m
-    timeoutPolicy: replace
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	gateTaint := corev1.Taint{Key: config.DefaultTaintKey, Value: "wait", Effect: corev1.TaintEffectNoSchedule}
+	cfg := defaultRuleWith(t, "maxHold: 5m", "timeoutPolicy: replace")
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	claimed := func(name, pool string, annotations map[string]string) corev1.Node {
 		n := node(name, map[string]string{rule.KarpenterNodePoolLabel: pool}, annotations, gateTaint)
@@ -260,4 +235,26 @@ func TestReplaceStatusRows(t *testing.T) {
 			t.Errorf("%s: %q, want it to say %q", name, got[name], want)
 		}
 	}
+}
+
+// gateTaint is the contract's startup taint.
+var gateTaint = corev1.Taint{Key: config.DefaultTaintKey, Value: "wait", Effect: corev1.TaintEffectNoSchedule}
+
+// defaultRuleWith is a validated config of one rule, the contract's default written out,
+// with the given fields (YAML lines) added.
+func defaultRuleWith(t *testing.T, fields ...string) config.Config {
+	t.Helper()
+	src := "rules:\n  - name: default\n    taint: {key: startup.k8s.io/initializing, value: wait, effect: NoSchedule}\n" +
+		"    components: [{name: init, selector: startup.k8s.io/component=init}]\n"
+	for _, f := range fields {
+		src += "    " + f + "\n"
+	}
+	cfg, err := config.LoadConfig([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
