@@ -20,7 +20,7 @@ import (
 
 // The overlays operators install. deploy/base is not standalone (it lacks the webhook
 // Secret), so it is only ever rendered through them.
-var overlays = []string{"self-signed", "cert-manager", "policy", "pod-guard", "replace"}
+var overlays = []string{"self-signed", "cert-manager", "policy", "pod-guard"}
 
 const (
 	gateNamespace = "startupgate-system"

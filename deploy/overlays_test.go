@@ -164,10 +164,20 @@ func checkOverlayExtras(t *testing.T, overlay string, objs []*unstructured.Unstr
 		if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--pod-guard=true") {
 			t.Errorf("pod-guard overlay: Deployment args %v lack --pod-guard=true", args)
 		}
-	case "replace":
-		role := mustGet[rbacv1.ClusterRole](t, objs, "ClusterRole", "startupgate-replace")
-		b := mustGet[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", "startupgate-replace")
-		checkBinding(t, b.RoleRef, b.Subjects, "ClusterRole", role.Name)
+	}
+}
+
+// TestReplaceOverlay: overlays/replace is the self-signed install and the grants of
+// timeoutPolicy replace, bound to the gate's ServiceAccount, and nothing else. (It is not
+// among the overlays every install test pairs with a chart install: the chart renders the
+// grants from its config, which TestReplaceGrants in deploy/helm checks against this file.)
+func TestReplaceOverlay(t *testing.T) {
+	objs := render(t, filepath.Join("overlays", "replace"))
+	role := mustGet[rbacv1.ClusterRole](t, objs, "ClusterRole", "startupgate-replace")
+	b := mustGet[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", "startupgate-replace")
+	checkBinding(t, b.RoleRef, b.Subjects, "ClusterRole", role.Name)
+	if got, want := len(objs), len(render(t, filepath.Join("overlays", "self-signed")))+2; got != want {
+		t.Errorf("overlays/replace renders %d objects, want self-signed's and the two of replace (%d)", got, want)
 	}
 }
 
