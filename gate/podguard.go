@@ -122,10 +122,6 @@ func (g *PodGuard) decideRebooted(ctx context.Context, node *corev1.Node, tolera
 	var pods []*corev1.Pod
 	read := false
 	for _, r := range g.Config.RebootWindows(node, tolerations) {
-		b := r.BootOf(node)
-		if !b.Rebooted() {
-			continue
-		}
 		if !read {
 			var err error
 			if pods, err = g.initPodsOn(ctx, node.Name); err != nil {
@@ -133,12 +129,34 @@ func (g *PodGuard) decideRebooted(ctx context.Context, node *corev1.Node, tolera
 			}
 			read = true
 		}
-		if st, _ := rule.StateOf(r, g.Config.Readiness(), rule.Input{Node: node, Pods: pods, Now: time.Now()}); st == rule.StateRebooted {
+		n := adopted(r, g.Config.Readiness(), node, pods)
+		b := r.BootOf(n)
+		if !b.Rebooted() {
+			continue
+		}
+		if st, _ := rule.StateOf(r, g.Config.Readiness(), rule.Input{Node: n, Pods: pods, Now: time.Now()}); st == rule.StateRebooted {
 			return admission.Denied(fmt.Sprintf("node %q rebooted (boot %s, released on boot %s) and rule %s's taint %s is coming back; the pod does not tolerate it",
 				node.Name, b.Current, b.Recorded, r.Name, r.Taint.ToString())), true
 		}
 	}
 	return admission.Response{}, false
+}
+
+// adopted is the node as rule r sees it: itself, or, when the gate released it under
+// another name (a rename) and r has not recorded it as released yet, a copy with the
+// adoption r is about to write, the former name's boot and readiness records with it. A
+// reboot between the rename and the adoption is then the rule's to hold.
+func adopted(r *rule.Rule, rd rule.Readiness, node *corev1.Node, pods []*corev1.Pod) *corev1.Node {
+	if r.Completed(node) {
+		return node
+	}
+	d := rule.Decide(r, rd, rule.Input{Node: node, Pods: pods, Now: time.Now()})
+	if d.Write != rule.WriteAdopt {
+		return node
+	}
+	n := node.DeepCopy()
+	r.Apply(d, n, time.Now())
+	return n
 }
 
 // decideContinuous closes a continuous rule's window: the rule has released the node, its

@@ -614,3 +614,30 @@ func TestDryRunWhileSuspended(t *testing.T) {
 	e.r.Config = cfg
 	heldThenReleased(t, e, old, "b2", "released before its warm-up ran")
 }
+
+// TestPodGuardRenamedBeforeAdoption: a rule renamed while it gated a node's reboots, the node
+// rebooted before the renamed rule recorded it as released (its former name did): the Pod
+// guard judges the node as the adoption will record it, and denies the binding a rebooted
+// node's coming re-gate stands for. (The explorer found 20 Pods bound so, with the gate's
+// Node view late across the rename.)
+func TestPodGuardRenamedBeforeAdoption(t *testing.T) {
+	cfg := rebootConfig(t)
+	former := cfg.EffectiveRules()[0]
+	renamed := withRule(t, cfg, func(r *rule.Rule) { r.Name, r.CompletedAnnotation = "warm-up", "" })
+	pod := componentPod("init-n", "n", "init", testobj.ReadyAt(t0.Add(time.Minute)))
+	pod.Status.ContainerStatuses[0].ContainerID = "containerd://main-0"
+	node := testobj.Node("n", t0, testobj.NodeAnnotation(former.CompletedAnnotation, "1"), testobj.NodeAnnotation(former.BootAnnotation(), "b1"),
+		testobj.NodeAnnotation(former.EvidenceAnnotation(), rule.Fingerprint(pod)))
+	node.Status.NodeInfo.BootID = "b2"
+	c, _ := newFakeClient(interceptor.Funcs{}, node, pod)
+	g := &PodGuard{Cache: c, API: c, Config: renamed}
+	if resp, _ := g.decide(context.Background(), "n", nil); resp.Allowed {
+		t.Errorf("allowed a binding to a node rebooted since its release under the rule's former name")
+	}
+	node.Status.NodeInfo.BootID = "b1" // not rebooted: nothing to deny
+	c, _ = newFakeClient(interceptor.Funcs{}, node, pod)
+	g = &PodGuard{Cache: c, API: c, Config: renamed}
+	if resp, _ := g.decide(context.Background(), "n", nil); !resp.Allowed {
+		t.Errorf("denied a binding to a node in service on the boot it was released on: %s", resp.Result.Message)
+	}
+}

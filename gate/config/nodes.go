@@ -83,7 +83,8 @@ func (c *Config) TaintList() string {
 // RebootExposed reports whether a reboot of the node would open a window for a Pod with
 // these tolerations between the kubelet's new boot ID, which a quick reboot may report
 // without the node ever turning NotReady, and the re-gate write: a rule that gates reboots,
-// runs (not suspended), selects the node and has released it, and whose taint is off.
+// runs (not suspended), selects the node and has released it (or the gate did under another
+// name, which the rule is about to adopt), and whose taint is off.
 func (c *Config) RebootExposed(node *corev1.Node, tolerations []corev1.Toleration) bool {
 	return len(c.RebootWindows(node, tolerations)) > 0
 }
@@ -92,7 +93,8 @@ func (c *Config) RebootExposed(node *corev1.Node, tolerations []corev1.Toleratio
 func (c *Config) RebootWindows(node *corev1.Node, tolerations []corev1.Toleration) []*rule.Rule {
 	var out []*rule.Rule
 	for _, r := range c.Admitting() {
-		if r.GatesReboots() && r.Matches(node) && r.Completed(node) && !r.HasTaint(node) && !r.Tolerates(tolerations) {
+		released := r.Completed(node) || rule.InService(node, r.ReleasedAnnotation) // or under another name, not adopted yet
+		if r.GatesReboots() && r.Matches(node) && released && !r.HasTaint(node) && !r.Tolerates(tolerations) {
 			out = append(out, r)
 		}
 	}
