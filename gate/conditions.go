@@ -64,6 +64,11 @@ func (r *Reconciler) conditionRule(ctx context.Context, f *facts, rl *rule.Rule)
 func (r *Reconciler) budgetedTaint(ctx context.Context, f *facts, rl *rule.Rule, st *ruleState, d rule.ConditionDecision) (time.Duration, error) {
 	r.budgetMu.Lock()
 	defer r.budgetMu.Unlock()
+	if r.tainting.pending(rl.Name, f.node, rl.HasTaint(f.node)) {
+		// Its taint holds a place already, which a lagging cache may not show: put back, not
+		// asked for again.
+		return 0, r.conditionTaint(ctx, f, rl, st, d)
+	}
 	use, err := r.budgetUse(ctx, f.node, rl)
 	if err != nil {
 		return 0, err
@@ -78,14 +83,18 @@ func (r *Reconciler) budgetedTaint(ctx context.Context, f *facts, rl *rule.Rule,
 	r.mu.Lock()
 	st.budgetDenied = false
 	r.mu.Unlock()
-	return 0, r.conditionTaint(ctx, f, rl, st, d)
+	if err := r.conditionTaint(ctx, f, rl, st, d); err != nil || rl.DryRun || !rl.HasTaint(f.node) {
+		return 0, err
+	}
+	r.tainting.note(rl.Name, f.node)
+	return 0, nil
 }
 
-// budgetUse counts, from the cache, the selected nodes that carry the rule's taint (a dry
-// run: that it reported it would taint). A taint this process wrote that the cache does not
-// show yet needs no ledger: that node still matches in the cache and stands in the queue at
-// its place, ahead of every node it kept out, so it is counted all the same. The budget
-// lock makes the question and the write one step.
+// budgetUse counts the selected nodes that carry the rule's taint (a dry run: that it
+// reported it would taint): from the cache, and from the ledger of taints this process wrote
+// that the cache does not show yet. Without the ledger, such a node would count only by its
+// place in the queue, and a late view of another node's match can sort that one ahead of
+// it. The budget lock makes the question and the write one step.
 func (r *Reconciler) budgetUse(ctx context.Context, node *corev1.Node, rl *rule.Rule) (rule.BudgetUse, error) {
 	list := &corev1.NodeList{}
 	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
@@ -101,7 +110,8 @@ func (r *Reconciler) budgetUse(ctx context.Context, node *corev1.Node, rl *rule.
 		if rl.DryRun {
 			return r.wouldTaintLocked(n.Name, rl)
 		}
-		return rl.HasTaint(n)
+		has := rl.HasTaint(n)
+		return r.tainting.pending(rl.Name, n, has) || has
 	}), nil
 }
 
@@ -141,7 +151,7 @@ func (r *Reconciler) conditionTaint(ctx context.Context, f *facts, rl *rule.Rule
 // conditionClear takes off the taint the rule placed, and its mark, in one guarded write.
 func (r *Reconciler) conditionClear(ctx context.Context, f *facts, rl *rule.Rule, d rule.ConditionDecision) error {
 	had := rl.HasTaint(f.node)
-	written, wrote, err := r.Writer.Write(ctx, f.node, rl.ClearConditionTaint)
+	written, wrote, err := r.clearConditionTaint(ctx, f.node, rl)
 	if err != nil {
 		return fmt.Errorf("removing rule %q's taint from node %q: %w", rl.Name, f.node.Name, err)
 	}
@@ -153,6 +163,18 @@ func (r *Reconciler) conditionClear(ctx context.Context, f *facts, rl *rule.Rule
 	r.Recorder.Eventf(written, nil, corev1.EventTypeNormal, ReasonConditionCleared, eventActionRelease, "Rule %s: removed taint %s: %s", rl.Name, rl.Taint.ToString(), d.Reason)
 	log.FromContext(ctx).Info("Removed condition taint, conditions no longer match", "node", klog.KObj(written), "rule", rl.Name, "reason", d.Reason)
 	return nil
+}
+
+// clearConditionTaint takes the rule's taint and its mark off, and out of the budget's
+// ledger once the write shows it gone.
+func (r *Reconciler) clearConditionTaint(ctx context.Context, node *corev1.Node, rl *rule.Rule) (*corev1.Node, bool, error) {
+	written, wrote, err := r.Writer.Write(ctx, node, rl.ClearConditionTaint)
+	if err == nil && !rl.HasTaint(written) {
+		r.budgetMu.Lock()
+		r.tainting.drop(rl.Name, written.Name)
+		r.budgetMu.Unlock()
+	}
+	return written, wrote, err
 }
 
 // wouldTaint reports, once per match, what a dry-run condition rule would do: the taint, and

@@ -156,6 +156,42 @@ func TestConditionBudgetCountsWritesTheCacheLags(t *testing.T) {
 	}
 }
 
+// TestConditionBudgetHoldsWhenALateViewReorders: a view that shows a node's match late
+// reorders the queue. a and b are tainted while the stale cache shows only them matching;
+// then it shows c, which matched first, and still not the two taints. c sorts ahead of a
+// and b, so counting their taints from their place in the queue would let c take a third
+// place in a budget of two (explore, stale-node-view on noexecute-budget).
+func TestConditionBudgetHoldsWhenALateViewReorders(t *testing.T) {
+	cfg := conditionConfig(t, func(r *rule.Rule) { r.MaxTainted = &intstr.IntOrString{Type: intstr.Int, IntVal: 2} })
+	objs := func(cMatches bool) []client.Object {
+		c := []testobj.NodeOpt{testobj.NodeAnnotation(releasedMark, "1")}
+		if cMatches {
+			c = append(c, preempted(t0))
+		}
+		return []client.Object{
+			testobj.Node("a", t0, testobj.NodeAnnotation(releasedMark, "1"), preempted(t0.Add(time.Second))),
+			testobj.Node("b", t0, testobj.NodeAnnotation(releasedMark, "1"), preempted(t0.Add(time.Second))),
+			testobj.Node("c", t0, c...),
+		}
+	}
+	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, objs(true)...)
+	stale, _ := newFakeClient(interceptor.Funcs{}, objs(false)...) // c's match not seen yet, nor any write
+	e.r.Client = stale
+	e.reconcile(t, "a")
+	e.reconcile(t, "b")
+	late, _ := newFakeClient(interceptor.Funcs{}, objs(true)...) // now c's match, still no taint
+	e.r.Client = late
+	if got := e.reconcile(t, "c"); got.RequeueAfter != budgetRetry {
+		t.Errorf("c: %+v, want a retry after %s: a and b hold the budget", got, budgetRetry)
+	}
+	oos := cfg.EffectiveRules()[1]
+	for _, name := range []string{"a", "b", "c"} {
+		if has, want := oos.HasTaint(getNode(t, e.c, name)), name != "c"; has != want {
+			t.Errorf("%s tainted = %v, want %v", name, has, want)
+		}
+	}
+}
+
 // TestConditionDryRunReportsEvictions: a dry-run NoExecute rule writes nothing and names the
 // Pods its taint would evict, once.
 func TestConditionDryRunReportsEvictions(t *testing.T) {

@@ -84,14 +84,18 @@ type Reconciler struct {
 
 	mu    sync.Mutex
 	nodes map[string]*nodeState
-	// budgetMu serializes the eviction budgets' decisions with their writes.
+	// budgetMu serializes the eviction budgets' decisions with their writes, and tainting
+	// holds, by rule, the nodes this process put a budgeted taint on, by name, until the
+	// cache shows it: a late view can show another node's match before these taints, and
+	// sort it ahead of them in the queue, where their place no longer counts them.
 	budgetMu sync.Mutex
+	tainting ledger
 	// replaceMu serializes the replacements' decisions with their writes (timeoutPolicy
 	// replace), and replacing holds, by rule, the nodes this process marked for
 	// replacement, by name, until the cache shows the mark: the cache may not show a mark
 	// just written, and a replacement counted from it alone could pass the budget.
 	replaceMu sync.Mutex
-	replacing map[string]map[string]bool
+	replacing ledger
 	// uncached: the DaemonSets and label keys labelled has logged, each once.
 	uncached sync.Map
 }
@@ -558,7 +562,7 @@ func (r *Reconciler) retaint(ctx context.Context, f *facts, rl *rule.Rule, d rul
 // leftSelector takes a condition rule's taint off a node the rule no longer selects (its
 // labels or the rule's selector changed), when the rule placed it.
 func (r *Reconciler) leftSelector(ctx context.Context, f *facts, rl *rule.Rule, d rule.ConditionDecision) error {
-	written, wrote, err := r.Writer.Write(ctx, f.node, rl.ClearConditionTaint)
+	written, wrote, err := r.clearConditionTaint(ctx, f.node, rl)
 	if err != nil {
 		return fmt.Errorf("removing rule %q's taint from node %q, which left its selector: %w", rl.Name, f.node.Name, err)
 	}
@@ -731,10 +735,11 @@ func (r *Reconciler) forget(name string) {
 	}
 	r.mu.Unlock()
 	r.replaceMu.Lock()
-	for _, nodes := range r.replacing {
-		delete(nodes, name)
-	}
+	r.replacing.forget(name)
 	r.replaceMu.Unlock()
+	r.budgetMu.Lock()
+	r.tainting.forget(name)
+	r.budgetMu.Unlock()
 }
 
 func (r *Reconciler) dropLocked(st *nodeState) {

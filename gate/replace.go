@@ -59,7 +59,7 @@ func (r *Reconciler) replace(ctx context.Context, f *facts, rl *rule.Rule, st *r
 		if err != nil || !wrote || !rl.Replacing(written) {
 			return 0, err // the node changed under the decision: the next event decides again
 		}
-		r.noteReplacing(rl, written.Name)
+		r.replacing.note(rl.Name, written)
 		timeoutsTotal.WithLabelValues(rl.Name, string(rule.TimeoutReplace)).Inc()
 	}
 	if !r.firstTime(&st.claimDeleted) {
@@ -116,25 +116,15 @@ func (r *Reconciler) replaceView(ctx context.Context, node *corev1.Node, rl *rul
 		return rl.ViewOf(node, nil, nil, "", fmt.Errorf("listing nodes: %w", err)), pool
 	}
 	nodes := make([]*corev1.Node, len(list.Items))
+	marked := map[string]bool{}
 	for i := range list.Items {
-		nodes[i] = &list.Items[i]
-		if rl.HasTaint(nodes[i]) && rl.Replacing(nodes[i]) {
-			delete(r.replacing[rl.Name], nodes[i].Name) // the cache shows the mark: it counts from here on
+		n := &list.Items[i]
+		nodes[i] = n
+		if r.replacing.pending(rl.Name, n, rl.HasTaint(n) && rl.Replacing(n)) {
+			marked[n.Name] = true
 		}
 	}
-	return rl.ViewOf(node, nodes, r.replacing[rl.Name], pool.Annotations[rl.TimeoutsAnnotation()], nil), pool
-}
-
-// noteReplacing remembers a node this process marked for replacement under the rule, until
-// the cache shows the mark or the node is gone (forget). Callers hold replaceMu.
-func (r *Reconciler) noteReplacing(rl *rule.Rule, name string) {
-	if r.replacing == nil {
-		r.replacing = map[string]map[string]bool{}
-	}
-	if r.replacing[rl.Name] == nil {
-		r.replacing[rl.Name] = map[string]bool{}
-	}
-	r.replacing[rl.Name][name] = true
+	return rl.ViewOf(node, nodes, marked, pool.Annotations[rl.TimeoutsAnnotation()], nil), pool
 }
 
 // recordGuard writes the pool's guard, guarded by the version read (a conflict fails the

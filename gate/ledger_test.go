@@ -1,0 +1,49 @@
+package gate
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestLedgerPending: a mark counts from the ledger while the cache is behind its write,
+// and no longer once the cache caught up (whatever it shows) or shows the mark.
+func TestLedgerPending(t *testing.T) {
+	at := func(rv string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", ResourceVersion: rv}}
+	}
+	tests := []struct {
+		name   string
+		cached *corev1.Node
+		shows  bool
+		want   bool
+	}{
+		{"the cache is behind the write", at("9"), false, true},
+		{"the cache caught up: it tells, though it shows no mark (taken off since)", at("10"), false, false},
+		{"the cache is past the write", at("11"), false, false},
+		{"the cache shows the mark", at("9"), true, false},
+		{"a version that cannot be compared counts until the mark shows", at("x"), false, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var l ledger
+			l.note("r", at("10"))
+			if got := l.pending("r", tc.cached, tc.shows); got != tc.want {
+				t.Fatalf("pending = %v, want %v", got, tc.want)
+			}
+			if again := l.pending("r", tc.cached, false); again != tc.want {
+				t.Errorf("asked again: pending = %v, want %v (dropped entries stay dropped)", again, tc.want)
+			}
+			if l.pending("other", tc.cached, false) {
+				t.Error("another rule's mark counted")
+			}
+		})
+	}
+	var l ledger
+	l.note("r", at("10"))
+	l.forget("n")
+	if l.pending("r", at("9"), false) {
+		t.Error("a forgotten node still counts")
+	}
+}
