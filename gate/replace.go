@@ -38,7 +38,10 @@ func (r *Reconciler) replace(ctx context.Context, f *facts, rl *rule.Rule, st *r
 	r.replaceMu.Lock()
 	defer r.replaceMu.Unlock()
 	now := r.Clock.Now()
-	v, pool := r.replaceView(ctx, f.node, rl)
+	v, pool, err := r.replaceView(ctx, f.node, rl)
+	if err != nil {
+		return 0, err
+	}
 	rp := rl.DecideReplace(d, v, now)
 	logger := log.FromContext(ctx).WithValues("node", klog.KObj(f.node), "rule", rl.Name, "nodepool", v.Pool)
 	switch rp.Action {
@@ -100,20 +103,24 @@ func (r *Reconciler) replaceHeld(ctx context.Context, node *corev1.Node, rl *rul
 // replaceView gathers what DecideReplace reads (rule.ViewOf): the cached Nodes, the nodes
 // this process marked and the cache does not show marked yet, and the pool's guard from the
 // apiserver (the NodePool as read, for the guard's write, is returned too; nil when it was
-// not read). Callers hold replaceMu.
-func (r *Reconciler) replaceView(ctx context.Context, node *corev1.Node, rl *rule.Rule) (rule.ReplaceView, *metav1.PartialObjectMetadata) {
+// not read). A read that fails is an error, for the reconcile's retry: a node kept held on
+// it would wait for its next change. A NodePool that is gone is none: the node is kept
+// held. Callers hold replaceMu.
+func (r *Reconciler) replaceView(ctx context.Context, node *corev1.Node, rl *rule.Rule) (rule.ReplaceView, *metav1.PartialObjectMetadata, error) {
 	claim, _, _ := rule.NodeClaimOf(node)
 	name := node.Labels[rule.KarpenterNodePoolLabel]
 	if claim == "" || name == "" {
-		return rl.ViewOf(node, nil, nil, "", nil), nil
+		return rl.ViewOf(node, nil, nil, "", nil), nil, nil
 	}
 	pool := nodePool(name)
-	if err := r.apiReader().Get(ctx, client.ObjectKey{Name: name}, pool); err != nil {
-		return rl.ViewOf(node, nil, nil, "", fmt.Errorf("reading NodePool %s: %w", name, err)), nil
+	if err := r.apiReader().Get(ctx, client.ObjectKey{Name: name}, pool); apierrors.IsNotFound(err) {
+		return rl.ViewOf(node, nil, nil, "", fmt.Errorf("NodePool %s not found", name)), nil, nil
+	} else if err != nil {
+		return rule.ReplaceView{}, nil, fmt.Errorf("reading NodePool %s for node %q: %w", name, node.Name, err)
 	}
 	list := &corev1.NodeList{}
 	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
-		return rl.ViewOf(node, nil, nil, "", fmt.Errorf("listing nodes: %w", err)), pool
+		return rule.ReplaceView{}, nil, fmt.Errorf("listing nodes for rule %q's replacements (node %q): %w", rl.Name, node.Name, err)
 	}
 	nodes := make([]*corev1.Node, len(list.Items))
 	marked := map[string]bool{}
@@ -124,7 +131,7 @@ func (r *Reconciler) replaceView(ctx context.Context, node *corev1.Node, rl *rul
 			marked[n.Name] = true
 		}
 	}
-	return rl.ViewOf(node, nodes, marked, pool.Annotations[rl.TimeoutsAnnotation()], nil), pool
+	return rl.ViewOf(node, nodes, marked, pool.Annotations[rl.TimeoutsAnnotation()], nil), pool, nil
 }
 
 // recordGuard writes the pool's guard, guarded by the version read (a conflict fails the

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/rule"
@@ -174,5 +175,40 @@ func TestReplaceWithoutKarpenter(t *testing.T) {
 	}
 	if got := e.drain(); !slices.Equal(got, []string{"Normal " + ReasonHeld, "Warning " + ReasonTimedOut}) {
 		t.Errorf("events %v", got)
+	}
+}
+
+// TestReplaceRetriesAFailedRead: a read of the NodePool that fails (the apiserver busy, a
+// grant missing) is an error of the reconcile, retried with its backoff, and the node is
+// replaced once the read succeeds. Kept held with nothing to wake it, the node would stay
+// held until some other change of it. A NodePool that is gone is no error: the node is
+// kept held, with a Warning.
+func TestReplaceRetriesAFailedRead(t *testing.T) {
+	cfg := replaceConfig(t)
+	rl := cfg.EffectiveRules()[0]
+	fail := true
+	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if key.Name == "pool" && fail {
+			return apierrors.NewServiceUnavailable("etcd leader changed")
+		}
+		return c.Get(ctx, key, obj, opts...)
+	}}, append([]client.Object{karpenterObject("NodePool", "pool")}, claimedNode("a", "pool")...)...)
+	_, err := e.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "a"}})
+	if err == nil || !apierrors.IsServiceUnavailable(err) {
+		t.Fatalf("Reconcile = %v, want the NodePool read's error, for a retry", err)
+	}
+	fail = false
+	e.reconcile(t, "a")
+	if a := getNode(t, e.c, "a"); !rl.Replacing(a) || claimExists(t, e.c, "claim-a") {
+		t.Fatalf("a not replaced once the read succeeded: %v", a.Annotations)
+	}
+
+	gone := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, claimedNode("b", "pool")...)
+	gone.reconcile(t, "b")
+	if b := getNode(t, gone.c, "b"); rl.Replacing(b) || !rl.HasTaint(b) {
+		t.Errorf("b, its NodePool gone: annotations %v, taints %v; want held, unmarked", b.Annotations, b.Spec.Taints)
+	}
+	if got := gone.drain(); !slices.Contains(got, "Warning "+ReasonTimedOut) {
+		t.Errorf("events %v, want a %s", got, ReasonTimedOut)
 	}
 }

@@ -168,7 +168,8 @@ const (
 )
 
 // Replacement is a replace decision: the action, the guard to record first (ReplaceNow),
-// when to decide again (ReplaceWait, ReplaceStopped), and why in words.
+// when to decide again (ReplaceWait, ReplaceStopped, ReplaceKeep on a guard it cannot
+// read), and why in words.
 type Replacement struct {
 	Action ReplaceAction
 	Guard  Guard
@@ -189,7 +190,9 @@ func (r *Rule) DecideReplace(d Decision, v ReplaceView, now time.Time) Replaceme
 	case v.Pool == "":
 		return Replacement{Action: ReplaceKeep, Reason: fmt.Sprintf("the node has no %s label: kept held", KarpenterNodePoolLabel)}
 	case v.GuardErr != nil:
-		return Replacement{Action: ReplaceKeep, Reason: fmt.Sprintf("NodePool %s's %s: %v: kept held", v.Pool, r.TimeoutsAnnotation(), v.GuardErr)}
+		// An operator can mend the annotation or the pool, which is no event of the node.
+		return Replacement{Action: ReplaceKeep, After: r.ReplaceBackoff.Duration,
+			Reason: fmt.Sprintf("NodePool %s's %s: %v: kept held", v.Pool, r.TimeoutsAnnotation(), v.GuardErr)}
 	}
 	g := v.Guard
 	if v.WarmedSince {

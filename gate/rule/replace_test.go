@@ -43,12 +43,13 @@ func TestDecideReplace(t *testing.T) {
 		view  ReplaceView
 		want  ReplaceAction
 		guard Guard         // recorded, for ReplaceNow
-		after time.Duration // for ReplaceWait and ReplaceStopped
+		after time.Duration // when to decide again
 	}{
 		{name: "the first timeout of a pool: replaced", d: held, view: view(nil), want: ReplaceNow, guard: Guard{1, now}},
 		{name: "no NodeClaim owns the node: kept", d: held, view: view(func(v *ReplaceView) { v.Claim = "" }), want: ReplaceKeep},
 		{name: "no NodePool label: kept", d: held, view: view(func(v *ReplaceView) { v.Pool = "" }), want: ReplaceKeep},
-		{name: "a guard that cannot be read: kept", d: held, view: view(func(v *ReplaceView) { v.GuardErr = errors.New("x") }), want: ReplaceKeep},
+		{name: "a guard that cannot be read (malformed, its NodePool gone): kept, looked at again after the backoff",
+			d: held, view: view(func(v *ReplaceView) { v.GuardErr = errors.New("x") }), want: ReplaceKeep, after: time.Minute},
 		{name: "the budget is spent: waits", d: held, view: view(func(v *ReplaceView) { v.InFlight = 2 }), want: ReplaceWait, after: time.Minute},
 		{name: "one slot left: replaced", d: held, view: view(func(v *ReplaceView) { v.InFlight = 1 }), want: ReplaceNow, guard: Guard{1, now}},
 		{name: "the second in a row, within the backoff: waits its end",
@@ -78,7 +79,7 @@ func TestDecideReplace(t *testing.T) {
 			if tc.want == ReplaceNow && (got.Guard.Timeouts != tc.guard.Timeouts || !got.Guard.Last.Equal(tc.guard.Last)) {
 				t.Errorf("guard to record %+v, want %+v", got.Guard, tc.guard)
 			}
-			if (tc.want == ReplaceWait || tc.want == ReplaceStopped) && got.After != tc.after {
+			if got.After != tc.after {
 				t.Errorf("after %s, want %s", got.After, tc.after)
 			}
 		})
