@@ -18,6 +18,7 @@ import (
 
 	"github.com/startupgate/startupgate/internal/freeport"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -75,6 +76,24 @@ func repoRoot(ctx context.Context) (string, error) {
 	return root, nil
 }
 
+// CRDOptions are envtest's options for the CRDs of the build in dir (Build's).
+func CRDOptions(dir string) envtest.CRDInstallOptions {
+	var paths []string
+	for _, c := range CRDs {
+		paths = append(paths, filepath.Join(dir, c))
+	}
+	return envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true, MaxTime: time.Minute}
+}
+
+// InstallCRDs installs the CRDs of the build in dir (Build's) and waits until the apiserver
+// serves them.
+func InstallCRDs(cfg *rest.Config, dir string) error {
+	if _, err := envtest.InstallCRDs(cfg, CRDOptions(dir)); err != nil {
+		return fmt.Errorf("installing Karpenter's CRDs: %w", err)
+	}
+	return nil
+}
+
 // Options say how Karpenter runs.
 type Options struct {
 	// Kubeconfig is the plane's admin kubeconfig file; Karpenter runs out of cluster.
@@ -116,12 +135,8 @@ func Start(ctx context.Context, o Options) (*Karpenter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading kubeconfig %s: %w", o.Kubeconfig, err)
 	}
-	var paths []string
-	for _, c := range CRDs {
-		paths = append(paths, filepath.Join(dir, c))
-	}
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true, MaxTime: time.Minute}); err != nil {
-		return nil, fmt.Errorf("installing Karpenter's CRDs: %w", err)
+	if err := InstallCRDs(cfg, dir); err != nil {
+		return nil, err
 	}
 	types, err := json.MarshalIndent(instanceTypesFile(o.InstanceTypes), "", "  ")
 	if err != nil {
