@@ -151,6 +151,10 @@ func nrcToRule(o nrcRule) (Rule, error) {
 		comments = []string{
 			"From NodeReadinessRule " + o.Metadata.Name + " (bootstrap-only): released once per node.",
 			"The gate adds the taint inside Node CREATE; kubelet's --register-with-taints is not needed.",
+			"Like NRC, it holds a node until the conditions are met, however long. maxHold bounds that,",
+			"with timeoutPolicy release, keep, or replace: with Karpenter, the gate deletes the NodeClaim",
+			"of a node that never warms (the chart grants that for a replace rule; kustomize:",
+			"deploy/overlays/replace).",
 		}
 	case "continuous":
 		if s.Taint.Effect != corev1.TaintEffectNoSchedule {
