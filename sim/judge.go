@@ -82,6 +82,14 @@ func (rn *run) judge() *report.Result {
 	for _, d := range replaced {
 		res.ReplacementMS = append(res.ReplacementMS, d.Milliseconds())
 	}
+	if marked := check.Replaced(recs); marked > 0 {
+		back := check.ReplacementReleases(recs)
+		for _, d := range back {
+			res.ReplaceReleaseMS = append(res.ReplaceReleaseMS, d.Milliseconds())
+		}
+		p := check.PercentilesOf(back)
+		res.Notes = append(res.Notes, fmt.Sprintf("replaced: %d; a replacement released for %d of them, p50 %.0fms p99 %.0fms after the mark", marked, len(back), p.P50, p.P99))
+	}
 	hold := check.PercentilesOf(v.Hold)
 	res.HoldMS = report.HoldPercentiles{P50: hold.P50, P99: hold.P99}
 	rn.mu.Lock()

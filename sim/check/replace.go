@@ -77,3 +77,37 @@ func Replaced(records []record.NodeRecord) int {
 	}
 	return n
 }
+
+// ReplacementReleases pairs each replaced node with its replacement and returns, per pair,
+// the time from the replacement's mark (the gate's decision at the timeout) to the
+// replacement's release: how long the capacity stayed missing. The replacement is taken to
+// be the earliest node created after the mark that no earlier mark took, as Karpenter
+// launches one for the Pods the deleted node leaves pending. A mark with no such node
+// released (the replacement never warmed, or none was launched) has no pair.
+func ReplacementReleases(records []record.NodeRecord) []time.Duration {
+	var marked, created []*record.NodeRecord
+	for i := range records {
+		rec := &records[i]
+		if !rec.Replacing.IsZero() {
+			marked = append(marked, rec)
+		}
+		created = append(created, rec)
+	}
+	sort.SliceStable(marked, func(i, j int) bool { return marked[i].Replacing.RV < marked[j].Replacing.RV })
+	sort.SliceStable(created, func(i, j int) bool { return created[i].Created.RV < created[j].Created.RV })
+	taken := map[*record.NodeRecord]bool{}
+	var out []time.Duration
+	for _, m := range marked {
+		for _, c := range created {
+			if taken[c] || c.Created.RV <= m.Replacing.RV {
+				continue
+			}
+			taken[c] = true
+			if !c.Released.IsZero() {
+				out = append(out, c.Released.Time.Sub(m.Replacing.Time))
+			}
+			break
+		}
+	}
+	return out
+}

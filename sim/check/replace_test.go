@@ -1,6 +1,7 @@
 package check
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -58,5 +59,44 @@ func TestGateReplacements(t *testing.T) {
 	}
 	if n := Replaced([]record.NodeRecord{rec("a", "gpu", 11, 0), {Name: "b"}}); n != 1 {
 		t.Errorf("Replaced = %d, want 1", n)
+	}
+}
+
+// TestReplacementReleases: each mark pairs with the earliest node created after it that no
+// earlier mark took; a replacement never released counts for nothing, and a node created
+// before the mark is never its replacement.
+func TestReplacementReleases(t *testing.T) {
+	start := time.Unix(1000, 0)
+	at := func(rv uint64) record.Mark {
+		return record.Mark{RV: rv, Time: start.Add(time.Duration(rv) * time.Second)}
+	}
+	node := func(created, released, replacing uint64) record.NodeRecord {
+		r := record.NodeRecord{Created: at(created)}
+		if released > 0 {
+			r.Released = at(released)
+		}
+		if replacing > 0 {
+			r.Replacing = at(replacing)
+		}
+		return r
+	}
+	for _, tt := range []struct {
+		name string
+		recs []record.NodeRecord
+		want []time.Duration
+	}{
+		{name: "none replaced", recs: []record.NodeRecord{node(1, 5, 0), node(2, 6, 0)}},
+		{name: "one, its replacement released", recs: []record.NodeRecord{node(1, 0, 20), node(2, 5, 0), node(25, 40, 0)},
+			want: []time.Duration{20 * time.Second}},
+		{name: "two in turn, the replacements in order", recs: []record.NodeRecord{node(1, 0, 20), node(2, 0, 22), node(24, 30, 0), node(26, 50, 0)},
+			want: []time.Duration{10 * time.Second, 28 * time.Second}},
+		{name: "a replacement that never warmed", recs: []record.NodeRecord{node(1, 0, 20), node(25, 0, 0)}},
+		{name: "no node launched after the mark", recs: []record.NodeRecord{node(1, 0, 20), node(2, 5, 0)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ReplacementReleases(tt.recs); !slices.Equal(got, tt.want) {
+				t.Errorf("ReplacementReleases = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

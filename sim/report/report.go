@@ -38,12 +38,15 @@ type Result struct {
 	BoundWhileUnready int                `json:"bound_while_unready,omitempty"`
 	// ReplacementMS: for each StatefulSet Pod of a node whose kubelet stopped, the time from
 	// the stop to the Pod running on another node.
-	ReplacementMS []int64  `json:"replacement_ms,omitempty"`
-	DurationMS    int64    `json:"duration_ms"`
-	Failures      []string `json:"failures,omitempty"`
-	Errors        []string `json:"errors,omitempty"`
-	Reproduce     string   `json:"reproduce,omitempty"`
-	Notes         []string `json:"notes,omitempty"`
+	ReplacementMS []int64 `json:"replacement_ms,omitempty"`
+	// ReplaceReleaseMS: for each node the gate replaced (timeoutPolicy replace) whose
+	// replacement was released, the time from the replacement's mark to that release.
+	ReplaceReleaseMS []int64  `json:"replace_release_ms,omitempty"`
+	DurationMS       int64    `json:"duration_ms"`
+	Failures         []string `json:"failures,omitempty"`
+	Errors           []string `json:"errors,omitempty"`
+	Reproduce        string   `json:"reproduce,omitempty"`
+	Notes            []string `json:"notes,omitempty"`
 
 	// Records and Start are the run's raw material, for the timeline picture and the
 	// benchmark; they are not part of the JSON report. ReleaseLatency are the checker's
