@@ -60,34 +60,46 @@ func (r *Reconciler) conditionRule(ctx context.Context, f *facts, rl *rule.Rule)
 }
 
 // budgetedTaint asks the rule's eviction budget before tainting. The question and the
-// write hold the budget lock, so that two workers never both take the last place.
+// write hold the budget lock, so that two workers never both take the last place. A taint
+// in the ledger holds its place already, which a lagging cache may not show: it is put
+// back (someone took it off, or the cache is behind) without asking again, and noted anew,
+// so that the ledger keeps the latest write.
 func (r *Reconciler) budgetedTaint(ctx context.Context, f *facts, rl *rule.Rule, st *ruleState, d rule.ConditionDecision) (time.Duration, error) {
 	r.budgetMu.Lock()
 	defer r.budgetMu.Unlock()
-	if r.tainting.pending(rl.Name, f.node, rl.HasTaint(f.node)) {
-		// Its taint holds a place already, which a lagging cache may not show: put back, not
-		// asked for again.
-		return 0, r.conditionTaint(ctx, f, rl, st, d)
+	if !r.tainting.pending(rl.Name, f.node, rl.HasTaint(f.node)) {
+		switch allowed, err := r.askBudget(ctx, f.node, rl, st); {
+		case err != nil:
+			return 0, err
+		case !allowed:
+			return budgetRetry, nil
+		}
 	}
-	use, err := r.budgetUse(ctx, f.node, rl)
-	if err != nil {
-		return 0, err
-	}
-	conditionTaintedNodes.WithLabelValues(rl.Name).Set(float64(use.Used))
-	if !use.Allowed {
-		budgetExhausted.WithLabelValues(rl.Name).Set(1)
-		r.budgetDenied(ctx, f.node, rl, st, use)
-		return budgetRetry, nil
-	}
-	budgetExhausted.WithLabelValues(rl.Name).Set(0)
-	r.mu.Lock()
-	st.budgetDenied = false
-	r.mu.Unlock()
 	if err := r.conditionTaint(ctx, f, rl, st, d); err != nil || rl.DryRun || !rl.HasTaint(f.node) {
 		return 0, err
 	}
 	r.tainting.note(rl.Name, f.node)
 	return 0, nil
+}
+
+// askBudget reports whether the budget has a place for the node now, reporting the node
+// held back when it has not. Callers hold budgetMu.
+func (r *Reconciler) askBudget(ctx context.Context, node *corev1.Node, rl *rule.Rule, st *ruleState) (bool, error) {
+	use, err := r.budgetUse(ctx, node, rl)
+	if err != nil {
+		return false, err
+	}
+	conditionTaintedNodes.WithLabelValues(rl.Name).Set(float64(use.Used))
+	if !use.Allowed {
+		budgetExhausted.WithLabelValues(rl.Name).Set(1)
+		r.budgetDenied(ctx, node, rl, st, use)
+		return false, nil
+	}
+	budgetExhausted.WithLabelValues(rl.Name).Set(0)
+	r.mu.Lock()
+	st.budgetDenied = false
+	r.mu.Unlock()
+	return true, nil
 }
 
 // budgetUse counts the selected nodes that carry the rule's taint (a dry run: that it

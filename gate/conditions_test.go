@@ -192,6 +192,65 @@ func TestConditionBudgetHoldsWhenALateViewReorders(t *testing.T) {
 	}
 }
 
+// TestConditionBudgetKeepsATaintPutBack: a taint of the ledger that someone took off is
+// put back without asking the budget, and the ledger keeps that latest write. Keeping the
+// first write's version instead, a cache that caught up with the removal would drop the
+// entry while the taint is on again, and let another node take the place.
+func TestConditionBudgetKeepsATaintPutBack(t *testing.T) {
+	cfg := conditionConfig(t, func(r *rule.Rule) { r.MaxTainted = &intstr.IntOrString{Type: intstr.Int, IntVal: 1} })
+	oos := cfg.EffectiveRules()[1]
+	a := testobj.Node("a", t0, testobj.NodeAnnotation(releasedMark, "1"), preempted(t0.Add(time.Second)))
+	b := testobj.Node("b", t0, testobj.NodeAnnotation(releasedMark, "1"), preempted(t0)) // matched first
+	bUnseen := testobj.Node("b", t0, testobj.NodeAnnotation(releasedMark, "1"))
+	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, a.DeepCopy(), b.DeepCopy())
+	stale, _ := newFakeClient(interceptor.Funcs{}, a.DeepCopy(), bUnseen) // b's match not seen yet
+	e.r.Client = stale
+	e.reconcile(t, "a")
+	// Another writer takes the taint off; the stale cache shows neither write.
+	off := getNode(t, e.c, "a")
+	off.Spec.Taints = nil
+	if err := e.c.Update(t.Context(), off); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile(t, "a") // put back
+	if !oos.HasTaint(getNode(t, e.c, "a")) {
+		t.Fatal("a's taint not put back")
+	}
+	// The cache catches up with the removal (not yet the taint put back), and shows b's match.
+	late, _ := newFakeClient(interceptor.Funcs{}, off.DeepCopy(), b.DeepCopy())
+	e.r.Client = late
+	if got := e.reconcile(t, "b"); got.RequeueAfter != budgetRetry || oos.HasTaint(getNode(t, e.c, "b")) {
+		t.Errorf("b: %+v, tainted %v; want it held back: a's taint is on again and holds the one place", got, oos.HasTaint(getNode(t, e.c, "b")))
+	}
+}
+
+// TestConditionClearLeavesTheLedger: a taint the rule took off no longer counts in the
+// budget, though the cache has seen neither the taint nor its removal.
+func TestConditionClearLeavesTheLedger(t *testing.T) {
+	cfg := conditionConfig(t, func(r *rule.Rule) { r.MaxTainted = &intstr.IntOrString{Type: intstr.Int, IntVal: 1} })
+	a := testobj.Node("a", t0, testobj.NodeAnnotation(releasedMark, "1"), preempted(t0))
+	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, a.DeepCopy())
+	stale, _ := newFakeClient(interceptor.Funcs{}, a.DeepCopy())
+	e.r.Client = stale
+	e.reconcile(t, "a")
+	if !e.r.tainting.pending("oos", a, false) {
+		t.Fatal("a's taint not in the ledger")
+	}
+	cleared := getNode(t, e.c, "a")
+	cleared.Status.Conditions[0].Status = corev1.ConditionFalse
+	if err := e.c.Status().Update(t.Context(), cleared); err != nil {
+		t.Fatal(err)
+	}
+	e.r.Client = e.c // the cache shows the taint and the cleared condition
+	e.reconcile(t, "a")
+	if cfg.EffectiveRules()[1].HasTaint(getNode(t, e.c, "a")) {
+		t.Fatal("a still tainted after its condition cleared")
+	}
+	if e.r.tainting.pending("oos", a, false) {
+		t.Error("a's taint, taken off, still counts in the budget")
+	}
+}
+
 // TestConditionDryRunReportsEvictions: a dry-run NoExecute rule writes nothing and names the
 // Pods its taint would evict, once.
 func TestConditionDryRunReportsEvictions(t *testing.T) {

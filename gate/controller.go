@@ -85,15 +85,15 @@ type Reconciler struct {
 	mu    sync.Mutex
 	nodes map[string]*nodeState
 	// budgetMu serializes the eviction budgets' decisions with their writes, and tainting
-	// holds, by rule, the nodes this process put a budgeted taint on, by name, until the
-	// cache shows it: a late view can show another node's match before these taints, and
-	// sort it ahead of them in the queue, where their place no longer counts them.
+	// holds the budgeted taints this process wrote until the cache has caught up with them
+	// (ledger): a late view can show another node's match before these taints, and sort it
+	// ahead of them in the queue, where their place no longer counts them.
 	budgetMu sync.Mutex
 	tainting ledger
 	// replaceMu serializes the replacements' decisions with their writes (timeoutPolicy
-	// replace), and replacing holds, by rule, the nodes this process marked for
-	// replacement, by name, until the cache shows the mark: the cache may not show a mark
-	// just written, and a replacement counted from it alone could pass the budget.
+	// replace), and replacing holds the replacement marks this process wrote until the
+	// cache has caught up with them (ledger): the cache may not show a mark just written,
+	// and a replacement counted from it alone could pass the budget.
 	replaceMu sync.Mutex
 	replacing ledger
 	// uncached: the DaemonSets and label keys labelled has logged, each once.

@@ -26,14 +26,15 @@ func (l *ledger) note(rule string, written *corev1.Node) {
 
 // pending reports whether the mark written on the cached node under rule still counts
 // from the ledger: the cache is behind the write. An entry is dropped once the cache has
-// caught up, or shows the mark (a version it cannot compare): the cache tells from there
-// on, also that someone took the mark off since.
+// caught up with the write (or, for versions it cannot compare, holds that very version or
+// shows the mark): the cache tells from there on, also that someone took the mark off.
 func (l ledger) pending(rule string, cached *corev1.Node, shows bool) bool {
 	rv, ok := l[rule][cached.Name]
 	if !ok {
 		return false
 	}
-	if c, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, rv); shows || err == nil && c >= 0 {
+	c, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, rv)
+	if shows || cached.ResourceVersion == rv || err == nil && c >= 0 {
 		delete(l[rule], cached.Name)
 		return false
 	}
