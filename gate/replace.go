@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -38,9 +39,14 @@ func (r *Reconciler) replace(ctx context.Context, f *facts, rl *rule.Rule, st *r
 	r.replaceMu.Lock()
 	defer r.replaceMu.Unlock()
 	now := r.Clock.Now()
-	v, pool, err := r.replaceView(ctx, f.node, rl)
-	if err != nil {
-		return 0, err
+	// A marked node only has its NodeClaim deleted again: it needs neither the pool nor
+	// the other nodes, and a failed read of them must not hold that delete back.
+	v, pool := rl.ViewOf(f.node, nil, nil, "", nil), (*metav1.PartialObjectMetadata)(nil)
+	if d.State != rule.StateReplacing {
+		var err error
+		if v, pool, err = r.replaceView(ctx, f.node, rl); err != nil {
+			return 0, err
+		}
 	}
 	rp := rl.DecideReplace(d, v, now)
 	logger := log.FromContext(ctx).WithValues("node", klog.KObj(f.node), "rule", rl.Name, "nodepool", v.Pool)
@@ -104,8 +110,8 @@ func (r *Reconciler) replaceHeld(ctx context.Context, node *corev1.Node, rl *rul
 // this process marked and the cache does not show marked yet, and the pool's guard from the
 // apiserver (the NodePool as read, for the guard's write, is returned too; nil when it was
 // not read). A read that fails is an error, for the reconcile's retry: a node kept held on
-// it would wait for its next change. A NodePool that is gone is none: the node is kept
-// held. Callers hold replaceMu.
+// it would wait for its next change. A NodePool that is gone (or Karpenter's CRDs with it)
+// is none: the node is kept held, and looked at again later. Callers hold replaceMu.
 func (r *Reconciler) replaceView(ctx context.Context, node *corev1.Node, rl *rule.Rule) (rule.ReplaceView, *metav1.PartialObjectMetadata, error) {
 	claim, _, _ := rule.NodeClaimOf(node)
 	name := node.Labels[rule.KarpenterNodePoolLabel]
@@ -113,8 +119,8 @@ func (r *Reconciler) replaceView(ctx context.Context, node *corev1.Node, rl *rul
 		return rl.ViewOf(node, nil, nil, "", nil), nil, nil
 	}
 	pool := nodePool(name)
-	if err := r.apiReader().Get(ctx, client.ObjectKey{Name: name}, pool); apierrors.IsNotFound(err) {
-		return rl.ViewOf(node, nil, nil, "", fmt.Errorf("NodePool %s not found", name)), nil, nil
+	if err := r.apiReader().Get(ctx, client.ObjectKey{Name: name}, pool); apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return rl.ViewOf(node, nil, nil, "", fmt.Errorf("reading NodePool %s: %w", name, err)), nil, nil
 	} else if err != nil {
 		return rule.ReplaceView{}, nil, fmt.Errorf("reading NodePool %s for node %q: %w", name, node.Name, err)
 	}

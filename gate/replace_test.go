@@ -203,6 +203,20 @@ func TestReplaceRetriesAFailedRead(t *testing.T) {
 		t.Fatalf("a not replaced once the read succeeded: %v", a.Annotations)
 	}
 
+	// A node marked already has its NodeClaim deleted again whatever the pool's read.
+	fail = true
+	marked := claimedNode("c", "pool")
+	marked[0].(*corev1.Node).Annotations = map[string]string{rl.ReplacedAnnotation(): "1"}
+	for _, o := range marked {
+		if err := e.c.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.reconcile(t, "c")
+	if claimExists(t, e.c, "claim-c") {
+		t.Error("the marked node's NodeClaim not deleted: the NodePool's read failed")
+	}
+
 	gone := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, claimedNode("b", "pool")...)
 	gone.reconcile(t, "b")
 	if b := getNode(t, gone.c, "b"); rl.Replacing(b) || !rl.HasTaint(b) {
