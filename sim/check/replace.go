@@ -79,11 +79,13 @@ func Replaced(records []record.NodeRecord) int {
 }
 
 // ReplacementReleases pairs each replaced node with its replacement and returns, per pair,
-// the time from the replacement's mark (the gate's decision at the timeout) to the
+// the time from the replaced node's mark (the gate's decision at the timeout) to the
 // replacement's release: how long the capacity stayed missing. The replacement is taken to
 // be the earliest node created after the mark that no earlier mark took, as Karpenter
-// launches one for the Pods the deleted node leaves pending. A mark with no such node
-// released (the replacement never warmed, or none was launched) has no pair.
+// launches one for the Pods the deleted node leaves pending; the records keep no NodePool,
+// so in a run that also scales up for other reasons an unrelated node can be taken. A mark
+// with no such node released (the replacement never warmed, or none was launched) has no
+// pair.
 func ReplacementReleases(records []record.NodeRecord) []time.Duration {
 	var marked, created []*record.NodeRecord
 	for i := range records {

@@ -40,7 +40,7 @@ type Result struct {
 	// the stop to the Pod running on another node.
 	ReplacementMS []int64 `json:"replacement_ms,omitempty"`
 	// ReplaceReleaseMS: for each node the gate replaced (timeoutPolicy replace) whose
-	// replacement was released, the time from the replacement's mark to that release.
+	// replacement was released, the time from the replaced node's mark to that release.
 	ReplaceReleaseMS []int64  `json:"replace_release_ms,omitempty"`
 	DurationMS       int64    `json:"duration_ms"`
 	Failures         []string `json:"failures,omitempty"`
