@@ -33,6 +33,20 @@ func (rn *run) bounds() check.Bounds {
 	return b
 }
 
+// holdingTaints are the startup rules' taints (key:Effect), with the keys the timeline's
+// edits give them: a node that carries one is held.
+func (rn *run) holdingTaints() []string {
+	out := rn.bounds().StartupTaints
+	for _, r := range rn.cfg.Enforced() {
+		for _, s := range rn.sc.Timeline {
+			if e := s.EditRule; r.Mode == rule.Startup && e != nil && e.Rule == r.Name && e.TaintKey != "" {
+				out = append(out, e.TaintKey+":"+string(r.Taint.Effect))
+			}
+		}
+	}
+	return out
+}
+
 // replaceBudgets are the budgets of the rules that replace nodes, by rule name.
 func (rn *run) replaceBudgets() map[string]check.ReplaceBudget {
 	out := map[string]check.ReplaceBudget{}
@@ -54,7 +68,7 @@ func (rn *run) judge() *report.Result {
 	v.Violations = append(v.Violations, check.NodeClaims(claims, rn.sc.Expect.NodeClaims, rn.start)...)
 	if rn.autoscale != nil {
 		// Only the autoscaler deletes nodes in such a run (the cleanup comes after).
-		v.Violations = append(v.Violations, check.DisruptedWhileHeld(recs, rn.start)...)
+		v.Violations = append(v.Violations, check.DisruptedWhileHeld(recs, rn.start, rn.holdingTaints())...)
 	}
 	v.Violations = append(v.Violations, check.Replacements(recs, rn.start, rn.replaceBudgets())...)
 	rn.mu.Lock()

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/startupgate/startupgate/sim/record"
@@ -40,13 +41,18 @@ func NodeClaims(claims []NodeClaim, want int, start time.Time) []Violation {
 const KindDisruptedWhileHeld = "disrupted-while-held"
 
 // DisruptedWhileHeld judges the autoscaler's deletions: each gated node deleted while it
-// was still held is a violation, unless the gate had marked it for replacement (its own
-// request, which Replacements judges).
-func DisruptedWhileHeld(records []record.NodeRecord, start time.Time) []Violation {
+// was still held (never released, and a startup rule's taint, startupTaints as key:Effect,
+// on it in the last version seen) is a violation, unless the gate had marked it for
+// replacement (its own request, which Replacements judges). A node whose taint the gate
+// lifted without a release (its rule no longer selects it) is no longer held.
+func DisruptedWhileHeld(records []record.NodeRecord, start time.Time, startupTaints []string) []Violation {
 	var out []Violation
 	for i := range records {
 		rec := &records[i]
 		if !rec.Gated || rec.Deleted.IsZero() || rec.Tainted.IsZero() || !rec.Released.IsZero() || !rec.Replacing.IsZero() {
+			continue
+		}
+		if n := len(rec.Taints); n > 0 && !slices.ContainsFunc(startupTaints, func(t string) bool { return slices.Contains(rec.Taints[n-1].Facts, t) }) {
 			continue
 		}
 		out = append(out, Violation{Kind: KindDisruptedWhileHeld, Node: rec.Name, AtMS: rec.Deleted.Time.Sub(start).Milliseconds(), RV: rec.Deleted.RV,

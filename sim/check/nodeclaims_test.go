@@ -45,21 +45,26 @@ func TestNodeClaims(t *testing.T) {
 }
 
 // TestDisruptedWhileHeld: a gated node deleted while held is a violation; one deleted after
-// its release, one never deleted, one never tainted or not gated is not.
+// its release, one never deleted, one never tainted or not gated, one whose taint the gate
+// lifted without a release (its rule no longer selects it) is not.
 func TestDisruptedWhileHeld(t *testing.T) {
 	start := time.Unix(1000, 0)
 	at := func(rv uint64) record.Mark {
 		return record.Mark{RV: rv, Time: start.Add(time.Duration(rv) * time.Second)}
 	}
+	const taint = "startup.k8s.io/initializing:NoSchedule"
 	recs := []record.NodeRecord{
-		{Name: "held-deleted", Gated: true, Tainted: at(1), Deleted: at(5)},
+		{Name: "held-deleted", Gated: true, Tainted: at(1), Deleted: at(5),
+			Taints: []record.Snapshot{{Mark: at(1), Facts: []string{"other:NoExecute", taint}}}},
+		{Name: "lifted-then-deleted", Gated: true, Tainted: at(1), Deleted: at(5),
+			Taints: []record.Snapshot{{Mark: at(1), Facts: []string{taint}}, {Mark: at(3), Facts: []string{"other:NoExecute"}}}},
 		{Name: "released-then-deleted", Gated: true, Tainted: at(1), Released: at(3), Deleted: at(5)},
 		{Name: "held", Gated: true, Tainted: at(1)},
 		{Name: "never-tainted", Gated: true, Deleted: at(5)},
 		{Name: "not-gated", Tainted: at(1), Deleted: at(5)},
 		{Name: "replaced", Gated: true, Tainted: at(1), Replacing: at(4), Deleted: at(5)},
 	}
-	got := DisruptedWhileHeld(recs, start)
+	got := DisruptedWhileHeld(recs, start, []string{taint})
 	if len(got) != 1 || got[0].Kind != KindDisruptedWhileHeld || got[0].Node != "held-deleted" || got[0].AtMS != 5000 || got[0].RV != 5 {
 		t.Errorf("violations %+v, want one %s on held-deleted at 5000ms, rv 5", got, KindDisruptedWhileHeld)
 	}
