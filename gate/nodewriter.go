@@ -48,7 +48,7 @@ func (w *NodeWriter) Write(ctx context.Context, node *corev1.Node, mutate Mutati
 		result *corev1.Node
 		wrote  bool
 	)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	try := func() error {
 		if current == nil {
 			fresh := &corev1.Node{}
 			if err := w.Reader.Get(ctx, client.ObjectKeyFromObject(node), fresh); err != nil {
@@ -72,7 +72,15 @@ func (w *NodeWriter) Write(ctx context.Context, node *corev1.Node, mutate Mutati
 		}
 		result, wrote = updated, true
 		return nil
-	})
+	}
+	// retry.OnError reads an attempt's error that wraps context.Canceled (the gate stopping)
+	// as its own interruption and returns the conflict before it, nil when there was none: a
+	// write that returned neither a node nor an error. The last attempt's error is kept.
+	var last error
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error { last = try(); return last })
+	if err == nil {
+		err = last
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("writing node %q: %w", node.Name, err)
 	}

@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -620,5 +621,22 @@ func TestReleaseNodesSecondRunIsNoop(t *testing.T) {
 	}
 	if v := getNode(t, c, "n1").Annotations[config.DefaultCompletedAnnotation]; v != strconv.FormatInt(t0.Add(time.Minute).Unix(), 10) {
 		t.Errorf("completedAt = %q, want the first release time", v)
+	}
+}
+
+// TestWriteCancelledIsAnError: a write whose context is cancelled (the gate stopping) fails
+// with that error. client-go's retry.OnError reads an error that wraps context.Canceled as
+// its own interruption and returns the conflict before it, nil when there was none: Write
+// then returned no node and no error, and the reconcilers in flight dereferenced the nil
+// node (the explorer's crash points logged 1878 recovered panics).
+func TestWriteCancelledIsAnError(t *testing.T) {
+	c, _ := newFakeClient(interceptor.Funcs{Patch: func(ctx context.Context, _ client.WithWatch, obj client.Object, _ client.Patch, _ ...client.PatchOption) error {
+		return &url.Error{Op: "Patch", URL: "https://apiserver/api/v1/nodes/" + obj.GetName(), Err: context.Canceled}
+	}}, testobj.Node("n1", t0, testobj.Taints(gateTaint)))
+	w := &NodeWriter{Client: c, Reader: c}
+	cfg := testobj.ValidConfig(t, nil)
+	written, wrote, err := w.Write(t.Context(), getNode(t, c, "n1"), releaseMutation(cfg.EffectiveRules()[0], t0))
+	if !errors.Is(err, context.Canceled) || written != nil || wrote {
+		t.Fatalf("Write = %v, %v, %v; want no node and the cancellation", written, wrote, err)
 	}
 }
