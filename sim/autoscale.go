@@ -108,6 +108,7 @@ func (rn *run) stopAutoscaler() {
 	if a == nil {
 		return
 	}
+	rn.fail(a.karpenter.Exited())
 	a.karpenter.Stop()
 	if a.pause != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

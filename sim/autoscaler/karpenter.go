@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -111,10 +112,12 @@ type Options struct {
 
 // Karpenter is a running KWOK provider.
 type Karpenter struct {
-	cmd    *exec.Cmd
-	done   chan struct{} // closed once the process has been reaped
-	log    string
-	health int
+	cmd     *exec.Cmd
+	done    chan struct{} // closed once the process has been reaped
+	stopped atomic.Bool   // Stop was called: an exit from now on is ours
+	log     string
+	health  int
+	metrics int
 }
 
 // Start installs the CRDs (and waits until the apiserver serves them), writes the instance
@@ -154,7 +157,7 @@ func Start(ctx context.Context, o Options) (*Karpenter, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &Karpenter{log: filepath.Join(o.LogDir, "karpenter.log"), health: health, done: make(chan struct{})}
+	k := &Karpenter{log: filepath.Join(o.LogDir, "karpenter.log"), health: health, metrics: metrics, done: make(chan struct{})}
 	logf, err := os.OpenFile(k.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("creating Karpenter's log: %w", err)
@@ -189,30 +192,54 @@ func Start(ctx context.Context, o Options) (*Karpenter, error) {
 }
 
 // waitReady polls Karpenter's readiness probe, which passes once its caches have synced
-// and the apiserver serves NodePools and NodeClaims.
+// and the apiserver serves NodePools and NodeClaims, and its metrics endpoint: Karpenter
+// starts both servers at once and exits if either cannot listen, so one alone says little.
 func (k *Karpenter) waitReady(ctx context.Context) error {
-	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", k.health)
+	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", k.health)
+	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", k.metrics)
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-k.done:
+		if k.exited() {
 			return false, errors.New("the Karpenter process exited")
-		default:
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			_ = resp.Body.Close()
-			return resp.StatusCode == http.StatusOK, nil
-		}
-		return false, nil // not listening yet
+		return answers(ctx, ready) && answers(ctx, metrics), nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for Karpenter to be ready: %w; the last lines of %s:\n%s", err, k.log, k.LogTail(20))
 	}
 	return nil
+}
+
+// answers reports whether a GET of url returns 200 OK; not listening yet is false.
+func answers(ctx context.Context, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// exited reports whether Karpenter's process has exited, on its own or by Stop.
+func (k *Karpenter) exited() bool {
+	select {
+	case <-k.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Exited returns an error, with the end of Karpenter's log, if the process has exited
+// without Stop; a run that goes on without its autoscaler would fail later and less clearly.
+func (k *Karpenter) Exited() error {
+	if !k.exited() || k.stopped.Load() {
+		return nil
+	}
+	return fmt.Errorf("the Karpenter process exited (%v); the last lines of %s:\n%s", k.cmd.ProcessState, k.log, k.LogTail(20))
 }
 
 // Pid is the Karpenter process's id.
@@ -244,6 +271,7 @@ func (k *Karpenter) Stop() {
 	if k == nil || k.cmd == nil || k.cmd.Process == nil {
 		return
 	}
+	k.stopped.Store(true)
 	_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL) // gone already is as good
 	<-k.done
 }

@@ -149,6 +149,9 @@ func TestKarpenterScaleUp(t *testing.T) {
 	}
 	var running []corev1.Pod
 	err = wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := k.Exited(); err != nil {
+			return false, err
+		}
 		running = runningWorkload(ctx, cs, ns, running)
 		return len(running) == pods, nil
 	})
