@@ -433,9 +433,7 @@ func (rn *run) scale(ctx context.Context, s *scenario.Scale) error {
 }
 
 // settled: every step has run, every workload Pod is bound, no more nodes are stuck than
-// expected, and every other gated node is either released or was never tainted but is
-// already serving (the gate had no chance at it). Without a gate nothing is released, so
-// there it is enough that the init Pods are ready.
+// expected, and the gated nodes have settled (nodesSettled).
 func (rn *run) settled() bool {
 	want := rn.wantPods()
 	rn.mu.Lock()
@@ -455,11 +453,21 @@ func (rn *run) settled() bool {
 	if claims := rn.nodeClaims(); len(claims) == 0 && rn.autoscale != nil || len(claims) > 0 && time.Since(claims[len(claims)-1].Created) < settleAfterClaims {
 		return false
 	}
+	return nodesSettled(recs, v, rn.harness.Off())
+}
+
+// nodesSettled: every gated node is either released or was never tainted but is already
+// serving (the gate had no chance at it), and no rebooted node whose init Pods are Ready
+// again on the new boot still carries the taint. The gate releases that one a moment after
+// the Pods it waits for; a run that ended when the last workload Pod bound elsewhere judged
+// it held for good. Without a gate nothing is released, so there it is enough that the
+// init Pods are ready.
+func nodesSettled(recs []record.NodeRecord, v check.Verdict, gateOff bool) bool {
 	for _, rec := range recs {
 		if !rec.Gated || !rec.Deleted.IsZero() {
 			continue
 		}
-		if rn.harness.Off() {
+		if gateOff {
 			if rec.InitReady.IsZero() {
 				return false
 			}
@@ -469,7 +477,7 @@ func (rn *run) settled() bool {
 			return false
 		}
 	}
-	return true
+	return !slices.ContainsFunc(v.Violations, func(x check.Violation) bool { return x.Kind == check.KindHeldAfterReinit })
 }
 
 // wantPods is how many workload replicas the run has asked for so far.

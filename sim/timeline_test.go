@@ -3,7 +3,10 @@ package sim
 import (
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/startupgate/startupgate/sim/check"
+	"github.com/startupgate/startupgate/sim/record"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
 
@@ -35,6 +38,44 @@ func TestSequenced(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := sequenced(tc.steps); !slices.EqualFunc(got, tc.want, slices.Equal) {
 				t.Errorf("sequenced = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestNodesSettled: a run has not settled while a rebooted node whose init Pods are Ready
+// again on the new boot still carries the startup taint. CI ended rule-renamed-reboot the
+// moment its last workload Pod bound on the nodes released first, and judged the two still
+// being released held for good.
+func TestNodesSettled(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(rv uint64) record.Mark {
+		return record.Mark{RV: rv, Time: t0.Add(time.Duration(rv) * time.Millisecond)}
+	}
+	const taint = "startup.k8s.io/initializing:NoSchedule"
+	node := func(reinit record.Mark, taints ...string) record.NodeRecord {
+		return record.NodeRecord{Name: "n", Gated: true, TaintedAtCreate: true, Created: at(1), Tainted: at(1), InitReady: at(8), Released: at(10),
+			Reboots: []record.Reboot{{BootID: "b", Seen: at(20), Regated: at(22), Reinit: reinit}},
+			Taints:  []record.Snapshot{{Mark: at(1), Facts: []string{taint}}, {Mark: at(10)}, {Mark: at(22), Facts: taints}}}
+	}
+	for name, tc := range map[string]struct {
+		rec     record.NodeRecord
+		gateOff bool
+		want    bool
+	}{
+		"re-gated, warming up again":               {rec: node(record.Mark{}, taint), want: true},
+		"ready again, the taint still on":          {rec: node(at(40), taint), want: false},
+		"ready again and released":                 {rec: node(at(40)), want: true},
+		"joined, never tainted, not yet serving":   {rec: record.NodeRecord{Name: "n", Gated: true, Created: at(1)}, want: false},
+		"no gate: the init Pods not yet ready":     {rec: record.NodeRecord{Name: "n", Gated: true, Created: at(1)}, gateOff: true, want: false},
+		"no gate: the init Pods ready":             {rec: record.NodeRecord{Name: "n", Gated: true, Created: at(1), InitReady: at(8)}, gateOff: true, want: true},
+		"deleted, the taint still on after reboot": {rec: func() record.NodeRecord { r := node(at(40), taint); r.Deleted = at(50); return r }(), want: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			recs := []record.NodeRecord{tc.rec}
+			v := check.Check(recs, t0, check.Bounds{StartupTaints: []string{taint}})
+			if got := nodesSettled(recs, v, tc.gateOff); got != tc.want {
+				t.Errorf("nodesSettled = %v, want %v (violations %v)", got, tc.want, v.Violations)
 			}
 		})
 	}
