@@ -8,11 +8,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/rule"
+	"github.com/startupgate/startupgate/internal/retrylast"
 )
 
 // ErrNodeReplaced means the Node was deleted and re-created under the same name between the
@@ -73,15 +73,9 @@ func (w *NodeWriter) Write(ctx context.Context, node *corev1.Node, mutate Mutati
 		result, wrote = updated, true
 		return nil
 	}
-	// retry.OnError reads an attempt's error that wraps context.Canceled (the gate stopping)
-	// as its own interruption and returns the conflict before it, nil when there was none: a
-	// write that returned neither a node nor an error. The last attempt's error is kept.
-	var last error
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error { last = try(); return last })
-	if err == nil {
-		err = last
-	}
-	if err != nil {
+	// Not client-go's RetryOnConflict: it loses an attempt's error that wraps
+	// context.Canceled (the gate stopping), and Write returned neither a node nor an error.
+	if err := retrylast.OnConflict(try); err != nil {
 		return nil, false, fmt.Errorf("writing node %q: %w", node.Name, err)
 	}
 	return result, wrote, nil

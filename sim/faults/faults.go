@@ -14,10 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/startupgate/startupgate/internal/retrylast"
 	"github.com/startupgate/startupgate/sim/controlplane"
 	"github.com/startupgate/startupgate/sim/gateundertest"
 	"github.com/startupgate/startupgate/sim/record"
@@ -184,7 +184,7 @@ func flipTaint(ctx context.Context, env *Env, node, key string, unguarded bool) 
 	// flight may still have been applied, and the ledger must not be left guessing.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	return retrylast.OnConflict(func() error {
 		n, err := nodes.Get(ctx, node, metav1.GetOptions{})
 		if unguarded && err == nil {
 			// Think a while on a copy, then write it back without the lock.

@@ -29,10 +29,10 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
+	"github.com/startupgate/startupgate/internal/retrylast"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
 
@@ -328,7 +328,7 @@ func (k *Kubelet) remember(name string, l *coordinationv1.Lease, err error) {
 // transport errors (an apiserver restarting), for up to a minute or until ctx ends.
 func Retry(ctx context.Context, f func() error) error {
 	backoff := wait.Backoff{Duration: 50 * time.Millisecond, Factor: 1.5, Jitter: 0.1, Steps: 40, Cap: 2 * time.Second}
-	return retry.OnError(backoff, func(err error) bool {
+	return retrylast.OnError(backoff, func(err error) bool {
 		return ctx.Err() == nil && retriable(err)
 	}, f)
 }
