@@ -153,7 +153,13 @@ func (rn *run) observed(v check.Verdict, recs []record.NodeRecord) check.Observe
 		for i := range recs { // an autoscaler's nodes, which the scenario does not name
 			nodes[recs[i].Name] = true
 		}
-		obs.Events, obs.EventsErr = awaitEvents(reasons, rn.start.Add(rn.sc.Timeout), time.Second, func(reason string) (int, error) {
+		deadline := rn.start.Add(rn.sc.Timeout)
+		rn.mu.Lock()
+		if rn.stoppedCaught {
+			deadline = time.Now() // counted once: the run stopped at its catch, not settled
+		}
+		rn.mu.Unlock()
+		obs.Events, obs.EventsErr = awaitEvents(reasons, deadline, time.Second, func(reason string) (int, error) {
 			return rn.countEvents(reason, nodes)
 		})
 	}

@@ -43,6 +43,10 @@ type Options struct {
 	GateAs *rest.ImpersonationConfig
 	// Hooks let the benchmark look into a run; nil for the suite.
 	Hooks *Hooks
+	// StopWhenCaught ends the run as soon as the recorder shows a violation of this kind,
+	// if it is one no later event undoes (stopsEarly): a negative control, run only to be
+	// caught, need not wait out a timeout its hazard has already decided.
+	StopWhenCaught string
 }
 
 // Hooks are the benchmark's view of a run.
@@ -169,6 +173,8 @@ type run struct {
 	steps    int
 	lastStep time.Time // when the last step to finish did
 	refused  int       // registrations refused by admission
+	// stoppedCaught: the run ended at its negative control's catch (Options.StopWhenCaught).
+	stoppedCaught bool
 	// rebooted are the nodes of the last reboot step (AfterRegated waits for them).
 	rebooted []string
 	// poolRefused are the refused registrations of the gate's own pool (Join.GatePool).

@@ -435,6 +435,12 @@ func (rn *run) scale(ctx context.Context, s *scenario.Scale) error {
 // settled: every step has run, every workload Pod is bound, no more nodes are stuck than
 // expected, and the gated nodes have settled (nodesSettled).
 func (rn *run) settled() bool {
+	if rn.caughtEarly() {
+		rn.mu.Lock()
+		rn.stoppedCaught = true
+		rn.mu.Unlock()
+		return true
+	}
 	want := rn.wantPods()
 	rn.mu.Lock()
 	steps, lastStep := rn.steps, rn.lastStep
@@ -478,6 +484,26 @@ func nodesSettled(recs []record.NodeRecord, v check.Verdict, gateOff bool) bool 
 		}
 	}
 	return !slices.ContainsFunc(v.Violations, func(x check.Violation) bool { return x.Kind == check.KindHeldAfterReinit })
+}
+
+// caughtEarly: the run is a negative control (Options.StopWhenCaught) and the recorder
+// already shows its violation, of a kind no later event undoes: a held node the autoscaler
+// deleted stays deleted, and a Pod bound early stays bound early. Karpenter's control of
+// karpenter-replace-consolidation showed its catch, then ran to its 5-minute timeout.
+func (rn *run) caughtEarly() bool {
+	var found []check.Violation
+	switch rn.Opts.StopWhenCaught {
+	case check.KindDisruptedWhileHeld:
+		if rn.autoscale == nil {
+			return false
+		}
+		found = check.DisruptedWhileHeld(rn.recorder.Snapshot(), rn.start, rn.holdingTaints())
+	case check.KindEarlyPod:
+		found = check.Check(rn.recorder.Snapshot(), rn.start, rn.bounds()).Violations
+	default:
+		return false
+	}
+	return slices.ContainsFunc(found, func(v check.Violation) bool { return v.Kind == rn.Opts.StopWhenCaught })
 }
 
 // wantPods is how many workload replicas the run has asked for so far.
