@@ -75,8 +75,9 @@ type Case struct {
 	// edit, would call early or stuck. Stranded nodes, lost foreign taints, the write bound
 	// and the rest are still judged.
 	Unjudged []string `json:"unjudged,omitempty"`
-	// DownOnly are the violation kinds the case does not judge while the gate is down after
-	// a crash point, nor for DownSlack after its restart; outside those windows they are.
+	// DownOnly are the violation kinds the case does not judge while the gate is down, after
+	// a crash point or for an edit's restart, nor for DownSlack after its restart; outside
+	// those windows they are.
 	DownOnly []string `json:"down_only,omitempty"`
 	// UntaintedOnly are the violation kinds the case does not judge on nodes that registered
 	// without the gate's taint (a webhook failing open); on every other node they are.
@@ -198,6 +199,8 @@ func Make(base *scenario.Scenario, kind Kind, index int, seed uint64, writes int
 			return c, false
 		}
 		step = scenario.Step{At: at(), EditRule: e}
+		// The edit restarts every replica (Reconfigure): the outage is a crash point's.
+		c.DownOnly, c.UntaintedOnly = gateDown, failsOpen(sc)
 		c.What = fmt.Sprintf("at %s: %s", step.At.Round(time.Millisecond), describe(e))
 		if takesHold(e) {
 			c.Unjudged = liftsHold

@@ -51,6 +51,11 @@ func TestPlan(t *testing.T) {
 		if (c.Kind == CrashBefore || c.Kind == CrashAfter) && (c.Index < 1 || c.Index > 5) {
 			t.Errorf("%s %s: crash point at write %d of 5", c.Kind, c.Base, c.Index)
 		}
+		// Both stop every replica: a crash point, and an edit that restarts them with the new
+		// rules. The outage is judged alike.
+		if (c.Kind == CrashBefore || c.Kind == CrashAfter || c.Kind == Transition) && !slices.Equal(c.DownOnly, gateDown) {
+			t.Errorf("%s %s: down-only kinds %v, want %v", c.Kind, c.Base, c.DownOnly, gateDown)
+		}
 		if !Applies(scs[i]) {
 			t.Errorf("%s: perturbed, though the explorer does not apply to it", c.Base)
 		}

@@ -33,7 +33,7 @@ func SimRunner(rc *rest.Config, plane *controlplane.Embedded) Runner {
 			Settled: func(_ context.Context, l sim.Live) error {
 				o.Node, o.NodeWrites = l.Gate().MostWrittenNode()
 				o.Writes = int(l.Gate().NodeWrites())
-				down = l.Gate().CrashWindows()
+				down = l.Gate().DownWindows()
 				return nil
 			},
 		}})

@@ -77,7 +77,8 @@ type Harness struct {
 	delays sync.Map
 	byNode nodeCounts
 	ctx    context.Context
-	// down are the crash points' windows, each from the kill to the restart (CrashWindows).
+	// down are the windows with every replica down, each from the kill to the restart
+	// (DownWindows).
 	down downWindows
 
 	whRelay  *controlplane.Relay

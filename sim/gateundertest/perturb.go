@@ -111,11 +111,11 @@ func (h *Harness) crashed(cp *crashPoint) {
 	}
 }
 
-// Down is a window in which a crash point had the gate down: from the kill of every replica
-// to the end of their restart.
+// Down is a window in which the gate was down: from the kill of every replica, at a crash
+// point or for an edit of the rules (Reconfigure), to the end of their restart.
 type Down struct{ From, To time.Time }
 
-// downWindows are the crash points' windows.
+// downWindows are the windows in which the gate was down.
 type downWindows struct {
 	mu sync.Mutex
 	w  []Down
@@ -127,8 +127,9 @@ func (d *downWindows) add(from, to time.Time) {
 	d.w = append(d.w, Down{From: from, To: to})
 }
 
-// CrashWindows are the windows in which a crash point had the gate down.
-func (h *Harness) CrashWindows() []Down {
+// DownWindows are the windows in which every replica was down: a crash point's, and an
+// edit's restart of the replicas.
+func (h *Harness) DownWindows() []Down {
 	h.down.mu.Lock()
 	defer h.down.mu.Unlock()
 	return slices.Clone(h.down.w)

@@ -3,6 +3,7 @@ package gateundertest
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/startupgate/startupgate/gate/config"
 )
@@ -14,6 +15,10 @@ import (
 // when the last one had stopped: every write of the old configuration's. The rules are
 // copied first: the run's recorder reads the same Config, and judges by the scenario's
 // configuration, not the gate's.
+//
+// The gate is down meanwhile, its webhooks too, as with a Deployment whose strategy is
+// Recreate (the chart's rolling update keeps one replica up): the window is recorded with
+// the crash points' (DownWindows).
 func (h *Harness) Reconfigure(ctx context.Context, change func(*config.Config)) (int64, error) {
 	if h.off {
 		return 0, nil
@@ -21,6 +26,8 @@ func (h *Harness) Reconfigure(ctx context.Context, change func(*config.Config)) 
 	// Two edits at once would each start from the config before both: one would be lost.
 	h.reconfMu.Lock()
 	defer h.reconfMu.Unlock()
+	from := time.Now()
+	defer func() { h.down.add(from, time.Now()) }()
 	for _, r := range h.replicas {
 		if err := h.kill(r); err != nil {
 			return 0, err
