@@ -11,9 +11,7 @@ import (
 
 func TestCheck(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	at := func(rv uint64) record.Mark {
-		return record.Mark{RV: rv, Time: t0.Add(time.Duration(rv) * time.Millisecond)}
-	}
+	at := marksEvery(t0, time.Millisecond)
 	workload := func(rv uint64) record.Binding { return record.Binding{Pod: "ns/w", Mark: at(rv)} }
 	agent := func(rv uint64) record.Binding {
 		return record.Binding{Pod: "ns/agent", Mark: at(rv), Tolerates: true}

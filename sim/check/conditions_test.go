@@ -12,7 +12,7 @@ import (
 
 func TestConditions(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	at := func(rv uint64) record.Mark { return record.Mark{RV: rv, Time: t0.Add(time.Duration(rv) * time.Second)} }
+	at := marksEvery(t0, time.Second)
 	snap := func(rv uint64, facts ...string) record.Snapshot { return record.Snapshot{Mark: at(rv), Facts: facts} }
 	const (
 		nic, link = "NetworkInterfaceCard=Kaput", "PrivateLink=severed"

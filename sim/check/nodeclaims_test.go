@@ -49,9 +49,7 @@ func TestNodeClaims(t *testing.T) {
 // lifted without a release (its rule no longer selects it) is not.
 func TestDisruptedWhileHeld(t *testing.T) {
 	start := time.Unix(1000, 0)
-	at := func(rv uint64) record.Mark {
-		return record.Mark{RV: rv, Time: start.Add(time.Duration(rv) * time.Second)}
-	}
+	at := marksEvery(start, time.Second)
 	const taint = "startup.k8s.io/initializing:NoSchedule"
 	recs := []record.NodeRecord{
 		{Name: "held-deleted", Gated: true, Tainted: at(1), Deleted: at(5),

@@ -12,9 +12,7 @@ import (
 // re-initialisation, or one that tolerates the taint, is not.
 func TestBoundBeforeReinit(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	at := func(rv uint64) record.Mark {
-		return record.Mark{RV: rv, Time: t0.Add(time.Duration(rv) * time.Millisecond)}
-	}
+	at := marksEvery(t0, time.Millisecond)
 	released := func(reboot record.Reboot, bindings ...record.Binding) record.NodeRecord {
 		return record.NodeRecord{Name: "n", Gated: true, TaintedAtCreate: true, Tainted: at(1), Created: at(1), InitReady: at(8), Released: at(10),
 			Reboots: []record.Reboot{reboot}, Bindings: bindings}

@@ -14,9 +14,7 @@ import (
 // (released) node is not judged for its hold; a rule with no budget is not judged.
 func TestGateReplacements(t *testing.T) {
 	start := time.Unix(1000, 0)
-	at := func(rv uint64) record.Mark {
-		return record.Mark{RV: rv, Time: start.Add(time.Duration(rv) * time.Second)}
-	}
+	at := marksEvery(start, time.Second)
 	created := start
 	budgets := map[string]ReplaceBudget{"gpu": {MaxHold: 10 * time.Second, MaxReplacing: 1}, "wide": {MaxHold: time.Second, MaxReplacing: 3}}
 	rec := func(name, rule string, replacing, deleted uint64) record.NodeRecord {
@@ -67,9 +65,7 @@ func TestGateReplacements(t *testing.T) {
 // before the mark is never its replacement.
 func TestReplacementReleases(t *testing.T) {
 	start := time.Unix(1000, 0)
-	at := func(rv uint64) record.Mark {
-		return record.Mark{RV: rv, Time: start.Add(time.Duration(rv) * time.Second)}
-	}
+	at := marksEvery(start, time.Second)
 	node := func(created, released, replacing uint64) record.NodeRecord {
 		r := record.NodeRecord{Created: at(created)}
 		if released > 0 {
