@@ -54,6 +54,8 @@ func TestExcludeRendersEverywhere(t *testing.T) {
 			wh := mustFind(t, webhook, "MutatingWebhookConfiguration", "startupgate")
 			hooks, _, _ := unstructured.NestedSlice(wh.Object, "webhooks")
 			checkSelector(t, "the webhook's objectSelector", want, hooks[0].(map[string]any)["objectSelector"])
+			rendered, _ := json.Marshal(hooks[0].(map[string]any)["objectSelector"])
+			t.Logf("objectSelector: %s", rendered)
 			withPolicy := map[string]any{"mode": "policy"}
 			for k, v := range values {
 				withPolicy[k] = v
