@@ -123,6 +123,10 @@ type Replica struct {
 	cmd *exec.Cmd
 	// killed: stopped on purpose (Kill, Stop), so not to be restarted.
 	killed bool
+	// stopped is closed once the last kill's stop is complete: a second kill (a crash point's
+	// beside an edit's restart) waits for it, so that nothing starts the replica again while
+	// the old one still writes and holds its ports.
+	stopped chan struct{}
 	// restarts and exitedCPU: the processes that exited on their own, and the CPU they used.
 	restarts   int
 	exitedCPU  time.Duration
@@ -461,9 +465,19 @@ func (h *Harness) Kill(r *Replica) {
 // kill is Kill, returning an in-process replica's error from its manager.
 func (h *Harness) kill(r *Replica) error {
 	r.mu.Lock()
-	cmd, cancel, done := r.cmd, r.cancel, r.done
-	r.cmd, r.cancel, r.killed = nil, nil, true
+	cmd, cancel, done, stopped := r.cmd, r.cancel, r.done, r.stopped
+	r.killed = true
+	if cmd == nil && cancel == nil {
+		r.mu.Unlock()
+		if stopped != nil {
+			<-stopped
+		}
+		return nil
+	}
+	stopped = make(chan struct{})
+	r.cmd, r.cancel, r.stopped = nil, nil, stopped
 	r.mu.Unlock()
+	defer close(stopped)
 	switch {
 	case cmd != nil:
 		_ = cmd.Process.Kill()
