@@ -314,8 +314,11 @@ func (h *Harness) runLocked(ctx context.Context, r *Replica) error {
 		return err
 	}
 	rctx, cancel := context.WithCancel(ctx)
-	r.cancel, r.done = cancel, make(chan error, 1)
-	go func() { r.done <- mgr.Start(rctx) }()
+	// The manager's own channel: read from r when it stops, r.done could by then be a later
+	// start's, and that start's kill would take this manager's stop for its own.
+	done := make(chan error, 1)
+	r.cancel, r.done = cancel, done
+	go func() { done <- mgr.Start(rctx) }()
 	return nil
 }
 
