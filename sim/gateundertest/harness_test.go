@@ -47,8 +47,8 @@ func TestKillWaitsForTheStopUnderWay(t *testing.T) {
 	second := make(chan error, 1)
 	go func() { second <- h.kill(r) }()
 	select {
-	case <-second:
-		t.Fatal("the second kill returned while the replica was still stopping")
+	case err := <-second:
+		t.Fatalf("the second kill returned (%v) while the replica was still stopping", err)
 	case <-time.After(time.Second):
 	}
 	close(release)
