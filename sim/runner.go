@@ -44,7 +44,7 @@ type Options struct {
 	// Hooks let the benchmark look into a run; nil for the suite.
 	Hooks *Hooks
 	// StopWhenCaught ends the run as soon as the recorder shows a violation of this kind,
-	// if it is one no later event undoes (stopsEarly): a negative control, run only to be
+	// if it is one no later event undoes (caughtEarly): a negative control, run only to be
 	// caught, need not wait out a timeout its hazard has already decided.
 	StopWhenCaught string
 }
