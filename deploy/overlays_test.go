@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -155,13 +156,18 @@ func checkOverlayExtras(t *testing.T, overlay string, objs []*unstructured.Unstr
 			t.Fatalf("pod-guard overlay renders no ValidatingWebhookConfiguration startupgate-pod-guard")
 		}
 		v := typed[admissionregistrationv1.ValidatingWebhookConfiguration](t, vwc)
+		args := d.Spec.Template.Spec.Containers[0].Args
 		for _, pw := range v.Webhooks {
 			checkWebhookCommon(t, pw.Name, pw.ClientConfig, pw.SideEffects, pw.TimeoutSeconds, gate.PodGuardPath, svc)
 			if pw.FailurePolicy == nil || *pw.FailurePolicy != admissionregistrationv1.Ignore {
 				t.Errorf("pod guard failurePolicy = %v, want Ignore (a guard that fails closed blocks every Pod)", pw.FailurePolicy)
 			}
+			// The guard answers within the webhook's timeout only if it is told it.
+			if pw.TimeoutSeconds != nil && !slices.Contains(args, fmt.Sprintf("--pod-guard-timeout=%ds", *pw.TimeoutSeconds)) {
+				t.Errorf("pod-guard overlay: Deployment args %v lack --pod-guard-timeout=%ds, the webhook's timeoutSeconds", args, *pw.TimeoutSeconds)
+			}
 		}
-		if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--pod-guard=true") {
+		if !slices.Contains(args, "--pod-guard=true") {
 			t.Errorf("pod-guard overlay: Deployment args %v lack --pod-guard=true", args)
 		}
 	}

@@ -38,10 +38,30 @@ type PodGuard struct {
 	Config *config.Config
 	// Pods are the caches of the config's Pod scopes past the first, which Cache holds.
 	Pods PodCaches
+	// Timeout is the webhook's timeoutSeconds (0: DefaultPodGuardTimeout). The apiserver
+	// allows what the guard has not answered by then (failurePolicy Ignore), so the guard's
+	// reads get three quarters of it and the guard answers itself: an explore saw a
+	// restarted gate's reads take 9.9 s, and four Pods bind in a continuous rule's window.
+	Timeout time.Duration
+}
+
+// DefaultPodGuardTimeout is the shipped webhook's timeoutSeconds.
+const DefaultPodGuardTimeout = 3 * time.Second
+
+// budget is how long the guard's reads may take: the rest of the timeout is the answer's
+// way back to the apiserver.
+func (g *PodGuard) budget() time.Duration {
+	t := g.Timeout
+	if t <= 0 {
+		t = DefaultPodGuardTimeout
+	}
+	return t * 3 / 4
 }
 
 // Handle decides one Pod CREATE or pods/binding CREATE.
 func (g *PodGuard) Handle(ctx context.Context, req admission.Request) admission.Response {
+	ctx, cancel := context.WithTimeout(ctx, g.budget())
+	defer cancel()
 	nodeName, tolerations, err := g.target(ctx, req)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
@@ -60,6 +80,10 @@ func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []co
 		return admission.Allowed("node not found"), "allowed"
 	}
 	if err != nil {
+		if g.Config.HasWindows(tolerations) {
+			return admission.Denied(fmt.Sprintf("node %q cannot be read now (%v), and a rule's window may be open on it; the binding is retried",
+				nodeName, err)), "denied"
+		}
 		return admission.Allowed("cannot read the node: " + err.Error()), "allowed"
 	}
 	if g.Config.RebootExposed(node, tolerations) {
@@ -117,15 +141,20 @@ func (g *PodGuard) node(ctx context.Context, name string) (*corev1.Node, error) 
 // decideRebooted closes the window between a reboot and its re-gate: a rule that gates
 // reboots sees the node on a new boot, and its state, read with the node's init Pods from
 // the API, is rebooted (no fresh readiness yet; the re-gate is coming). A node whose init
-// Pods are already Ready again on the new boot (rebooted-ready) is not held.
+// Pods are already Ready again on the new boot (rebooted-ready) is not held; one whose init
+// Pods cannot be read is, as the two cannot be told apart.
 func (g *PodGuard) decideRebooted(ctx context.Context, node *corev1.Node, tolerations []corev1.Toleration) (admission.Response, bool) {
 	var pods []*corev1.Pod
 	read := false
 	for _, r := range g.Config.RebootWindows(node, tolerations) {
+		if r.Completed(node) && !r.BootOf(node).Rebooted() {
+			continue // still on the boot the rule released it on
+		}
 		if !read {
 			var err error
 			if pods, err = g.initPodsOn(ctx, node.Name); err != nil {
-				return admission.Allowed(""), false
+				return admission.Denied(fmt.Sprintf("node %q rebooted and its init pods cannot be read now (%v), so whether rule %s's taint is coming back is unknown; the binding is retried",
+					node.Name, err, r.Name)), true
 			}
 			read = true
 		}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -573,8 +574,76 @@ func TestPodGuardCacheNotSynced(t *testing.T) {
 			return errors.New("connection refused")
 		},
 	})
-	resp, _ := g.decide(context.Background(), "cni-window", nil)
-	if !resp.Allowed || !strings.Contains(resp.Result.Message, "cannot read the node") {
-		t.Errorf("neither the cache nor the API answering: allowed %v (%s), want allowed, saying it cannot read the node", resp.Allowed, resp.Result.Message)
+	for _, c := range []struct {
+		tolerations []corev1.Toleration
+		allowed     bool
+		says        string
+	}{
+		// A continuous rule's window may be open on a node the guard cannot see: only the
+		// guard closes it, so it says not yet.
+		{nil, false, "cannot be read now"},
+		// A Pod that tolerates the continuous rule's taint has no window to fear; the
+		// startup rule's taint, the primary protection, is the scheduler's to honour.
+		{[]corev1.Toleration{{Key: cniTaint.Key, Operator: corev1.TolerationOpExists}}, true, "cannot read the node"},
+	} {
+		resp, _ := g.decide(context.Background(), "cni-window", c.tolerations)
+		if resp.Allowed != c.allowed || !strings.Contains(resp.Result.Message, c.says) {
+			t.Errorf("neither the cache nor the API answering, tolerations %v: allowed %v (%s), want %v, saying %q",
+				c.tolerations, resp.Allowed, resp.Result.Message, c.allowed, c.says)
+		}
+	}
+}
+
+// TestPodGuardAnswersInTime: the apiserver allows what the guard has not answered within the
+// webhook's timeout (failurePolicy Ignore). An explore saw a restarted gate's API reads take
+// 9.9 s, while its cache had not synced, and four Pods bind in a continuous rule's window. So
+// every read the guard makes ends within three quarters of the timeout, and the guard's own
+// answer is then a denial where a rule's window may be open.
+func TestPodGuardAnswersInTime(t *testing.T) {
+	const timeout = time.Second
+	for _, node := range []string{"cni-window", "no-such-node"} {
+		g, _ := podGuardFuzzEnv(t)
+		g.Timeout = timeout
+		var mu sync.Mutex
+		var unbounded int
+		var latest time.Time
+		// slow stands for an apiserver or a cache that does not answer: it waits for the
+		// caller's deadline, and one that has none is counted (it would outlast the webhook).
+		slow := func(ctx context.Context) error {
+			dl, ok := ctx.Deadline()
+			mu.Lock()
+			if !ok {
+				unbounded++
+			} else if dl.After(latest) {
+				latest = dl
+			}
+			mu.Unlock()
+			if !ok {
+				return errors.New("no deadline: the apiserver's webhook timeout comes first")
+			}
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		reader, _ := newFakeClient(interceptor.Funcs{
+			Get: func(ctx context.Context, _ client.WithWatch, _ client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+				return slow(ctx)
+			},
+			List: func(ctx context.Context, _ client.WithWatch, _ client.ObjectList, _ ...client.ListOption) error {
+				return slow(ctx)
+			},
+		})
+		g.Cache, g.API = reader, reader
+		start := time.Now()
+		pod := testobj.Pod("p", node, t0, testobj.Namespace("default"))
+		resp := g.Handle(context.Background(), admissionRequest(podKind, admissionv1.Create, mustJSON(t, pod)))
+		if resp.Allowed {
+			t.Errorf("%s, nothing answering: allowed (%s), want denied", node, resp.Result.Message)
+		}
+		if unbounded > 0 {
+			t.Errorf("%s: %d reads had no deadline", node, unbounded)
+		}
+		if limit := start.Add(timeout); latest.After(limit) {
+			t.Errorf("%s: a read's deadline was %v after the request, past the webhook's timeout %v", node, latest.Sub(start), timeout)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +34,34 @@ func setBoot(t *testing.T, c client.Client, name, id string) {
 	n.Status.NodeInfo.BootID = id
 	if err := c.Status().Update(context.Background(), n); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// listFails reads objects and lists none: an apiserver, or a cache, that gives a node and
+// not its Pods.
+type listFails struct{ client.Reader }
+
+func (listFails) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("connection reset by peer")
+}
+
+// TestPodGuardRebootedPodsUnreadable: a rebooted node's init Pods tell the guard whether its
+// rule is about to put the taint back (rebooted) or has seen the new boot ready
+// (rebooted-ready). When neither the API nor the cache gives them, the guard cannot tell,
+// and the binding is denied, not let through as if the node were not rebooted.
+func TestPodGuardRebootedPodsUnreadable(t *testing.T) {
+	cfg := rebootConfig(t)
+	node := testobj.Node("n", t0, testobj.Taints(gateTaint))
+	node.Status.NodeInfo.BootID = "b1"
+	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, node, componentPod("init-n", "n", "init", testobj.ReadyAt(t0.Add(time.Minute))))
+	e.reconcile(t, "n") // released on b1
+	guard := &PodGuard{Cache: listFails{e.c}, API: listFails{e.c}, Config: cfg}
+	if resp, _ := guard.decide(context.Background(), "n", nil); !resp.Allowed {
+		t.Errorf("on the boot it was released on, its init pods unreadable: denied (%s), want allowed", resp.Result.Message)
+	}
+	setBoot(t, e.c, "n", "b2")
+	if resp, _ := guard.decide(context.Background(), "n", nil); resp.Allowed || !strings.Contains(resp.Result.Message, "cannot be read now") {
+		t.Errorf("rebooted, its init pods unreadable: allowed %v (%s), want denied, saying they cannot be read", resp.Allowed, resp.Result.Message)
 	}
 }
 

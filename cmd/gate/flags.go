@@ -38,6 +38,8 @@ type settings struct {
 	pprofAddr     string
 	webhookPort   int
 	certDir       string
+	// podGuardTimeout is the Pod guard webhook's timeoutSeconds, which the guard answers within.
+	podGuardTimeout time.Duration
 	// certSecret, webhookService and webhookConfigs: the gate makes its webhooks' certificate
 	// (gate/certs) when certSecret is set.
 	certSecret       string
@@ -97,6 +99,9 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*settin
 	}
 	if err := s.validCerts(); err != nil {
 		return nil, err
+	}
+	if s.podGuardTimeout < time.Second || s.podGuardTimeout > 30*time.Second {
+		return nil, fmt.Errorf("--pod-guard-timeout %v: want the webhook's timeoutSeconds, 1s to 30s", s.podGuardTimeout)
 	}
 	cfg, err := loadConfigFile(f.configFile, stderr)
 	if err != nil {
@@ -184,6 +189,7 @@ func (s *settings) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.StringVar(&s.pprofAddr, "pprof-bind-address", "", "address of the Go profiler's /debug/pprof endpoints (empty: off); keep it on localhost")
 	fs.IntVar(&s.webhookPort, "webhook-port", 9443, "port of the webhook server")
+	fs.DurationVar(&s.podGuardTimeout, "pod-guard-timeout", gate.DefaultPodGuardTimeout, "with --pod-guard: the Pod guard webhook's timeoutSeconds; the guard answers within three quarters of it, denying a binding it cannot judge in time where a continuous or reboot rule's window may be open, instead of letting the apiserver's timeout allow it")
 	fs.StringVar(&s.certDir, "cert-dir", "", "directory holding tls.crt and tls.key; reloaded when they rotate (default: controller-runtime's temp dir)")
 	fs.StringVar(&s.certSecret, "cert-secret", "", "make the webhooks' certificate: a CA kept in this Secret of --webhook-service's namespace (made if missing, never overwritten), a serving certificate minted into --cert-dir and renewed a month before it ends, the CA written into the caBundle of --webhook-configurations and written again when taken out (empty: serve the tls.crt and tls.key mounted in --cert-dir)")
 	fs.StringVar(&s.webhookService, "webhook-service", "", "with --cert-secret: the webhook Service as `NAMESPACE/NAME`, whose names the serving certificate carries")

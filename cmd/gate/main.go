@@ -88,7 +88,7 @@ func run(args []string) error {
 		}
 	}
 	opts := setup.Options{Workers: s.workers, ColdStandby: !s.warmStandby, CacheSyncTimeout: s.cacheSyncTimeout,
-		NodeLabels: s.nodeLabels}
+		NodeLabels: s.nodeLabels, PodGuardTimeout: s.podGuardTimeout}
 	mgr, err := setup.NewManager(rc, &s.cfg, setup.ManagerOptions{
 		Metrics:                 metricsserver.Options{BindAddress: s.metricsAddr},
 		HealthProbeBindAddress:  s.probeAddr,

@@ -350,6 +350,21 @@ func TestGateCertificates(t *testing.T) {
 	}
 }
 
+// TestPodGuardTimeout: the apiserver allows what the Pod guard has not answered within the
+// webhook's timeoutSeconds (failurePolicy Ignore), so the gate is told that timeout and
+// answers within it; the two come from one value.
+func TestPodGuardTimeout(t *testing.T) {
+	objs := renderChart(t, map[string]any{"podGuard": map[string]any{"enabled": true, "timeoutSeconds": 7}}, nil)
+	vwc, _ := json.Marshal(mustFind(t, objs, "ValidatingWebhookConfiguration", "startupgate-pod-guard").Object)
+	if !strings.Contains(string(vwc), `"timeoutSeconds":7`) {
+		t.Errorf("the Pod guard's webhook lacks timeoutSeconds 7: %s", vwc)
+	}
+	d, _ := json.Marshal(mustFind(t, objs, "Deployment", "startupgate").Object)
+	if !strings.Contains(string(d), `"--pod-guard-timeout=7s"`) {
+		t.Errorf("the Deployment lacks --pod-guard-timeout=7s")
+	}
+}
+
 // TestReplaceGrants: the Karpenter grants of timeoutPolicy replace render exactly when a rule
 // of config (or the top-level default rule) uses it, and are the kustomize overlay's.
 func TestReplaceGrants(t *testing.T) {

@@ -101,6 +101,20 @@ func (c *Config) RebootWindows(node *corev1.Node, tolerations []corev1.Toleratio
 	return out
 }
 
+// HasWindows reports whether a running rule whose taint the tolerations do not tolerate can
+// leave a node it should hold untainted for a while: a continuous rule between its
+// requirements failing and its taint's return, a rule that gates reboots between a reboot
+// and its re-gate. Only the Pod guard closes those windows, so a binding to a node it
+// cannot read in time is denied when this holds, and allowed (as the taint would) when not.
+func (c *Config) HasWindows(tolerations []corev1.Toleration) bool {
+	for _, r := range c.Admitting() {
+		if (r.Mode == rule.Continuous || r.GatesReboots()) && !r.Tolerates(tolerations) {
+			return true
+		}
+	}
+	return false
+}
+
 // Orphan is a taint the gate placed for a rule it no longer runs (rule.Orphan).
 type Orphan = rule.Orphan
 

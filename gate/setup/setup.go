@@ -62,6 +62,8 @@ type Options struct {
 	// NodeLabels are the label keys the cache keeps on each Node besides those the rules
 	// read (nil: DefaultNodeLabels; gate.AllLabels keeps every label).
 	NodeLabels []string
+	// PodGuardTimeout is the Pod guard webhook's timeoutSeconds (gate.PodGuard.Timeout).
+	PodGuardTimeout time.Duration
 }
 
 // Filled are the objects whose informers a replica fills before it leads, or at once
@@ -221,7 +223,8 @@ func AddToManager(ctx context.Context, mgr manager.Manager, cfg *config.Config, 
 			srv.Register(gate.NodeWebhookPath, gate.NewNodeWebhook(mgr.GetScheme(), cfg))
 		}
 		if cfg.PodGuard {
-			srv.Register(gate.PodGuardPath, &admission.Webhook{Handler: &gate.PodGuard{Cache: mgr.GetClient(), API: mgr.GetAPIReader(), Config: cfg, Pods: pods}})
+			srv.Register(gate.PodGuardPath, &admission.Webhook{Handler: &gate.PodGuard{Cache: mgr.GetClient(), API: mgr.GetAPIReader(), Config: cfg, Pods: pods,
+				Timeout: opts.PodGuardTimeout}})
 		}
 		if err := mgr.AddReadyzCheck("webhook", srv.StartedChecker()); err != nil {
 			return fmt.Errorf("adding webhook readiness check: %w", err)
