@@ -463,11 +463,13 @@ func (rn *run) settled() bool {
 }
 
 // nodesSettled: every gated node is either released or was never tainted but is already
-// serving (the gate had no chance at it), and no rebooted node whose init Pods are Ready
-// again on the new boot still carries the taint. The gate releases that one a moment after
-// the Pods it waits for; a run that ended when the last workload Pod bound elsewhere judged
-// it held for good. Without a gate nothing is released, so there it is enough that the
-// init Pods are ready.
+// serving (the gate had no chance at it), no node re-gated after its last reboot is still
+// warming up, and no rebooted node whose init Pods are Ready again on the new boot still
+// carries the taint. The gate releases that one a moment after the Pods it waits for; a run
+// that ended when the last workload Pod bound elsewhere judged it held for good, and one
+// that ended during the warm-up saw the Pods Ready after the gate had stopped (the soak's
+// rule-renamed-reboot seed 6). Without a gate nothing is released, so there it is enough
+// that the init Pods are ready.
 func nodesSettled(recs []record.NodeRecord, v check.Verdict, gateOff bool) bool {
 	for _, rec := range recs {
 		if !rec.Gated || !rec.Deleted.IsZero() {
@@ -480,6 +482,9 @@ func nodesSettled(recs []record.NodeRecord, v check.Verdict, gateOff bool) bool 
 			continue
 		}
 		if rec.Released.IsZero() && rec.Tainted.IsZero() && !rec.HasWorkload() {
+			return false
+		}
+		if n := len(rec.Reboots); n > 0 && !rec.Reboots[n-1].Regated.IsZero() && rec.Reboots[n-1].Reinit.IsZero() {
 			return false
 		}
 	}

@@ -63,7 +63,8 @@ func TestNodesSettled(t *testing.T) {
 		gateOff bool
 		want    bool
 	}{
-		"re-gated, warming up again":               {rec: node(record.Mark{}, taint), want: true},
+		"re-gated, warming up again":               {rec: node(record.Mark{}, taint), want: false},
+		"rebooted, not re-gated, warming up again": {rec: func() record.NodeRecord { r := node(record.Mark{}); r.Reboots[0].Regated = record.Mark{}; return r }(), want: true},
 		"ready again, the taint still on":          {rec: node(at(40), taint), want: false},
 		"ready again and released":                 {rec: node(at(40)), want: true},
 		"joined, never tainted, not yet serving":   {rec: record.NodeRecord{Name: "n", Gated: true, Created: at(1)}, want: false},
