@@ -213,6 +213,10 @@ func (e *Embedded) Start(ctx context.Context) (*rest.Config, error) {
 // Kubeconfig is the admin kubeconfig file of the running plane.
 func (e *Embedded) Kubeconfig() string { return e.kubeconfig }
 
+// APIServerLog is the kube-apiserver's log file, which a run reads for what the apiserver
+// alone knows: a webhook call it let through unanswered.
+func (e *Embedded) APIServerLog() string { return filepath.Join(e.LogDir, "kube-apiserver.log") }
+
 // wrappers returns a directory of wrappers that start etcd and kube-apiserver with a
 // parent-death signal (setpriv --pdeathsig), so that they die with this process even when
 // it is killed outright — envtest itself does not arrange that, and a crashed test would

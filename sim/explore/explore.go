@@ -340,6 +340,13 @@ type Outcome struct {
 	Node       string `json:"node,omitempty"`
 	// Writes are all the gate's accepted Node writes in the run.
 	Writes int `json:"writes"`
+	// Violations are each violation the run's judge found, judged or not, in words.
+	Violations []string `json:"violations,omitempty"`
+	// GuardTimedOut and GuardUnreached are the calls to the run's Pod guard that the
+	// apiserver let through unanswered (failurePolicy Ignore) before the run settled: not
+	// answered in time, or not reached (the gate down). Only the embedded plane's log tells.
+	GuardTimedOut  int `json:"guard_timed_out,omitempty"`
+	GuardUnreached int `json:"guard_unreached,omitempty"`
 }
 
 // Violated reports whether the outcome breaks an invariant: the run failed, or the gate

@@ -213,6 +213,7 @@ func Table(w io.Writer, results []Result) {
 		}
 	}
 	fmt.Fprintf(w, "| **all** | | **%d** | **%d** |\n", total, totalBad)
+	writeTimedOut(w, results)
 	var controls []string
 	for _, r := range results {
 		if r.Control != "" {
@@ -235,6 +236,23 @@ func Table(w io.Writer, results []Result) {
 	}
 }
 
+// writeTimedOut says how many Pod guard calls the apiserver let through because they were
+// not answered in time, and in how many runs: a guard that answers too late fails open.
+func writeTimedOut(w io.Writer, results []Result) {
+	calls, runs, bad := 0, 0, 0
+	for _, r := range results {
+		if n := r.Outcome.GuardTimedOut; n > 0 && r.Control == "" {
+			calls, runs = calls+n, runs+1
+			if r.Violated() {
+				bad++
+			}
+		}
+	}
+	if calls > 0 {
+		fmt.Fprintf(w, "\nThe apiserver let %d Pod guard calls through unanswered in time, in %d runs (%d of them with a violation).\n", calls, runs, bad)
+	}
+}
+
 // failure says in one line what a violating run showed.
 func failure(r Result) string {
 	switch {
@@ -243,7 +261,11 @@ func failure(r Result) string {
 	case r.Outcome.NodeWrites > MaxWritesPerNode:
 		return fmt.Sprintf("%d writes to node %s (bound %d)", r.Outcome.NodeWrites, r.Outcome.Node, MaxWritesPerNode)
 	}
-	return strings.Join(r.Outcome.Failures, "; ")
+	out := strings.Join(r.Outcome.Failures, "; ")
+	if o := r.Outcome; o.GuardTimedOut+o.GuardUnreached > 0 {
+		out += fmt.Sprintf(" (the apiserver let %d Pod guard calls through unanswered, %d of them timed out)", o.GuardTimedOut+o.GuardUnreached, o.GuardTimedOut)
+	}
+	return out
 }
 
 // Baseline is the kind of an unperturbed run, which measures a base's Node writes (the

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/startupgate/startupgate/gate"
 	"github.com/startupgate/startupgate/sim"
 	"github.com/startupgate/startupgate/sim/check"
 	"github.com/startupgate/startupgate/sim/controlplane"
@@ -29,11 +30,24 @@ func SimRunner(rc *rest.Config, plane *controlplane.Embedded) Runner {
 		if c.Off {
 			mode = gateundertest.Off
 		}
+		var apiLog string
+		var from int64
+		if plane != nil {
+			apiLog = plane.APIServerLog()
+			from = controlplane.LogSize(apiLog)
+		}
 		r, err := sim.NewRunner(rc, sim.Options{Gate: mode, Plane: plane, Hooks: &sim.Hooks{
 			Settled: func(_ context.Context, l sim.Live) error {
 				o.Node, o.NodeWrites = l.Gate().MostWrittenNode()
 				o.Writes = int(l.Gate().NodeWrites())
 				down = l.Gate().DownWindows()
+				if wh := l.Gate().WebhookRelay(); wh != nil && apiLog != "" {
+					f, err := controlplane.FailOpensSince(apiLog, from, wh.Addr()+gate.PodGuardPath)
+					if err != nil {
+						return err
+					}
+					o.GuardTimedOut, o.GuardUnreached = f.TimedOut, f.Unreached
+				}
 				return nil
 			},
 		}})
@@ -45,6 +59,9 @@ func SimRunner(rc *rest.Config, plane *controlplane.Embedded) Runner {
 			return Outcome{}, err
 		}
 		o.Passed, o.Failures = res.Passed, res.Failures
+		for _, v := range res.Violations {
+			o.Violations = append(o.Violations, fmt.Sprintf("%s node=%s pod=%s rv=%d at=%dms %s", v.Kind, v.Node, v.Pod, v.RV, v.AtMS, v.Detail))
+		}
 		if len(c.Unjudged) > 0 || len(c.DownOnly) > 0 || len(c.UntaintedOnly) > 0 {
 			o.Passed, o.Failures = judgedOnly(res, c, down)
 		}
