@@ -50,8 +50,8 @@ const DefaultPodGuardTimeout = 3 * time.Second
 
 // budget is how long the guard's reads may take. The apiserver's clock starts before the
 // guard's, at its call: the rest of the timeout is the call's way there and back, which a
-// loaded apiserver stretches: an explore that loaded it saw nine of the guard's reads run
-// out a budget of three quarters of 3 s, and nine Pods bound on rebooted nodes meanwhile.
+// loaded apiserver stretches. An explore that loaded it saw nine of the guard's reads run
+// out a budget of three quarters of 3 s, and nine Pods bound early in that run.
 func (g *PodGuard) budget() time.Duration {
 	t := g.Timeout
 	if t <= 0 {

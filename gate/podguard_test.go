@@ -599,9 +599,9 @@ func TestPodGuardCacheNotSynced(t *testing.T) {
 // guard's starts. An explore saw a restarted gate's API reads take 9.9 s, while its cache had
 // not synced, and four Pods bind in a continuous rule's window; another, with the apiserver
 // loaded, saw nine of the guard's reads run out a budget of three quarters of 3 s, and nine
-// Pods bound on rebooted nodes meanwhile. So every read the guard makes ends within half
-// the timeout, the other half left to the call's way there and back, and the guard's own
-// answer is then a denial where a rule's window may be open.
+// Pods bound early on rebooted nodes in that run. So every read the guard makes ends within
+// half the timeout, the other half left to the call's way there and back, and the guard's
+// own answer is then a denial where a rule's window may be open.
 func TestPodGuardAnswersInTime(t *testing.T) {
 	const timeout = time.Second
 	for _, c := range []struct {
