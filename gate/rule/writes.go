@@ -54,8 +54,12 @@ const (
 // is not made on another. A release decided on readiness of an earlier boot records that
 // readiness instead, as not counting on the boot the node runs now. It reports whether it
 // wrote what the decision asked (false: the node changed under it; the next event decides
-// again).
+// again). A write that puts the taint on, or acts on the node as the rule's, is not made on
+// a node the rule no longer selects.
 func (r *Rule) Apply(d Decision, n *corev1.Node, now time.Time) bool {
+	if d.Write.needsSelector() && !r.Matches(n) {
+		return false
+	}
 	if r.GatesReboots() && d.Write != WriteNone && d.Write != WriteRemove && n.Status.NodeInfo.BootID != d.Boot {
 		if d.Write == WriteRelease && n.Status.NodeInfo.BootID != "" {
 			r.stale(n, d.Prints)
@@ -113,6 +117,17 @@ func (r *Rule) Apply(d Decision, n *corev1.Node, now time.Time) bool {
 		return r.markReplaced(n, now)
 	}
 	return true
+}
+
+// needsSelector reports whether the write rests on the rule selecting the node: it puts the
+// taint on, adopts the node or replaces it. A release, a removal or a record does not: each
+// takes a taint off or notes what happened.
+func (w Write) needsSelector() bool {
+	switch w {
+	case WriteTaint, WriteRegate, WriteJoin, WriteAdopt, WriteReplace:
+		return true
+	}
+	return false
 }
 
 // join makes a rule that came after the node's creation the node's: onto another rule's
