@@ -146,7 +146,7 @@ func (r *Reconciler) conditionTaint(ctx context.Context, f *facts, rl *rule.Rule
 		return r.wouldTaint(ctx, f.node, rl, st, d)
 	}
 	now := r.Clock.Now()
-	written, wrote, err := r.Writer.Write(ctx, f.node, func(n *corev1.Node) { rl.AddConditionTaint(n, now) })
+	written, wrote, err := r.Writer.Write(ctx, f.node, func(n *corev1.Node) { rl.ApplyCondition(d, n, now) })
 	if err != nil {
 		return fmt.Errorf("tainting node %q for rule %q: %w", f.node.Name, rl.Name, err)
 	}
@@ -163,7 +163,7 @@ func (r *Reconciler) conditionTaint(ctx context.Context, f *facts, rl *rule.Rule
 // conditionClear takes off the taint the rule placed, and its mark, in one guarded write.
 func (r *Reconciler) conditionClear(ctx context.Context, f *facts, rl *rule.Rule, d rule.ConditionDecision) error {
 	had := rl.HasTaint(f.node)
-	written, wrote, err := r.clearConditionTaint(ctx, f.node, rl)
+	written, wrote, err := r.clearConditionTaint(ctx, f.node, rl, d)
 	if err != nil {
 		return fmt.Errorf("removing rule %q's taint from node %q: %w", rl.Name, f.node.Name, err)
 	}
@@ -177,10 +177,11 @@ func (r *Reconciler) conditionClear(ctx context.Context, f *facts, rl *rule.Rule
 	return nil
 }
 
-// clearConditionTaint takes the rule's taint and its mark off, and out of the budget's
-// ledger once the write shows it gone.
-func (r *Reconciler) clearConditionTaint(ctx context.Context, node *corev1.Node, rl *rule.Rule) (*corev1.Node, bool, error) {
-	written, wrote, err := r.Writer.Write(ctx, node, rl.ClearConditionTaint)
+// clearConditionTaint takes the rule's taint and its mark off, as d decided, and out of the
+// budget's ledger once the write shows it gone.
+func (r *Reconciler) clearConditionTaint(ctx context.Context, node *corev1.Node, rl *rule.Rule, d rule.ConditionDecision) (*corev1.Node, bool, error) {
+	now := r.Clock.Now()
+	written, wrote, err := r.Writer.Write(ctx, node, func(n *corev1.Node) { rl.ApplyCondition(d, n, now) })
 	if err == nil && !rl.HasTaint(written) {
 		r.budgetMu.Lock()
 		r.tainting.drop(rl.Name, written.Name)

@@ -90,6 +90,37 @@ func TestConditionRuleTaintsWhileMatching(t *testing.T) {
 	}
 }
 
+// TestConditionWritesRecheckTheConditions: the kubelet changes the node's conditions between
+// the gate's read and its write (a conflict, then a fresh read). A taint decided on a match
+// must not go onto a node whose conditions no longer match, and a clear decided on a
+// mismatch must not take the taint off a node that matches again: the decision is made
+// again on the fresh read, not just its write.
+func TestConditionWritesRecheckTheConditions(t *testing.T) {
+	cfg := conditionConfig(t, nil)
+	mark := testobj.NodeAnnotation(config.DefaultTaintedAnnotation+".oos", "1")
+	recovered := func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }
+	for _, tc := range []struct {
+		name      string
+		node      *corev1.Node
+		edit      func(*corev1.Node)
+		wantTaint bool
+	}{
+		{"taint, the match gone", testobj.Node("n", t0, testobj.NodeAnnotation(releasedMark, "1"), preempted(t0)), recovered, false},
+		{"clear, the match back", testobj.Node("n", t0, testobj.NodeAnnotation(releasedMark, "1"), mark, testobj.Taints(oosTaint), preempted(t0), recovered),
+			func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionTrue }, true},
+		{"taint, still matching", testobj.Node("n", t0, testobj.NodeAnnotation(releasedMark, "1"), preempted(t0)),
+			func(n *corev1.Node) { n.Status.Conditions[1].Reason = "heartbeat" }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newReconcilerEnv(t, cfg, false, kubeletWritesFirst(tc.edit), tc.node)
+			e.reconcile(t, "n")
+			if n := getNode(t, e.c, "n"); cfg.EffectiveRules()[1].HasTaint(n) != tc.wantTaint {
+				t.Errorf("taints %v with conditions %v; want the taint: %t", n.Spec.Taints, n.Status.Conditions, tc.wantTaint)
+			}
+		})
+	}
+}
+
 // TestConditionRuleNeverLiftsAForeignTaint: an operator's own out-of-service taint (the
 // manual flow) stays when the rule's conditions do not match.
 func TestConditionRuleNeverLiftsAForeignTaint(t *testing.T) {

@@ -562,7 +562,7 @@ func (r *Reconciler) retaint(ctx context.Context, f *facts, rl *rule.Rule, d rul
 // leftSelector takes a condition rule's taint off a node the rule no longer selects (its
 // labels or the rule's selector changed), when the rule placed it.
 func (r *Reconciler) leftSelector(ctx context.Context, f *facts, rl *rule.Rule, d rule.ConditionDecision) error {
-	written, wrote, err := r.clearConditionTaint(ctx, f.node, rl)
+	written, wrote, err := r.clearConditionTaint(ctx, f.node, rl, d)
 	if err != nil {
 		return fmt.Errorf("removing rule %q's taint from node %q, which left its selector: %w", rl.Name, f.node.Name, err)
 	}

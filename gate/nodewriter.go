@@ -20,7 +20,9 @@ import (
 var ErrNodeReplaced = errors.New("node was replaced since it was read")
 
 // Mutation edits a Node in place. It must be idempotent: after a conflict it runs again on a
-// fresh copy, and on an object that someone else may already have changed the same way.
+// fresh copy, and on an object that someone else may already have changed the same way. On
+// that copy it re-checks what its decision read from the Node (the boot, the selector, the
+// conditions) and writes nothing when that changed: Write retries the write, not the decision.
 type Mutation func(node *corev1.Node)
 
 // NodeWriter is the one place that writes Nodes.
@@ -29,7 +31,8 @@ type Mutation func(node *corev1.Node)
 // or apply patch built from a stale read therefore silently drops a taint that another
 // controller added in between. Every write here carries the resourceVersion it was computed
 // from (an optimistic lock), so the apiserver rejects it with a conflict instead; we then
-// re-read and recompute. Nothing is lost and nothing is overwritten.
+// re-read and run the mutation again on the fresh copy. Nothing is lost and nothing is
+// overwritten.
 type NodeWriter struct {
 	// Client writes. Reader is used for the fresh read after a conflict; it should bypass
 	// the cache (the manager's APIReader), or a stale cache could conflict again and again.

@@ -269,22 +269,7 @@ func TestReconcileRunsEveryRuleDespiteAnError(t *testing.T) {
 // readiness and must not be written, nor decided again on it.
 func TestReleaseRechecksTheBoot(t *testing.T) {
 	cfg := rebootConfig(t)
-	conflicted := false
-	funcs := interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-		if conflicted {
-			return c.Patch(ctx, obj, patch, opts...)
-		}
-		conflicted = true
-		n := &corev1.Node{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), n); err != nil {
-			return err
-		}
-		n.Status.NodeInfo.BootID = "b2"
-		if err := c.Status().Update(ctx, n); err != nil {
-			return err
-		}
-		return apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, n.Name, errors.New("the kubelet wrote first"))
-	}}
+	funcs := kubeletWritesFirst(func(n *corev1.Node) { n.Status.NodeInfo.BootID = "b2" })
 	node := testobj.Node("n", t0, testobj.Taints(gateTaint))
 	node.Status.NodeInfo.BootID = "b1"
 	pod := componentPod("init-n", "n", "init", testobj.ReadyAt(t0.Add(time.Minute)))
@@ -302,6 +287,28 @@ func TestSecondRebootWhileRegated(t *testing.T) {
 	setBoot(t, e.c, "n", "b3")
 	e.clock.Step(time.Minute)
 	heldThenReleased(t, e, cfg.EffectiveRules()[0], "b3", "released on boot b2's readiness while the node runs b3")
+}
+
+// kubeletWritesFirst fails the gate's first Node patch with a conflict, after writing edit
+// to the Node's status as the kubelet would between the gate's read and its write. Later
+// patches go through.
+func kubeletWritesFirst(edit func(*corev1.Node)) interceptor.Funcs {
+	conflicted := false
+	return interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		if conflicted {
+			return c.Patch(ctx, obj, patch, opts...)
+		}
+		conflicted = true
+		n := &corev1.Node{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), n); err != nil {
+			return err
+		}
+		edit(n)
+		if err := c.Status().Update(ctx, n); err != nil {
+			return err
+		}
+		return apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, n.Name, errors.New("the kubelet wrote first"))
+	}}
 }
 
 // heldThenReleased: the node stays held (early says what a release now would be), and is

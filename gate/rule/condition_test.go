@@ -205,6 +205,37 @@ func TestAddConditionTaintTimeAdded(t *testing.T) {
 	}
 }
 
+// TestApplyCondition: a condition write is made only while a decision on the node it is
+// made on still asks for it (after a conflict, a fresh read the decision never saw).
+func TestApplyCondition(t *testing.T) {
+	rl := compile(t, tainterRule)
+	nic, link := withCondition("NetworkInterfaceCard", "Kaput"), withCondition("PrivateLink", "severed")
+	matching, tainted := node(nic, link), node(withMark, withPressureTaint)
+	for _, tc := range []struct {
+		name      string
+		decidedOn *corev1.Node
+		writeOn   *corev1.Node
+		want      bool
+	}{
+		{"taint on the node decided on", matching, matching, true},
+		{"taint, the match gone", matching, node(nic), false},
+		{"taint, tainted since", matching, node(nic, link, withPressureTaint), false},
+		{"clear on the node decided on", tainted, tainted, true},
+		{"clear, the match back", tainted, node(withMark, withPressureTaint, nic, link), false},
+		{"nothing decided", node(), node(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := tc.writeOn.DeepCopy()
+			if got := rl.ApplyCondition(DecideCondition(rl, tc.decidedOn), n, t0); got != tc.want {
+				t.Errorf("ApplyCondition() = %t, want %t", got, tc.want)
+			}
+			if !tc.want && !cmp.Equal(n, tc.writeOn) {
+				t.Errorf("declined, yet the node changed:\n%s", cmp.Diff(tc.writeOn, n))
+			}
+		})
+	}
+}
+
 // TestConditionTaintOrphaned: a condition rule marks its taint as placed, like every taint
 // the gate places, so that the rule removed, the taint is an orphan the gate lifts; while
 // the rule runs, it owns it.
