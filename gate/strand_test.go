@@ -289,10 +289,29 @@ func TestSecondRebootWhileRegated(t *testing.T) {
 	heldThenReleased(t, e, cfg.EffectiveRules()[0], "b3", "released on boot b2's readiness while the node runs b3")
 }
 
+// TestRemovalRechecksTheSelector: the gate decides to take the GPU rule's taint off a node
+// that left the rule's selector, and the node's label is put back before the write (a
+// conflict, then the fresh read). The node is selected again and not warmed: its taint is
+// its hold and must stay.
+func TestRemovalRechecksTheSelector(t *testing.T) {
+	cfg := rulesConfig(t, nil)
+	gpu := cfg.EffectiveRules()[1]
+	node := testobj.Node("n", t0, testobj.Taints(gateTaint, gpuRuleTaint), testobj.NodeAnnotation(gpu.PlacedAnnotation, gpu.PlacedValue()))
+	e := newReconcilerEnv(t, cfg, false, writesFirst(false, func(n *corev1.Node) { n.Labels["pool"] = "gpu" }), node)
+	e.reconcile(t, "n")
+	if n := getNode(t, e.c, "n"); !gpu.HasTaint(n) {
+		t.Errorf("taints %v, labels %v: the GPU rule's taint came off a node its selector matches again", n.Spec.Taints, n.Labels)
+	}
+}
+
 // kubeletWritesFirst fails the gate's first Node patch with a conflict, after writing edit
 // to the Node's status as the kubelet would between the gate's read and its write. Later
 // patches go through.
-func kubeletWritesFirst(edit func(*corev1.Node)) interceptor.Funcs {
+func kubeletWritesFirst(edit func(*corev1.Node)) interceptor.Funcs { return writesFirst(true, edit) }
+
+// writesFirst is kubeletWritesFirst for another writer: the Node's status, or its object
+// (labels, annotations) as a labeller or an operator would.
+func writesFirst(status bool, edit func(*corev1.Node)) interceptor.Funcs {
 	conflicted := false
 	return interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 		if conflicted {
@@ -304,7 +323,11 @@ func kubeletWritesFirst(edit func(*corev1.Node)) interceptor.Funcs {
 			return err
 		}
 		edit(n)
-		if err := c.Status().Update(ctx, n); err != nil {
+		update := func() error { return c.Update(ctx, n) }
+		if status {
+			update = func() error { return c.Status().Update(ctx, n) }
+		}
+		if err := update(); err != nil {
 			return err
 		}
 		return apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, n.Name, errors.New("the kubelet wrote first"))

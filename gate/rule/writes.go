@@ -55,9 +55,10 @@ const (
 // readiness instead, as not counting on the boot the node runs now. It reports whether it
 // wrote what the decision asked (false: the node changed under it; the next event decides
 // again). A write that puts the taint on, or acts on the node as the rule's, is not made on
-// a node the rule no longer selects.
+// a node the rule no longer selects; a removal decided because the node left the selector
+// is not made on one that is back in it (its taint is its hold).
 func (r *Rule) Apply(d Decision, n *corev1.Node, now time.Time) bool {
-	if d.Write.needsSelector() && !r.Matches(n) {
+	if d.Write.needsSelector() && !r.Matches(n) || d.State == StateLeft && r.Matches(n) {
 		return false
 	}
 	if r.GatesReboots() && d.Write != WriteNone && d.Write != WriteRemove && n.Status.NodeInfo.BootID != d.Boot {
