@@ -37,7 +37,7 @@ const budgetRetry = 10 * time.Second
 func (r *Reconciler) conditionRule(ctx context.Context, f *facts, rl *rule.Rule) (time.Duration, error) {
 	d := rule.DecideCondition(rl, f.node)
 	if d.Left && !rl.DryRun {
-		return 0, r.leftSelector(ctx, f, rl, d)
+		return 0, r.conditionClear(ctx, f, rl, d)
 	}
 	if !rl.Matches(f.node) {
 		return 0, nil
@@ -160,34 +160,40 @@ func (r *Reconciler) conditionTaint(ctx context.Context, f *facts, rl *rule.Rule
 	return nil
 }
 
-// conditionClear takes off the taint the rule placed, and its mark, in one guarded write.
+// conditionClear takes off the taint the rule placed, and its mark, in one guarded write:
+// the node's conditions stopped matching, or it left the rule's selector. What it reports is
+// what the write did, decided again on the copy written (after a conflict, a fresh read),
+// and the taint leaves the budget's ledger once the write shows it gone.
 func (r *Reconciler) conditionClear(ctx context.Context, f *facts, rl *rule.Rule, d rule.ConditionDecision) error {
-	had := rl.HasTaint(f.node)
-	written, wrote, err := r.clearConditionTaint(ctx, f.node, rl, d)
+	now := r.Clock.Now()
+	var (
+		done rule.ConditionDecision
+		had  bool
+	)
+	written, wrote, err := r.Writer.Write(ctx, f.node, func(n *corev1.Node) {
+		had = rl.HasTaint(n)
+		done, _ = rl.ApplyCondition(d, n, now)
+	})
 	if err != nil {
-		return fmt.Errorf("removing rule %q's taint from node %q: %w", rl.Name, f.node.Name, err)
+		return fmt.Errorf("removing rule %q's taint from node %q (%s): %w", rl.Name, f.node.Name, d.Reason, err)
 	}
 	f.node = written
-	if !wrote || !had {
-		return nil
-	}
-	conditionTaintsTotal.WithLabelValues(rl.Name, "cleared").Inc()
-	r.Recorder.Eventf(written, nil, corev1.EventTypeNormal, ReasonConditionCleared, eventActionRelease, "Rule %s: removed taint %s: %s", rl.Name, rl.Taint.ToString(), d.Reason)
-	log.FromContext(ctx).Info("Removed condition taint, conditions no longer match", "node", klog.KObj(written), "rule", rl.Name, "reason", d.Reason)
-	return nil
-}
-
-// clearConditionTaint takes the rule's taint and its mark off, as d decided, and out of the
-// budget's ledger once the write shows it gone.
-func (r *Reconciler) clearConditionTaint(ctx context.Context, node *corev1.Node, rl *rule.Rule, d rule.ConditionDecision) (*corev1.Node, bool, error) {
-	now := r.Clock.Now()
-	written, wrote, err := r.Writer.Write(ctx, node, func(n *corev1.Node) { rl.ApplyCondition(d, n, now) })
-	if err == nil && !rl.HasTaint(written) {
+	if !rl.HasTaint(written) {
 		r.budgetMu.Lock()
 		r.tainting.drop(rl.Name, written.Name)
 		r.budgetMu.Unlock()
 	}
-	return written, wrote, err
+	switch {
+	case !wrote || !had:
+	case done.Left:
+		r.Recorder.Eventf(written, nil, corev1.EventTypeNormal, ReasonLeftSelector, eventActionRelease, "Rule %s: removed taint %s: %s", rl.Name, rl.Taint.Key, done.Reason)
+		log.FromContext(ctx).Info("Node left a rule's selector, removed its taint", "node", klog.KObj(written), "rule", rl.Name)
+	default:
+		conditionTaintsTotal.WithLabelValues(rl.Name, "cleared").Inc()
+		r.Recorder.Eventf(written, nil, corev1.EventTypeNormal, ReasonConditionCleared, eventActionRelease, "Rule %s: removed taint %s: %s", rl.Name, rl.Taint.ToString(), done.Reason)
+		log.FromContext(ctx).Info("Removed condition taint, conditions no longer match", "node", klog.KObj(written), "rule", rl.Name, "reason", done.Reason)
+	}
+	return nil
 }
 
 // wouldTaint reports, once per match, what a dry-run condition rule would do: the taint, and

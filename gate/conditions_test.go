@@ -121,6 +121,43 @@ func TestConditionWritesRecheckTheConditions(t *testing.T) {
 	}
 }
 
+// TestConditionLeftSelectorRechecks: a condition rule takes its taint off a node that left
+// its selector; when the label is back before the write (a conflict, then the fresh read),
+// the write is decided again there: the taint stays while the conditions match, comes off
+// as a cleared condition when they do not, and the event says which.
+func TestConditionLeftSelectorRechecks(t *testing.T) {
+	cfg := conditionConfig(t, func(r *rule.Rule) { r.NodeSelector = "pool=spot" })
+	back := func() interceptor.Funcs {
+		return writesFirst(false, func(n *corev1.Node) { n.Labels["pool"] = "spot" })
+	}
+	stays := func() interceptor.Funcs { return interceptor.Funcs{} }
+	recovered := func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }
+	for _, tc := range []struct {
+		name       string
+		funcs      func() interceptor.Funcs
+		conditions testobj.NodeOpt
+		wantTaint  bool
+		wantEvents []string
+	}{
+		{"left", stays, preempted(t0), false, []string{"Normal " + ReasonLeftSelector}},
+		{"back, matching", back, preempted(t0), true, nil},
+		{"back, not matching", back, func(n *corev1.Node) { preempted(t0)(n); recovered(n) }, false, []string{"Normal " + ReasonConditionCleared}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			node := testobj.Node("n", t0, testobj.NodeAnnotation(releasedMark, "1"), testobj.NodeAnnotation(config.DefaultTaintedAnnotation+".oos", "1"),
+				testobj.Taints(oosTaint), tc.conditions)
+			e := newReconcilerEnv(t, cfg, false, tc.funcs(), node)
+			e.reconcile(t, "n")
+			if n := getNode(t, e.c, "n"); cfg.EffectiveRules()[1].HasTaint(n) != tc.wantTaint {
+				t.Errorf("taints %v, labels %v; want the taint: %t", n.Spec.Taints, n.Labels, tc.wantTaint)
+			}
+			if diff := cmp.Diff(tc.wantEvents, e.drain()); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestConditionRuleNeverLiftsAForeignTaint: an operator's own out-of-service taint (the
 // manual flow) stays when the rule's conditions do not match.
 func TestConditionRuleNeverLiftsAForeignTaint(t *testing.T) {

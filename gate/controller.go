@@ -559,21 +559,6 @@ func (r *Reconciler) retaint(ctx context.Context, f *facts, rl *rule.Rule, d rul
 	return nil
 }
 
-// leftSelector takes a condition rule's taint off a node the rule no longer selects (its
-// labels or the rule's selector changed), when the rule placed it.
-func (r *Reconciler) leftSelector(ctx context.Context, f *facts, rl *rule.Rule, d rule.ConditionDecision) error {
-	written, wrote, err := r.clearConditionTaint(ctx, f.node, rl, d)
-	if err != nil {
-		return fmt.Errorf("removing rule %q's taint from node %q, which left its selector: %w", rl.Name, f.node.Name, err)
-	}
-	f.node = written
-	if wrote {
-		r.Recorder.Eventf(written, nil, corev1.EventTypeNormal, ReasonLeftSelector, eventActionRelease, "Rule %s: removed taint %s: %s", rl.Name, rl.Taint.Key, d.Reason)
-		log.FromContext(ctx).Info("Node left a rule's selector, removed its taint", "node", klog.KObj(written), "rule", rl.Name)
-	}
-	return nil
-}
-
 // dryRun decides as the rule would and reports it, once per node and outcome, writing
 // nothing. It reads the node as if the rule had tainted it at creation.
 func (r *Reconciler) dryRun(ctx context.Context, f *facts, rl *rule.Rule) (time.Duration, error) {

@@ -241,11 +241,11 @@ func AllowTaint(r *Rule, node *corev1.Node, nodes []*corev1.Node, tainted func(*
 }
 
 // ApplyCondition makes the decision's write on n (a copy of the node about to be written)
-// if a decision made again on n still asks for it, and reports whether it wrote. After a
-// conflict n is a fresh read: the node's conditions may have changed since the decision,
-// and a taint decided on a match must not go onto a node that no longer matches, nor a
-// clear take the taint off one that matches again.
-func (r *Rule) ApplyCondition(d ConditionDecision, n *corev1.Node, now time.Time) bool {
+// if a decision made again on n still asks for it. After a conflict n is a fresh read: the
+// node's conditions or labels may have changed since the decision, and a taint decided on a
+// match must not go onto a node that no longer matches, nor a clear take the taint off one
+// that matches again. It returns the decision made on n, and whether it wrote.
+func (r *Rule) ApplyCondition(d ConditionDecision, n *corev1.Node, now time.Time) (ConditionDecision, bool) {
 	fresh := DecideCondition(r, n)
 	switch {
 	case d.Taint && fresh.Taint:
@@ -253,9 +253,9 @@ func (r *Rule) ApplyCondition(d ConditionDecision, n *corev1.Node, now time.Time
 	case d.Clear && fresh.Clear:
 		r.ClearConditionTaint(n)
 	default:
-		return false
+		return fresh, false
 	}
-	return true
+	return fresh, true
 }
 
 // AddConditionTaint puts the rule's taint on and marks the node as tainted by the rule (its

@@ -226,7 +226,7 @@ func TestApplyCondition(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := tc.writeOn.DeepCopy()
-			if got := rl.ApplyCondition(DecideCondition(rl, tc.decidedOn), n, t0); got != tc.want {
+			if _, got := rl.ApplyCondition(DecideCondition(rl, tc.decidedOn), n, t0); got != tc.want {
 				t.Errorf("ApplyCondition() = %t, want %t", got, tc.want)
 			}
 			if !tc.want && !cmp.Equal(n, tc.writeOn) {
