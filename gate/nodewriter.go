@@ -21,8 +21,9 @@ var ErrNodeReplaced = errors.New("node was replaced since it was read")
 
 // Mutation edits a Node in place. It must be idempotent: after a conflict it runs again on a
 // fresh copy, and on an object that someone else may already have changed the same way. On
-// that copy it re-checks what its decision read from the Node (the boot, the selector, the
-// conditions) and writes nothing when that changed: Write retries the write, not the decision.
+// that copy it re-checks what its write rests on that the Node shows (rule.Rule.Apply and
+// ApplyCondition say what) and writes nothing when that changed: Write retries the write,
+// not the decision.
 type Mutation func(node *corev1.Node)
 
 // NodeWriter is the one place that writes Nodes.
