@@ -121,8 +121,9 @@ func (r *Rule) Apply(d Decision, n *corev1.Node, now time.Time) bool {
 }
 
 // needsSelector reports whether the write rests on the rule selecting the node: it puts the
-// taint on, adopts the node or replaces it. A release, a removal or a record does not: each
-// takes a taint off or notes what happened.
+// taint on, adopts the node or replaces it. A release or a record does not: each takes a
+// taint off or notes what happened. A removal for leaving the selector rests on the
+// opposite, which Apply checks by its state.
 func (w Write) needsSelector() bool {
 	switch w {
 	case WriteTaint, WriteRegate, WriteJoin, WriteAdopt, WriteReplace:
