@@ -22,7 +22,8 @@ const planeChildEnv = "STARTUPGATE_TEST_PLANE_CHILD"
 // TestPlaneDiesWithItsParent: when the process that started a plane is killed outright (a
 // run killed halfway), every process of the plane goes with it. make exports
 // $KUBEBUILDER_ASSETS, which envtest prefers to the binaries it is given, so the child is
-// started with it set.
+// started with it set. A killed child cannot remove its plane's directories (etcd's data is
+// over 100 MB), so its $TMPDIR is the test's own, which the test removes.
 func TestPlaneDiesWithItsParent(t *testing.T) {
 	if os.Getenv(planeChildEnv) != "" {
 		runPlaneChild()
@@ -33,7 +34,7 @@ func TestPlaneDiesWithItsParent(t *testing.T) {
 		t.Fatal(err) // make test-unit skips this test by name (PLANE_TESTS)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestPlaneDiesWithItsParent$")
-	cmd.Env = append(os.Environ(), planeChildEnv+"=1", "KUBEBUILDER_ASSETS="+bin)
+	cmd.Env = append(os.Environ(), planeChildEnv+"=1", "KUBEBUILDER_ASSETS="+bin, "TMPDIR="+t.TempDir())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
