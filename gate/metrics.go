@@ -90,8 +90,8 @@ var (
 	}, []string{"rule"})
 	podGuardRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "startupgate_pod_guard_requests_total",
-		Help: "Pod guard admission decisions, by result (allowed, denied).",
-	}, []string{"result"})
+		Help: "Pod guard answers, by result (allowed, denied, error) and reason (not-held, held, rebooted, unmet, pod-unread, ...; docs/operations.md).",
+	}, []string{"result", "reason"})
 )
 
 func init() { //nolint:gochecknoinits // registering collectors is the one sanctioned use

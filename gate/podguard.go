@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
@@ -38,6 +39,9 @@ type PodGuard struct {
 	Config *config.Config
 	// Pods are the caches of the config's Pod scopes past the first, which Cache holds.
 	Pods PodCaches
+	// Labels are the label keys the cache keeps on a Node (nil: every key), so that a
+	// continuous rule's check reads a DaemonSet's targets as the controller does.
+	Labels CachedLabels
 	// Timeout is the webhook's timeoutSeconds (0: DefaultPodGuardTimeout). The apiserver
 	// allows what the guard has not answered by then (failurePolicy Ignore), so the guard's
 	// reads get half of it and the guard answers itself: an explore saw a restarted gate's
@@ -60,33 +64,99 @@ func (g *PodGuard) budget() time.Duration {
 	return t / 2
 }
 
-// Handle decides one Pod CREATE or pods/binding CREATE.
+// Handle decides one Pod CREATE or pods/binding CREATE. A Binding carries no tolerations,
+// only the Pod it binds does, so the guard first decides as if the Pod tolerated nothing:
+// a toleration can only turn a denial into an allow, and when that answer is an allow (a
+// released node, the common case) the binding costs no read of its Pod. Every answer is
+// counted with its reason, errors among them.
 func (g *PodGuard) Handle(ctx context.Context, req admission.Request) admission.Response {
 	ctx, cancel := context.WithTimeout(ctx, g.budget())
 	defer cancel()
-	nodeName, tolerations, err := g.target(ctx, req)
+	t, err := target(req)
 	if err != nil {
+		podGuardRequests.WithLabelValues("error", reasonMalformed).Inc()
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	resp, result := g.decide(ctx, nodeName, tolerations)
-	podGuardRequests.WithLabelValues(result).Inc()
-	return resp
+	v := g.judge(ctx, t)
+	podGuardRequests.WithLabelValues(v.result(), v.reason).Inc()
+	return v.response()
 }
 
-func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []corev1.Toleration) (admission.Response, string) {
-	if nodeName == "" {
-		return admission.Allowed(""), "allowed"
+// The reasons podGuardRequests counts an answer by.
+const (
+	reasonMalformed  = "malformed"        // the request could not be read (an error, 400)
+	reasonUnbound    = "not-bound"        // no node named, or a mirror Pod
+	reasonFree       = "not-held"         // no rule holds the node for such a Pod
+	reasonTolerated  = "tolerated"        // the Pod tolerates what holds the node
+	reasonNoNode     = "node-not-found"   // the node does not exist
+	reasonNodeUnread = "node-unread"      // the node could not be read
+	reasonHeld       = "held"             // a taint the gate placed holds the node
+	reasonRebooted   = "rebooted"         // a reboot's re-gate is coming
+	reasonUnmet      = "unmet"            // a continuous rule's requirements fail
+	reasonPodsUnread = "init-pods-unread" // a window may be open, its init Pods unread
+	reasonPodUnread  = "pod-unread"       // the node holds, and the binding's Pod is unread
+)
+
+// verdict is the guard's answer, with the reason it is counted by.
+type verdict struct {
+	allowed bool
+	reason  string
+	msg     string
+}
+
+func allow(reason, msg string) verdict { return verdict{allowed: true, reason: reason, msg: msg} }
+func deny(reason, msg string) verdict  { return verdict{reason: reason, msg: msg} }
+
+func (v verdict) result() string {
+	if v.allowed {
+		return "allowed"
 	}
+	return "denied"
+}
+
+func (v verdict) response() admission.Response {
+	if v.allowed {
+		return admission.Allowed(v.msg)
+	}
+	return admission.Denied(v.msg)
+}
+
+// judge decides a bound Pod or a Binding. Only a binding the guard would deny a Pod that
+// tolerates nothing reads its Pod, and a Pod that cannot be read then is denied: the node
+// is held, or a window is open on it, and the scheduler retries.
+func (g *PodGuard) judge(ctx context.Context, t bindTarget) verdict {
+	switch {
+	case t.node == "":
+		return allow(reasonUnbound, "")
+	case t.pod == nil:
+		return g.decide(ctx, t.node, t.tolerations)
+	}
+	v := g.decide(ctx, t.node, nil)
+	if v.allowed {
+		return v
+	}
+	pod := &corev1.Pod{}
+	if err := g.API.Get(ctx, *t.pod, pod); err != nil {
+		return deny(reasonPodUnread, fmt.Sprintf("%s; and pod %s of the binding cannot be read now (%v) to see whether it tolerates that; the binding is retried",
+			v.msg, t.pod, err))
+	}
+	if _, mirror := pod.Annotations[mirrorPodAnnotation]; mirror {
+		return allow(reasonUnbound, "")
+	}
+	return g.decide(ctx, t.node, pod.Spec.Tolerations)
+}
+
+func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []corev1.Toleration) verdict {
 	node, err := g.node(ctx, nodeName)
 	if apierrors.IsNotFound(err) {
-		return admission.Allowed("node not found"), "allowed"
+		return allow(reasonNoNode, "node not found")
 	}
 	if err != nil {
 		if g.Config.HasWindows(tolerations) {
-			return admission.Denied(fmt.Sprintf("node %q cannot be read now (%v), and a rule's window may be open on it; the binding is retried",
-				nodeName, err)), "denied"
+			return deny(reasonNodeUnread, fmt.Sprintf("node %q cannot be read now (%v), and a rule's window may be open on it; the binding is retried",
+				nodeName, err))
 		}
-		return admission.Allowed("cannot read the node: " + err.Error()), "allowed"
+		return allow(reasonNodeUnread, "cannot read the node: "+err.Error())
 	}
 	if g.Config.RebootExposed(node, tolerations) {
 		// The kubelet's new boot ID and a binding can arrive a millisecond apart, faster
@@ -95,24 +165,28 @@ func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []co
 		live := &corev1.Node{}
 		switch err := g.API.Get(ctx, types.NamespacedName{Name: nodeName}, live); {
 		case apierrors.IsNotFound(err):
-			return admission.Allowed("node not found"), "allowed"
+			return allow(reasonNoNode, "node not found")
 		case err != nil:
 			// The cached node may be behind a reboot that nothing else tells of: a cut
 			// connection is also what leaves the cache behind. The scheduler retries.
-			return admission.Denied(fmt.Sprintf("node %q may have rebooted, and its boot cannot be read now (%v); the binding is retried",
-				nodeName, err)), "denied"
+			return deny(reasonNodeUnread, fmt.Sprintf("node %q may have rebooted, and its boot cannot be read now (%v); the binding is retried",
+				nodeName, err))
 		}
 		node = live
-		if resp, denied := g.decideRebooted(ctx, node, tolerations); denied {
-			return resp, "denied"
+		if v, denied := g.decideRebooted(ctx, node, tolerations); denied {
+			return v
 		}
 	}
 	taint, held := g.Config.HoldingTaint(node, tolerations)
 	if !held {
-		return g.decideContinuous(ctx, node, tolerations)
+		v := g.decideContinuous(ctx, node, tolerations)
+		if _, heldOther := g.Config.HoldingTaint(node, nil); v.allowed && heldOther {
+			v.reason = reasonTolerated
+		}
+		return v
 	}
-	return admission.Denied(fmt.Sprintf("node %q still holds startup taint %s and the pod does not tolerate it; wait for the node to be released",
-		nodeName, taint.ToString())), "denied"
+	return deny(reasonHeld, fmt.Sprintf("node %q still holds startup taint %s and the pod does not tolerate it; wait for the node to be released",
+		nodeName, taint.ToString()))
 }
 
 // cacheWait bounds a read of the cache: a cache that has started and not yet synced (a
@@ -145,7 +219,7 @@ func (g *PodGuard) node(ctx context.Context, name string) (*corev1.Node, error) 
 // the API, is rebooted (no fresh readiness yet; the re-gate is coming). A node whose init
 // Pods are already Ready again on the new boot (rebooted-ready) is not held; one whose init
 // Pods cannot be read is, as the two cannot be told apart.
-func (g *PodGuard) decideRebooted(ctx context.Context, node *corev1.Node, tolerations []corev1.Toleration) (admission.Response, bool) {
+func (g *PodGuard) decideRebooted(ctx context.Context, node *corev1.Node, tolerations []corev1.Toleration) (verdict, bool) {
 	var pods []*corev1.Pod
 	read := false
 	for _, r := range g.Config.RebootWindows(node, tolerations) {
@@ -155,7 +229,7 @@ func (g *PodGuard) decideRebooted(ctx context.Context, node *corev1.Node, tolera
 		if !read {
 			var err error
 			if pods, err = g.initPodsOn(ctx, node.Name); err != nil {
-				return admission.Denied(fmt.Sprintf("node %q rebooted and its init pods cannot be read now (%v), so whether rule %s's taint is coming back is unknown; the binding is retried",
+				return deny(reasonPodsUnread, fmt.Sprintf("node %q rebooted and its init pods cannot be read now (%v), so whether rule %s's taint is coming back is unknown; the binding is retried",
 					node.Name, err, r.Name)), true
 			}
 			read = true
@@ -166,11 +240,11 @@ func (g *PodGuard) decideRebooted(ctx context.Context, node *corev1.Node, tolera
 			continue
 		}
 		if st, _ := rule.StateOf(r, g.Config.Readiness(), rule.Input{Node: n, Pods: pods, Now: time.Now()}); st == rule.StateRebooted {
-			return admission.Denied(fmt.Sprintf("node %q rebooted (boot %s, released on boot %s) and rule %s's taint %s is coming back; the pod does not tolerate it",
+			return deny(reasonRebooted, fmt.Sprintf("node %q rebooted (boot %s, released on boot %s) and rule %s's taint %s is coming back; the pod does not tolerate it",
 				node.Name, b.Current, b.Recorded, r.Name, r.Taint.ToString())), true
 		}
 	}
-	return admission.Response{}, false
+	return verdict{}, false
 }
 
 // adopted is the node as rule r sees it: itself, or, when the gate released it under
@@ -197,29 +271,72 @@ func adopted(r *rule.Rule, rd rule.Readiness, node *corev1.Node, pods []*corev1.
 // cache that lags the Pod's unready write would reopen the very window the guard closes,
 // and when the API cannot be read the cache is behind by construction (its watch runs on
 // the same connection), so the binding is denied and the scheduler tries again. An explore
-// that cut the gate's connections for 5 s saw 7 Pods bound on a cached Ready.
-func (g *PodGuard) decideContinuous(ctx context.Context, node *corev1.Node, tolerations []corev1.Toleration) (admission.Response, string) {
-	var pods []*corev1.Pod
-	read := false
+// that cut the gate's connections for 5 s saw 7 Pods bound on a cached Ready. A component
+// whose DaemonSet targets the node counts as the controller counts it (rule.ExpectedOn):
+// its Pod deleted, it is unmet, not absent.
+func (g *PodGuard) decideContinuous(ctx context.Context, node *corev1.Node, tolerations []corev1.Toleration) verdict {
+	var (
+		pods []*corev1.Pod
+		dss  []appsv1.DaemonSet
+		read bool
+	)
 	for _, r := range g.Config.Enforced() {
 		if r.Mode != rule.Continuous || r.Suspend || !r.Matches(node) || !r.Completed(node) || r.HasTaint(node) || r.Tolerates(tolerations) {
 			continue
 		}
 		if !read {
 			var err error
-			if pods, err = listInitPods(ctx, OneReader(g.API), g.Config, node.Name); err != nil {
-				return admission.Denied(fmt.Sprintf("node %q: rule %s's requirements cannot be read now (%v), and a cached view may be behind the change the rule waits for; the binding is retried",
-					node.Name, r.Name, err)), "denied"
+			if pods, dss, err = g.requirements(ctx, node.Name); err != nil {
+				return deny(reasonPodsUnread, fmt.Sprintf("node %q: rule %s's requirements cannot be read now (%v), and a cached view may be behind the change the rule waits for; the binding is retried",
+					node.Name, r.Name, err))
 			}
 			read = true
 		}
-		d := rule.Decide(r, g.Config.Readiness(), rule.Input{Node: node, Pods: pods, Now: time.Now()})
+		expected, err := g.expectedOn(ctx, r, node, dss)
+		if err != nil {
+			return deny(reasonPodsUnread, fmt.Sprintf("node %q: rule %s's requirements cannot be read now (%v); the binding is retried", node.Name, r.Name, err))
+		}
+		d := rule.Decide(r, g.Config.Readiness(), rule.Input{Node: node, Pods: pods, Expected: expected, Now: time.Now()})
 		if !d.Met {
-			return admission.Denied(fmt.Sprintf("node %q: rule %s's requirements do not hold (%s) and its taint %s is coming back; the pod does not tolerate it",
-				node.Name, r.Name, d.Reason, r.Taint.ToString())), "denied"
+			return deny(reasonUnmet, fmt.Sprintf("node %q: rule %s's requirements do not hold (%s) and its taint %s is coming back; the pod does not tolerate it",
+				node.Name, r.Name, d.Reason, r.Taint.ToString()))
 		}
 	}
-	return admission.Allowed(""), "allowed"
+	return allow(reasonFree, "")
+}
+
+// requirements are what a continuous rule's check reads: the node's init Pods, from the
+// API, and the DaemonSets, from the cache as the controller reads them (from the API when
+// the cache cannot give them within cacheWait).
+func (g *PodGuard) requirements(ctx context.Context, nodeName string) ([]*corev1.Pod, []appsv1.DaemonSet, error) {
+	pods, err := listInitPods(ctx, OneReader(g.API), g.Config, nodeName)
+	if err != nil {
+		return nil, nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, cacheWait)
+	defer cancel()
+	list := &appsv1.DaemonSetList{}
+	if cacheErr := g.Cache.List(cctx, list); cacheErr != nil {
+		// A restarted gate serves before its cache has synced (node).
+		if err := g.API.List(ctx, list); err != nil {
+			return nil, nil, fmt.Errorf("listing daemonsets: %w", errors.Join(err, fmt.Errorf("from the cache: %w", cacheErr)))
+		}
+	}
+	return pods, list.Items, nil
+}
+
+// expectedOn is rule.ExpectedOn for the node as the controller sees it: the Node from the
+// API when a DaemonSet of the rule's components selects nodes by a label the cache drops
+// (Reconciler.labelled).
+func (g *PodGuard) expectedOn(ctx context.Context, r *rule.Rule, node *corev1.Node, dss []appsv1.DaemonSet) (map[string]bool, error) {
+	if ds, _ := r.LabelOutside(dss, g.Labels.Keeps); ds != "" {
+		live := &corev1.Node{}
+		if err := g.API.Get(ctx, types.NamespacedName{Name: node.Name}, live); err != nil {
+			return nil, err
+		}
+		node = live
+	}
+	return r.ExpectedOn(node, dss), nil
 }
 
 // initPodsOn lists the init Pods bound to the node, from the API; from the cache (within
@@ -291,39 +408,40 @@ func (p PodCaches) Reader(first client.Reader) func(int) client.Reader {
 	}
 }
 
-// target extracts the node a Pod is bound to and the Pod's tolerations. Mirror Pods and
-// Pods not yet bound yield "" (allowed).
-func (g *PodGuard) target(ctx context.Context, req admission.Request) (string, []corev1.Toleration, error) {
+// bindTarget is what a request binds: the node, and either the Pod's tolerations (a Pod
+// created bound) or the Pod a Binding names, whose tolerations are read only when needed.
+type bindTarget struct {
+	node        string
+	tolerations []corev1.Toleration
+	pod         *types.NamespacedName
+}
+
+// target reads what the request binds, without a read of the API. Mirror Pods and Pods not
+// yet bound yield no node (allowed).
+func target(req admission.Request) (bindTarget, error) {
 	if req.Kind.Group != "" || req.Object.Raw == nil {
-		return "", nil, fmt.Errorf("pod guard handles core/v1 Pod and Binding, got %q", req.Kind.String())
+		return bindTarget{}, fmt.Errorf("pod guard handles core/v1 Pod and Binding, got %q", req.Kind.String())
 	}
 	switch req.Kind.Kind {
 	case "Pod":
 		pod := &corev1.Pod{}
 		if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
-			return "", nil, fmt.Errorf("decoding pod: %w", err)
+			return bindTarget{}, fmt.Errorf("decoding pod: %w", err)
 		}
 		if _, mirror := pod.Annotations[mirrorPodAnnotation]; mirror {
-			return "", nil, nil
+			return bindTarget{}, nil
 		}
-		return pod.Spec.NodeName, pod.Spec.Tolerations, nil
+		return bindTarget{node: pod.Spec.NodeName, tolerations: pod.Spec.Tolerations}, nil
 	case "Binding":
 		binding := &corev1.Binding{}
 		if err := json.Unmarshal(req.Object.Raw, binding); err != nil {
-			return "", nil, fmt.Errorf("decoding binding: %w", err)
+			return bindTarget{}, fmt.Errorf("decoding binding: %w", err)
 		}
 		name := binding.Name
 		if name == "" {
 			name = req.Name
 		}
-		pod := &corev1.Pod{}
-		if err := g.API.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: name}, pod); err != nil {
-			return "", nil, fmt.Errorf("reading pod %s/%s of binding: %w", req.Namespace, name, err)
-		}
-		if _, mirror := pod.Annotations[mirrorPodAnnotation]; mirror {
-			return "", nil, nil
-		}
-		return binding.Target.Name, pod.Spec.Tolerations, nil
+		return bindTarget{node: binding.Target.Name, pod: &types.NamespacedName{Namespace: req.Namespace, Name: name}}, nil
 	}
-	return "", nil, fmt.Errorf("pod guard handles core/v1 Pod and Binding, got %q", req.Kind.String())
+	return bindTarget{}, fmt.Errorf("pod guard handles core/v1 Pod and Binding, got %q", req.Kind.String())
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/startupgate/startupgate/gate/config"
@@ -69,7 +71,7 @@ func TestPodGuard(t *testing.T) {
 		allowed  bool
 		code     int32    // for a rejection that is an error, not a denial
 		contains []string // in the message
-		result   string   // pod guard metric label
+		result   string   // pod guard metric labels, result/reason
 	}{
 		{
 			name:     "pod bound to a gated node, no toleration",
@@ -77,7 +79,7 @@ func TestPodGuard(t *testing.T) {
 			object:   testobj.Pod("web", "gated", t0, testobj.Namespace("default")),
 			allowed:  false,
 			contains: []string{`"gated"`, "startup.k8s.io/initializing=wait:NoSchedule"},
-			result:   "denied",
+			result:   "denied/held",
 		},
 		{
 			name:     "pod bound to a node holding the taint with another value",
@@ -85,7 +87,7 @@ func TestPodGuard(t *testing.T) {
 			object:   testobj.Pod("web", "gated-other-value", t0, testobj.Namespace("default")),
 			allowed:  false,
 			contains: []string{`"gated-other-value"`, config.DefaultTaintKey},
-			result:   "denied",
+			result:   "denied/held",
 		},
 		{
 			name:     "pod tolerating a different taint only",
@@ -93,63 +95,63 @@ func TestPodGuard(t *testing.T) {
 			object:   testobj.Pod("web", "gated", t0, testobj.Namespace("default"), testobj.Tolerations(corev1.Toleration{Key: notReadyTaint.Key, Operator: corev1.TolerationOpExists})),
 			allowed:  false,
 			contains: []string{`"gated"`},
-			result:   "denied",
+			result:   "denied/held",
 		},
 		{
 			name:    "tolerating pod",
 			kind:    podKind,
 			object:  testobj.Pod("init", "gated", t0, testobj.Tolerations(tolerating)),
 			allowed: true,
-			result:  "allowed",
+			result:  "allowed/tolerated",
 		},
 		{
 			name:    "pod tolerating everything",
 			kind:    podKind,
 			object:  testobj.Pod("init", "gated", t0, testobj.Tolerations(corev1.Toleration{Operator: corev1.TolerationOpExists})),
 			allowed: true,
-			result:  "allowed",
+			result:  "allowed/tolerated",
 		},
 		{
 			name:    "mirror pod",
 			kind:    podKind,
 			object:  testobj.Pod("static-web", "gated", t0, testobj.PodAnnotation(mirrorPodAnnotation, "abc")),
 			allowed: true,
-			result:  "allowed",
+			result:  "allowed/not-bound",
 		},
 		{
 			name:    "released node",
 			kind:    podKind,
 			object:  testobj.Pod("web", "released", t0),
 			allowed: true,
-			result:  "allowed",
+			result:  "allowed/not-held",
 		},
 		{
 			name:    "released node that holds the taint again",
 			kind:    podKind,
 			object:  testobj.Pod("web", "released-tainted", t0),
 			allowed: true,
-			result:  "allowed",
+			result:  "allowed/not-held",
 		},
 		{
 			name:    "untainted node",
 			kind:    podKind,
 			object:  testobj.Pod("web", "untainted", t0),
 			allowed: true,
-			result:  "allowed",
+			result:  "allowed/not-held",
 		},
 		{
 			name:    "unknown node",
 			kind:    podKind,
 			object:  testobj.Pod("web", "missing", t0),
 			allowed: true,
-			result:  "allowed",
+			result:  "allowed/node-not-found",
 		},
 		{
 			name:    "no nodeName (goes through the scheduler)",
 			kind:    podKind,
 			object:  testobj.Pod("web", "", t0),
 			allowed: true,
-			result:  "allowed",
+			result:  "allowed/not-bound",
 		},
 		{
 			name:     "binding to a gated node",
@@ -158,7 +160,7 @@ func TestPodGuard(t *testing.T) {
 			object:   binding("plain", "gated"),
 			allowed:  false,
 			contains: []string{`"gated"`, "startup.k8s.io/initializing=wait:NoSchedule"},
-			result:   "denied",
+			result:   "denied/held",
 		},
 		{
 			name:     "binding without a name uses the request name",
@@ -167,7 +169,7 @@ func TestPodGuard(t *testing.T) {
 			object:   bindingNoName,
 			allowed:  false,
 			contains: []string{`"gated"`},
-			result:   "denied",
+			result:   "denied/held",
 		},
 		{
 			name:    "binding of a tolerating pod",
@@ -175,7 +177,7 @@ func TestPodGuard(t *testing.T) {
 			reqName: "tolerating",
 			object:  binding("tolerating", "gated"),
 			allowed: true,
-			result:  "allowed",
+			result:  "allowed/tolerated",
 		},
 		{
 			name:    "binding of a mirror pod",
@@ -183,7 +185,7 @@ func TestPodGuard(t *testing.T) {
 			reqName: "mirror",
 			object:  binding("mirror", "gated"),
 			allowed: true,
-			result:  "allowed",
+			result:  "allowed/not-bound",
 		},
 		{
 			name:    "binding to a released node",
@@ -191,15 +193,24 @@ func TestPodGuard(t *testing.T) {
 			reqName: "plain",
 			object:  binding("plain", "released"),
 			allowed: true,
-			result:  "allowed",
+			result:  "allowed/not-held",
 		},
 		{
-			name:     "binding of an unknown pod",
+			// Read only because the node is held: the Pod, gone, cannot show a toleration.
+			name:     "binding of an unknown pod to a gated node",
 			kind:     bindingKind,
 			reqName:  "ghost",
 			object:   binding("ghost", "gated"),
-			code:     http.StatusBadRequest,
-			contains: []string{"default/ghost"},
+			contains: []string{`"gated"`, "default/ghost"},
+			result:   "denied/pod-unread",
+		},
+		{
+			name:    "binding of an unknown pod to a released node",
+			kind:    bindingKind,
+			reqName: "ghost",
+			object:  binding("ghost", "released"),
+			allowed: true,
+			result:  "allowed/not-held",
 		},
 		{
 			name:     "malformed pod",
@@ -207,6 +218,7 @@ func TestPodGuard(t *testing.T) {
 			raw:      []byte(`{"spec":{"nodeName":7}}`),
 			code:     http.StatusBadRequest,
 			contains: []string{"decoding pod"},
+			result:   "error/malformed",
 		},
 		{
 			name:     "malformed binding",
@@ -214,6 +226,7 @@ func TestPodGuard(t *testing.T) {
 			raw:      []byte(`{"target":`),
 			code:     http.StatusBadRequest,
 			contains: []string{"decoding binding"},
+			result:   "error/malformed",
 		},
 		{
 			name:     "other kind",
@@ -221,12 +234,14 @@ func TestPodGuard(t *testing.T) {
 			raw:      []byte(`{}`),
 			code:     http.StatusBadRequest,
 			contains: []string{"Pod and Binding"},
+			result:   "error/malformed",
 		},
 		{
 			name:     "no object",
 			kind:     podKind,
 			code:     http.StatusBadRequest,
 			contains: []string{"Pod and Binding"},
+			result:   "error/malformed",
 		},
 	}
 	for _, tc := range tests {
@@ -243,7 +258,7 @@ func TestPodGuard(t *testing.T) {
 			}}
 			var before float64
 			if tc.result != "" {
-				before = counterValue(t, "startupgate_pod_guard_requests_total", "result", tc.result)
+				before = guardCount(t, tc.result)
 			}
 			resp := g.Handle(context.Background(), req)
 
@@ -268,8 +283,8 @@ func TestPodGuard(t *testing.T) {
 				}
 			}
 			if tc.result != "" {
-				if d := counterValue(t, "startupgate_pod_guard_requests_total", "result", tc.result) - before; d != 1 {
-					t.Errorf("pod guard requests{result=%q} grew by %v, want 1", tc.result, d)
+				if d := guardCount(t, tc.result) - before; d != 1 {
+					t.Errorf("pod guard requests{%s} grew by %v, want 1", tc.result, d)
 				}
 			}
 			if w := cs.writes(); w != 0 {
@@ -391,8 +406,9 @@ type guardWant struct {
 
 // wantGuard is the answer FuzzPodGuard expects, from the node table and the scheduler's own
 // toleration check: a Pod bound, by spec.nodeName or a Binding, to a node that holds a taint
-// it does not tolerate is denied (403); a request the guard cannot read is an error (400);
-// everything else is allowed. Operation and subresource do not matter: the webhook
+// it does not tolerate is denied (403), and so is a Binding of a Pod that cannot be read to
+// such a node; a request the guard cannot decode is an error (400); everything else is
+// allowed. Operation and subresource do not matter: the webhook
 // configuration sends only CREATE of pods and pods/binding, and Kind tells them apart.
 func wantGuard(req admission.Request) guardWant {
 	kind := req.Kind.Kind
@@ -403,10 +419,16 @@ func wantGuard(req admission.Request) guardWant {
 	if bad != "" {
 		return guardWant{code: http.StatusBadRequest, says: bad}
 	}
+	taint := guardFuzzNodes[node]
+	if pod == nil { // a Binding of a Pod that does not exist: read only if the node holds
+		if taint == nil {
+			return guardWant{allowed: true}
+		}
+		return guardWant{code: http.StatusForbidden, says: strconv.Quote(node)}
+	}
 	if _, mirror := pod.Annotations[mirrorPodAnnotation]; mirror {
 		return guardWant{allowed: true}
 	}
-	taint := guardFuzzNodes[node]
 	if taint == nil || slices.ContainsFunc(pod.Spec.Tolerations, func(t corev1.Toleration) bool {
 		return t.ToleratesTaint(klog.Background(), taint, true)
 	}) {
@@ -415,8 +437,9 @@ func wantGuard(req admission.Request) guardWant {
 	return guardWant{code: http.StatusForbidden, says: strconv.Quote(node)}
 }
 
-// guardTarget is the node a Pod or Binding request binds to and the Pod bound, or what the
-// guard's error must say when it cannot tell.
+// guardTarget is the node a Pod or Binding request binds to and the Pod bound (nil: a
+// Binding of a Pod that does not exist), or what the guard's error must say when it cannot
+// tell.
 func guardTarget(req admission.Request) (node string, pod *corev1.Pod, bad string) {
 	if req.Kind.Kind == "Pod" {
 		pod = &corev1.Pod{}
@@ -429,10 +452,7 @@ func guardTarget(req admission.Request) (node string, pod *corev1.Pod, bad strin
 	if err := json.Unmarshal(req.Object.Raw, b); err != nil {
 		return "", nil, "decoding binding"
 	}
-	if pod = guardFuzzPods[cmp.Or(b.Name, req.Name)]; pod == nil {
-		return "", nil, "reading pod"
-	}
-	return b.Target.Name, pod, ""
+	return b.Target.Name, guardFuzzPods[cmp.Or(b.Name, req.Name)], ""
 }
 
 // podGuardSeeds are the requests of TestPodGuard's shape: a Pod with spec.nodeName, or a
@@ -517,7 +537,7 @@ func TestPodGuardAPIUnreachable(t *testing.T) {
 	})
 	g.API = api
 	for node, allowed := range map[string]bool{"cni-window": false, "cni-ready": false, "cni-held": false, "released": true, "gated": false} {
-		if resp, _ := g.decide(context.Background(), node, nil); resp.Allowed != allowed {
+		if resp := g.decide(context.Background(), node, nil).response(); resp.Allowed != allowed {
 			t.Errorf("%s with the API unreachable: allowed %v (%s), want %v", node, resp.Allowed, resp.Result.Message, allowed)
 		}
 	}
@@ -540,7 +560,7 @@ func TestPodGuardCacheNotStarted(t *testing.T) {
 	})
 	g.Cache = cold
 	for node, allowed := range map[string]bool{"cni-window": false, "gated": false, "cni-ready": true, "no-such-node": true} {
-		if resp, _ := g.decide(context.Background(), node, nil); resp.Allowed != allowed {
+		if resp := g.decide(context.Background(), node, nil).response(); resp.Allowed != allowed {
 			t.Errorf("%s with the cache not started: allowed %v (%s), want %v", node, resp.Allowed, resp.Result.Message, allowed)
 		}
 	}
@@ -563,7 +583,7 @@ func TestPodGuardCacheNotSynced(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // the webhook's
 	defer cancel()
-	if resp, _ := g.decide(ctx, "cni-window", nil); resp.Allowed {
+	if resp := g.decide(ctx, "cni-window", nil).response(); resp.Allowed {
 		t.Errorf("cni-window with the cache syncing: allowed (%s), want denied", resp.Result.Message)
 	}
 	if ctx.Err() != nil {
@@ -586,7 +606,7 @@ func TestPodGuardCacheNotSynced(t *testing.T) {
 		// startup rule's taint, the primary protection, is the scheduler's to honour.
 		{[]corev1.Toleration{{Key: cniTaint.Key, Operator: corev1.TolerationOpExists}}, true, "cannot read the node"},
 	} {
-		resp, _ := g.decide(context.Background(), "cni-window", c.tolerations)
+		resp := g.decide(context.Background(), "cni-window", c.tolerations).response()
 		if resp.Allowed != c.allowed || !strings.Contains(resp.Result.Message, c.says) {
 			t.Errorf("neither the cache nor the API answering, tolerations %v: allowed %v (%s), want %v, saying %q",
 				c.tolerations, resp.Allowed, resp.Result.Message, c.allowed, c.says)
@@ -657,5 +677,199 @@ func TestPodGuardAnswersInTime(t *testing.T) {
 		if longest > timeout/2 {
 			t.Errorf("%s (hang %v): a read was given %v, more than half the webhook's timeout %v", node, c.hang, longest, timeout)
 		}
+	}
+}
+
+// guardCount is startupgate_pod_guard_requests_total's series "result/reason".
+func guardCount(tb testing.TB, labels string) float64 {
+	tb.Helper()
+	result, reason, _ := strings.Cut(labels, "/")
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		tb.Fatalf("gathering metrics: %v", err)
+	}
+	for _, mf := range families {
+		if mf.GetName() != "startupgate_pod_guard_requests_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if got["result"] == result && got["reason"] == reason {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// bindingRequest is a pods/binding CREATE of Pod pod in "default" to node.
+func bindingRequest(tb testing.TB, pod, node string) admission.Request {
+	tb.Helper()
+	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID: "u1", Kind: bindingKind, SubResource: "binding", Namespace: "default", Name: pod, Operation: admissionv1.Create,
+		Object: runtime.RawExtension{Raw: mustJSON(tb, &corev1.Binding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Binding"},
+			ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: "default"},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+		})},
+	}}
+}
+
+// TestPodGuardOwnFailure: the guard's own failure never denies a binding it has no reason to
+// deny. With a startup rule only, a binding to a released node is allowed without a read of
+// its Pod, so a Pod read that fails (rate limited, timed out, the apiserver restarting) does
+// not reject it, as it did when the guard read every binding's Pod first. Onto a held node
+// such a binding is denied: the node gives the reason, and the scheduler retries.
+func TestPodGuardOwnFailure(t *testing.T) {
+	cfg := testobj.ValidConfig(t, nil)
+	cache, _ := newFakeClient(interceptor.Funcs{},
+		testobj.Node("released", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1700000000")),
+		testobj.Node("gated", t0, testobj.Taints(gateTaint)))
+	for _, fail := range []error{
+		errors.New("client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline"),
+		context.DeadlineExceeded,
+	} {
+		api, calls := newFakeClient(interceptor.Funcs{
+			Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+				return fail
+			},
+			List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+				return fail
+			},
+		})
+		g := &PodGuard{Cache: cache, API: api, Config: cfg}
+		before := guardCount(t, "denied/pod-unread")
+		if resp := g.Handle(context.Background(), bindingRequest(t, "plain", "released")); !resp.Allowed {
+			t.Errorf("binding to a released node, the Pod's read failing (%v): denied (%v), want allowed", fail, resp.Result)
+		}
+		if n := calls.reads(); n != 0 {
+			t.Errorf("binding to a released node: %d API reads, want 0", n)
+		}
+		resp := g.Handle(context.Background(), bindingRequest(t, "plain", "gated"))
+		if resp.Allowed || resp.Result.Code != http.StatusForbidden || !strings.Contains(resp.Result.Message, "default/plain") {
+			t.Errorf("binding to a held node, the Pod's read failing (%v): %+v, want a denial naming the Pod", fail, resp.Result)
+		}
+		if d := guardCount(t, "denied/pod-unread") - before; d != 1 {
+			t.Errorf("pod guard requests{denied/pod-unread} grew by %v, want 1", d)
+		}
+	}
+}
+
+// TestPodGuardReadsPerBinding: what an ordinary binding (a Pod that tolerates nothing, onto a
+// released node) costs the guard in reads of the API, per config. A startup rule needs
+// none: the cached node decides. A rule that gates reboots reads the node live (the cache may
+// be behind the reboot), and a continuous rule reads the node's init Pods live (the cache
+// may be behind their unready write); neither reads the Pod.
+func TestPodGuardReadsPerBinding(t *testing.T) {
+	released := func(n *corev1.Node) {
+		testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1")(n)
+		testobj.NodeAnnotation(config.DefaultCompletedAnnotation+".cni", "1")(n)
+	}
+	for _, c := range []struct {
+		name        string
+		mod         func(*config.Config)
+		gets, lists int
+	}{
+		{"startup rule", nil, 0, 0},
+		{"onReboot gate", func(c *config.Config) {
+			c.Rules = []rule.Rule{{Name: config.DefaultRuleName, NodeSelector: config.DefaultNodeSelector, Taint: gateTaint, OnReboot: rule.RebootGate,
+				Components: []rule.Component{{Name: "init", Selector: config.DefaultInitLabel}}}}
+		}, 1, 0},
+		{"continuous rule", func(c *config.Config) {
+			c.Rules = []rule.Rule{{Name: "cni", Mode: rule.Continuous, Taint: cniTaint, Components: []rule.Component{{Name: "cni", Selector: "startup.k8s.io/component=cni"}}}}
+		}, 0, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := testobj.ValidConfig(t, c.mod)
+			node := testobj.Node("n", t0, released, func(n *corev1.Node) { n.Status.NodeInfo.BootID = "b1" })
+			objs := []client.Object{node, componentPod("n-cni", "n", "cni", testobj.ReadyAt(t0)), componentPod("n-init", "n", "init", testobj.ReadyAt(t0)),
+				testobj.Pod("plain", "", t0, testobj.Namespace("default"))}
+			cache, _ := newFakeClient(interceptor.Funcs{}, objs...)
+			api, calls := newFakeClient(interceptor.Funcs{}, objs...)
+			g := &PodGuard{Cache: cache, API: api, Config: cfg}
+			resp := g.Handle(context.Background(), bindingRequest(t, "plain", "n"))
+			if !resp.Allowed {
+				t.Fatalf("ordinary binding to a released node: denied (%v)", resp.Result)
+			}
+			calls.mu.Lock()
+			defer calls.mu.Unlock()
+			if calls.gets != c.gets || calls.lists != c.lists {
+				t.Errorf("API reads: %d gets and %d lists, want %d and %d", calls.gets, calls.lists, c.gets, c.lists)
+			}
+		})
+	}
+}
+
+// TestPodGuardHoldsOrphans: a node the gate holds by a taint no rule now names (a rule's
+// former key before the lift puts the new one on, or a removed rule's taint in its grace
+// period) is held for the guard too, as it is for the scheduler.
+func TestPodGuardHoldsOrphans(t *testing.T) {
+	oldKey := corev1.Taint{Key: "example.com/old", Value: "wait", Effect: corev1.TaintEffectNoSchedule}
+	cfg := testobj.ValidConfig(t, nil)
+	placed := func(name string) testobj.NodeOpt {
+		return testobj.NodeAnnotation(cfg.PlacedAnnotation+"."+name, rule.PlacedValue(oldKey, cfg.Instance))
+	}
+	for _, c := range []struct {
+		name string
+		node *corev1.Node
+	}{
+		// The default rule, re-keyed from example.com/old: its node is rekeyed.
+		{"re-keyed", testobj.Node("n", t0, testobj.Taints(oldKey), func(n *corev1.Node) {
+			placed(config.DefaultRuleName)(n)
+			testobj.NodeAnnotation(cfg.PlacedAnnotation, rule.PlacedValue(oldKey, cfg.Instance))(n)
+		})},
+		// A rule "gpu" removed from the config: its taint waits for the orphan lift.
+		{"removed rule", testobj.Node("n", t0, testobj.Taints(oldKey), placed("gpu"),
+			testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1"))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if len(cfg.Orphans(c.node)) == 0 {
+				t.Fatalf("test node has no orphan: %v", c.node.Annotations)
+			}
+			cache, _ := newFakeClient(interceptor.Funcs{}, c.node)
+			g := &PodGuard{Cache: cache, API: cache, Config: cfg}
+			resp := g.Handle(context.Background(), admissionRequest(podKind, admissionv1.Create,
+				mustJSON(t, testobj.Pod("web", "n", t0, testobj.Namespace("default")))))
+			if resp.Allowed || !strings.Contains(resp.Result.Message, oldKey.Key) {
+				t.Errorf("Pod bound to a node held by %s: allowed %v (%v), want denied naming it", oldKey.Key, resp.Allowed, resp.Result)
+			}
+			tol := testobj.Pod("web", "n", t0, testobj.Namespace("default"), testobj.Tolerations(corev1.Toleration{Key: oldKey.Key, Operator: corev1.TolerationOpExists}))
+			if resp := g.Handle(context.Background(), admissionRequest(podKind, admissionv1.Create, mustJSON(t, tol))); !resp.Allowed {
+				t.Errorf("Pod tolerating %s: denied (%v), want allowed", oldKey.Key, resp.Result)
+			}
+		})
+	}
+}
+
+// TestPodGuardContinuousExpected: a continuous rule's check in the guard counts a component
+// whose DaemonSet targets the node as the controller does (rule.ExpectedOn): its Pod deleted,
+// the component is unmet, not absent, and a binding onto the node is denied until the taint
+// is back.
+func TestPodGuardContinuousExpected(t *testing.T) {
+	cfg := testobj.ValidConfig(t, func(c *config.Config) {
+		c.Rules = []rule.Rule{{Name: "cni", Mode: rule.Continuous, Taint: cniTaint, Components: []rule.Component{
+			{Name: "cni", Selector: "startup.k8s.io/component=cni"},
+			{Name: "csi", Selector: "startup.k8s.io/component=csi"},
+		}}}
+	})
+	node := testobj.Node("n", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation+".cni", "1"))
+	csi := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "csi", Namespace: "kube-system"},
+		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"startup.k8s.io/component": "csi"}}}}}
+	// The cni component is Ready; the csi component's Pod was deleted, its DaemonSet stays.
+	objs := []client.Object{node, csi, componentPod("n-cni", "n", "cni", testobj.ReadyAt(t0))}
+	c, _ := newFakeClient(interceptor.Funcs{}, objs...)
+	g := &PodGuard{Cache: c, API: c, Config: cfg}
+	in := rule.Input{Node: node, Pods: []*corev1.Pod{componentPod("n-cni", "n", "cni", testobj.ReadyAt(t0))},
+		Expected: cfg.EffectiveRules()[0].ExpectedOn(node, []appsv1.DaemonSet{*csi}), Now: time.Now()}
+	if d := rule.Decide(cfg.EffectiveRules()[0], cfg.Readiness(), in); d.Met {
+		t.Fatalf("the controller's decision counts the rule met: the test's premise is wrong")
+	}
+	resp := g.Handle(context.Background(), admissionRequest(podKind, admissionv1.Create,
+		mustJSON(t, testobj.Pod("web", "n", t0, testobj.Namespace("default")))))
+	if resp.Allowed || !strings.Contains(resp.Result.Message, `"csi"`) {
+		t.Errorf("binding onto a node whose csi component's Pod was deleted: allowed %v (%v), want denied naming csi", resp.Allowed, resp.Result)
 	}
 }

@@ -56,11 +56,11 @@ func TestPodGuardRebootedPodsUnreadable(t *testing.T) {
 	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, node, componentPod("init-n", "n", "init", testobj.ReadyAt(t0.Add(time.Minute))))
 	e.reconcile(t, "n") // released on b1
 	guard := &PodGuard{Cache: listFails{e.c}, API: listFails{e.c}, Config: cfg}
-	if resp, _ := guard.decide(context.Background(), "n", nil); !resp.Allowed {
+	if resp := guard.decide(context.Background(), "n", nil).response(); !resp.Allowed {
 		t.Errorf("on the boot it was released on, its init pods unreadable: denied (%s), want allowed", resp.Result.Message)
 	}
 	setBoot(t, e.c, "n", "b2")
-	if resp, _ := guard.decide(context.Background(), "n", nil); resp.Allowed || !strings.Contains(resp.Result.Message, "cannot be read now") {
+	if resp := guard.decide(context.Background(), "n", nil).response(); resp.Allowed || !strings.Contains(resp.Result.Message, "cannot be read now") {
 		t.Errorf("rebooted, its init pods unreadable: allowed %v (%s), want denied, saying they cannot be read", resp.Allowed, resp.Result.Message)
 	}
 }
@@ -88,7 +88,7 @@ func TestRebootRegates(t *testing.T) {
 	}
 	setBoot(t, e.c, "n", "b2")
 	guard := &PodGuard{Cache: e.c, API: e.c, Config: cfg}
-	if resp, _ := guard.decide(context.Background(), "n", nil); resp.Allowed {
+	if resp := guard.decide(context.Background(), "n", nil).response(); resp.Allowed {
 		t.Errorf("Pod guard allowed a binding to a rebooted node before the taint was back")
 	}
 	writes = e.calls.writes()
@@ -98,7 +98,7 @@ func TestRebootRegates(t *testing.T) {
 	if !rl.Regated(n) || e.calls.writes()-writes != 1 {
 		t.Fatalf("after the reboot: taints %v, annotations %v, %d writes; want the taint back in one write", n.Spec.Taints, n.Annotations, e.calls.writes()-writes)
 	}
-	if resp, _ := guard.decide(context.Background(), "n", nil); resp.Allowed {
+	if resp := guard.decide(context.Background(), "n", nil).response(); resp.Allowed {
 		t.Errorf("Pod guard allowed a binding to a re-gated node")
 	}
 	e.reconcile(t, "n") // the init Pod is still Ready from before the reboot
@@ -176,7 +176,7 @@ func TestPodGuardReadsRebootLive(t *testing.T) {
 				return c.Get(ctx, key, obj, opts...)
 			}}, objs...)
 			g := &PodGuard{Cache: cache, API: api, Config: cfg}
-			resp, _ := g.decide(context.Background(), "n", tt.tolerations)
+			resp := g.decide(context.Background(), "n", tt.tolerations).response()
 			if resp.Allowed != tt.wantAllowed || reads != tt.wantReads {
 				t.Errorf("allowed %v after %d API reads, want %v after %d (%s)", resp.Allowed, reads, tt.wantAllowed, tt.wantReads, resp.Result.Message)
 			}

@@ -318,7 +318,7 @@ func TestPodGuardClosesContinuousWindow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c, _ := newFakeClient(interceptor.Funcs{}, released.DeepCopy(), tc.cni)
 			g := &PodGuard{Cache: c, API: c, Config: cfg}
-			resp, _ := g.decide(context.Background(), "c", nil)
+			resp := g.decide(context.Background(), "c", nil).response()
 			if resp.Allowed != tc.allowed {
 				t.Errorf("allowed = %v, want %v (%v)", resp.Allowed, tc.allowed, resp.Result)
 			}

@@ -194,7 +194,7 @@ func TestPodGuardRebootedNodeNoRuleHolds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c, _ := newFakeClient(interceptor.Funcs{}, node.DeepCopy())
 			g := &PodGuard{Cache: c, API: c, Config: withRule(t, cfg, tt.mod)}
-			if resp, _ := g.decide(context.Background(), "n", nil); !resp.Allowed {
+			if resp := g.decide(context.Background(), "n", nil).response(); !resp.Allowed {
 				t.Errorf("denied (%s); no rule will hold the node again", resp.Result.Message)
 			}
 		})
@@ -661,13 +661,13 @@ func TestPodGuardRenamedBeforeAdoption(t *testing.T) {
 	node.Status.NodeInfo.BootID = "b2"
 	c, _ := newFakeClient(interceptor.Funcs{}, node, pod)
 	g := &PodGuard{Cache: c, API: c, Config: renamed}
-	if resp, _ := g.decide(context.Background(), "n", nil); resp.Allowed {
+	if resp := g.decide(context.Background(), "n", nil).response(); resp.Allowed {
 		t.Errorf("allowed a binding to a node rebooted since its release under the rule's former name")
 	}
 	node.Status.NodeInfo.BootID = "b1" // not rebooted: nothing to deny
 	c, _ = newFakeClient(interceptor.Funcs{}, node, pod)
 	g = &PodGuard{Cache: c, API: c, Config: renamed}
-	if resp, _ := g.decide(context.Background(), "n", nil); !resp.Allowed {
+	if resp := g.decide(context.Background(), "n", nil).response(); !resp.Allowed {
 		t.Errorf("denied a binding to a node in service on the boot it was released on: %s", resp.Result.Message)
 	}
 }

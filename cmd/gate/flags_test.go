@@ -59,6 +59,8 @@ func TestParseDefaults(t *testing.T) {
 		probeAddr:        ":8081",
 		webhookPort:      9443,
 		podGuardTimeout:  3 * time.Second,
+		podGuardQPS:      500,
+		podGuardBurst:    1000,
 		workers:          64,
 		cacheSyncTimeout: 10 * time.Minute,
 		nodeLabels:       []string{"kubernetes.io/os", "kubernetes.io/arch"},
@@ -173,12 +175,12 @@ func TestParseFlags(t *testing.T) {
 				"--kube-api-qps", "12.5", "--kube-api-burst", "25", "--print-policy",
 				"--leader-elect-lease-duration", "30s", "--leader-elect-renew-deadline", "20s", "--leader-elect-retry-period", "5s",
 				"--warm-standby=false", "--cache-sync-timeout", "30m", "--cache-node-labels", "gpu,example.com/pool", "--log-level", "debug",
-				"--pod-guard-timeout", "5s"},
+				"--pod-guard-timeout", "5s", "--pod-guard-qps", "50", "--pod-guard-burst", "80"},
 			s: func(t *testing.T, s *settings) {
 				t.Helper()
 				want := settings{cfg: s.cfg, leaderElect: true, leaderNS: "gate-system", metricsAddr: "0", probeAddr: ":9090",
 					leaseDuration: 30 * time.Second, renewDeadline: 20 * time.Second, retryPeriod: 5 * time.Second,
-					webhookPort: 10250, certDir: "/certs", podGuardTimeout: 5 * time.Second, workers: 4, cacheSyncTimeout: 30 * time.Minute, qps: 12.5, burst: 25, printPolicy: true,
+					webhookPort: 10250, certDir: "/certs", podGuardTimeout: 5 * time.Second, podGuardQPS: 50, podGuardBurst: 80, workers: 4, cacheSyncTimeout: 30 * time.Minute, qps: 12.5, burst: 25, printPolicy: true,
 					nodeLabels: []string{"gpu", "example.com/pool"}, logLevel: "debug"}
 				if diff := cmp.Diff(want, *s, cmp.AllowUnexported(settings{}), ignoreCompiled); diff != "" {
 					t.Errorf("settings mismatch (-want +got):\n%s", diff)
@@ -386,6 +388,8 @@ func TestParseErrors(t *testing.T) {
 		{"--all outside release", []string{"--all"}, nil, "all"},
 		{"pod guard timeout under the apiserver's least", []string{"--pod-guard-timeout", "500ms"}, nil, "--pod-guard-timeout 500ms"},
 		{"pod guard timeout over the apiserver's most", []string{"--pod-guard-timeout", "31s"}, nil, "1s to 30s"},
+		{"pod guard qps of zero", []string{"--pod-guard-qps", "0"}, nil, "--pod-guard-qps 0"},
+		{"pod guard burst of zero", []string{"--pod-guard-burst", "0"}, nil, "want both above 0"},
 		{"cache-node-labels with a bad key", []string{"--cache-node-labels", "kubernetes.io/os,not a key"}, nil, `"not a key" is not a label key`},
 		{"several errors in one message", []string{"--timeout-policy", "drop", "--min-hold", "-1s"}, nil, "timeoutPolicy"},
 		{"cert secret without a cert dir", []string{"--cert-secret", "ca", "--webhook-service", "ns/svc"}, nil, "--cert-dir"},

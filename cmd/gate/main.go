@@ -88,7 +88,8 @@ func run(args []string) error {
 		}
 	}
 	opts := setup.Options{Workers: s.workers, ColdStandby: !s.warmStandby, CacheSyncTimeout: s.cacheSyncTimeout,
-		NodeLabels: s.nodeLabels, PodGuardTimeout: s.podGuardTimeout}
+		NodeLabels: s.nodeLabels, PodGuardTimeout: s.podGuardTimeout,
+		PodGuardQPS: float32(s.podGuardQPS), PodGuardBurst: s.podGuardBurst}
 	mgr, err := setup.NewManager(rc, &s.cfg, setup.ManagerOptions{
 		Metrics:                 metricsserver.Options{BindAddress: s.metricsAddr},
 		HealthProbeBindAddress:  s.probeAddr,

@@ -32,16 +32,32 @@ func (c *Config) Admit(n *corev1.Node) (applies, tainted []*rule.Rule) {
 // kubelet or Karpenter may have registered it with another value, and the scheduler
 // compares with that one. A rule's taint on a node it does not hold (released, left
 // behind by a departure from its selector, put back by someone else) is not the gate's
-// hold.
+// hold. An orphan the gate has not lifted yet (Orphans: a rule's former key, or a removed
+// rule's taint, in its grace period) holds the node too: a re-keyed rule holds it by that
+// taint until the lift puts the new one on in the same write.
 func (c *Config) HoldingTaint(node *corev1.Node, tolerations []corev1.Toleration) (corev1.Taint, bool) {
 	for _, r := range c.Gating() {
 		if !c.Holds(r, node) {
 			continue
 		}
-		for _, t := range node.Spec.Taints {
-			if t.Key == r.Taint.Key && t.Effect == r.Taint.Effect && !rule.Tolerated(tolerations, &t) {
-				return t, true
-			}
+		if t, ok := untolerated(node, r.Taint, tolerations); ok {
+			return t, true
+		}
+	}
+	for _, o := range c.Orphans(node) {
+		if t, ok := untolerated(node, o.Taint, tolerations); ok {
+			return t, true
+		}
+	}
+	return corev1.Taint{}, false
+}
+
+// untolerated is the node's taint of want's key and effect, as the node carries it, when
+// the tolerations do not tolerate it.
+func untolerated(node *corev1.Node, want corev1.Taint, tolerations []corev1.Toleration) (corev1.Taint, bool) {
+	for _, t := range node.Spec.Taints {
+		if t.Key == want.Key && t.Effect == want.Effect && !rule.Tolerated(tolerations, &t) {
+			return t, true
 		}
 	}
 	return corev1.Taint{}, false

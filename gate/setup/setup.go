@@ -1,6 +1,7 @@
 package setup
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -64,7 +65,19 @@ type Options struct {
 	NodeLabels []string
 	// PodGuardTimeout is the Pod guard webhook's timeoutSeconds (gate.PodGuard.Timeout).
 	PodGuardTimeout time.Duration
+	// PodGuardQPS and PodGuardBurst are the rate limit of the Pod guard's own client
+	// (gate.GuardReader); the burst also bounds its reads in flight. Zero: the defaults.
+	PodGuardQPS   float32
+	PodGuardBurst int
 }
+
+// The Pod guard's client limits by default. An ordinary binding costs the guard no read;
+// a binding to a node in a reboot or continuous rule's reach costs one or two, and a
+// scheduler binds a few hundred Pods a second at most (docs/concepts.md#the-pod-guard).
+const (
+	DefaultPodGuardQPS   = 500
+	DefaultPodGuardBurst = 1000
+)
 
 // Filled are the objects whose informers a replica fills before it leads, or at once
 // without leader election: the init Pods, which every replica's cache indexes by node, and
@@ -223,8 +236,13 @@ func AddToManager(ctx context.Context, mgr manager.Manager, cfg *config.Config, 
 			srv.Register(gate.NodeWebhookPath, gate.NewNodeWebhook(mgr.GetScheme(), cfg))
 		}
 		if cfg.PodGuard {
-			srv.Register(gate.PodGuardPath, &admission.Webhook{Handler: &gate.PodGuard{Cache: mgr.GetClient(), API: mgr.GetAPIReader(), Config: cfg, Pods: pods,
-				Timeout: opts.PodGuardTimeout}})
+			api, err := gate.GuardReader(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()},
+				cmp.Or(opts.PodGuardQPS, DefaultPodGuardQPS), cmp.Or(opts.PodGuardBurst, DefaultPodGuardBurst))
+			if err != nil {
+				return err
+			}
+			srv.Register(gate.PodGuardPath, &admission.Webhook{Handler: &gate.PodGuard{Cache: mgr.GetClient(), API: api, Config: cfg, Pods: pods,
+				Labels: opts.cachedLabels(cfg), Timeout: opts.PodGuardTimeout}})
 		}
 		if err := mgr.AddReadyzCheck("webhook", srv.StartedChecker()); err != nil {
 			return fmt.Errorf("adding webhook readiness check: %w", err)
