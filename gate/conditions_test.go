@@ -347,3 +347,28 @@ func TestConditionDryRunReportsEvictions(t *testing.T) {
 		t.Errorf("events %q, want one %s naming shop/web-0 only", got, ReasonWouldTaint)
 	}
 }
+
+// TestConditionRuleRunsOnBackfilledNodes: with backfill on, a node that came up without the
+// startup taint is backfill's, and a condition rule still decides it. A busy node (backfill
+// leaves it alone) that is out of service gets the condition rule's taint, and loses it when
+// the condition clears; before, the reconcile returned from backfill and the rule never ran
+// on nodes that predate the install.
+func TestConditionRuleRunsOnBackfilledNodes(t *testing.T) {
+	cfg := conditionConfig(t, nil)
+	node := testobj.Node("n", t0, preempted(t0.Add(time.Minute)))
+	busy := testobj.Pod("web", "n", t0, testobj.Namespace("default"))
+	e := newReconcilerEnv(t, cfg, true, interceptor.Funcs{}, node, busy)
+	e.reconcile(t, "n")
+	n := getNode(t, e.c, "n")
+	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != oosTaint.Key {
+		t.Fatalf("busy untainted node, out of service, backfill on: taints %+v, want the out-of-service taint only", n.Spec.Taints)
+	}
+	n.Status.Conditions[0].Status = corev1.ConditionFalse
+	if err := e.c.Status().Update(t.Context(), n); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile(t, "n")
+	if got := getNode(t, e.c, "n").Spec.Taints; len(got) != 0 {
+		t.Errorf("condition cleared: taints %+v, want none", got)
+	}
+}

@@ -160,10 +160,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	node = f.node
 	// A node that came up without the taints and no rule has released: backfill's, while
-	// it is idle; the rules start once it is tainted.
-	if r.Config.Gated(node) && !r.Config.HasTaint(node) && !r.Config.Released(node) && !r.anyCompleted(node) && !r.Config.InService(node) {
-		if r.Backfill != nil {
-			return reconcile.Result{RequeueAfter: orphanAfter}, r.Backfill.Node(ctx, node)
+	// it is idle. The rules run on after it: those that gate at creation find the node
+	// untainted (backfill's) and wait for the taint, and a condition rule, which backfill
+	// does not place, decides the node as on any other; a write on the copy backfill just
+	// changed conflicts and decides again on the fresh one.
+	if r.Backfill != nil && r.Config.Gated(node) && !r.Config.HasTaint(node) && !r.Config.Released(node) && !r.anyCompleted(node) && !r.Config.InService(node) {
+		if err := r.Backfill.Node(ctx, node); err != nil {
+			return reconcile.Result{}, err
 		}
 	}
 	var (
