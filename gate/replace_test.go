@@ -226,3 +226,29 @@ func TestReplaceRetriesAFailedRead(t *testing.T) {
 		t.Errorf("events %v, want a %s", got, ReasonTimedOut)
 	}
 }
+
+// TestReplaceConfirmsReadinessFirst: a replacement deletes a NodeClaim, the most destructive
+// write the gate makes, so it is decided again on the node and init Pods as the apiserver
+// has them, as a re-taint is. An init Pod that turned Ready a moment before maxHold, with the
+// cache behind, releases the node; its NodeClaim stays.
+func TestReplaceConfirmsReadinessFirst(t *testing.T) {
+	cfg := replaceConfig(t)
+	rl := cfg.EffectiveRules()[0]
+	cached := append([]client.Object{karpenterObject("NodePool", "pool")}, claimedNode("a", "pool")...)
+	// e.c is the cache, where the init Pod is not Ready yet (and where deletes go); api is
+	// the apiserver's copy.
+	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, cached...)
+	live := append([]client.Object{karpenterObject("NodePool", "pool")}, claimedNode("a", "pool")[:2]...)
+	live = append(live, componentPod("init-a", "a", "init", testobj.ReadyAt(e.clock.Now().Add(-time.Second))))
+	api, _ := newFakeClient(interceptor.Funcs{}, live...)
+	e.r.Reader = api
+	e.r.Writer.Reader = api
+	e.r.Writer.Client = api
+	e.reconcile(t, "a")
+	if !claimExists(t, e.c, "claim-a") || !claimExists(t, api, "claim-a") {
+		t.Errorf("NodeClaim of a node whose init Pod the apiserver has Ready was deleted")
+	}
+	if a := getNode(t, api, "a"); rl.Replacing(a) || rl.HasTaint(a) {
+		t.Errorf("a: annotations %v, taints %v; want released, not marked for replacement", a.Annotations, a.Spec.Taints)
+	}
+}

@@ -78,10 +78,12 @@ type Decision struct {
 // apiserver has them, so that one decided from a cache that lags must be decided again on
 // a fresh read before it is written: a re-taint (the requirements may hold again), a
 // reboot whose warm-up counts as already done (the readiness seen may be the old boot's),
-// and the readiness recorded as stale when the node booted again (too little recorded
-// lets the old boot's readiness count for the new one).
+// the readiness recorded as stale when the node booted again (too little recorded lets the
+// old boot's readiness count for the new one), and a replacement's first step (an init Pod
+// Ready a moment before maxHold, behind a lagging cache, would cost a warm node).
 func (d Decision) Confirm() bool {
-	return d.Taint || d.Write == WriteStale || d.State == StateRebootedReady || d.State == StateRebootedAgain || d.State == StateHeldRebooted
+	return d.Taint || d.Write == WriteStale || d.State == StateRebootedReady || d.State == StateRebootedAgain || d.State == StateHeldRebooted ||
+		d.Replace && d.State != StateReplacing
 }
 
 // Wait reports whether the node keeps (or gets) the taint.
