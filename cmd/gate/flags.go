@@ -171,7 +171,7 @@ func (f *contractFlags) register(fs *pflag.FlagSet, def config.Config) {
 	fs.BoolVar(&f.podGuard, "pod-guard", def.PodGuard, "serve the Pod guard validating webhook that denies Pods bound directly to gated nodes")
 	fs.DurationVar(&f.minHold, "min-hold", def.MinHold.Duration, "keep every node gated at least this long after its creation")
 	fs.DurationVar(&f.maxHold, "max-hold", def.MaxHold.Duration, "stop waiting for readiness this long after node creation (0: never); then --timeout-policy applies")
-	fs.StringVar(&f.timeoutPolicy, "timeout-policy", string(def.TimeoutPolicy), "at max hold: release (remove the taint, Warning event) or keep (keep it, alert)")
+	fs.StringVar(&f.timeoutPolicy, "timeout-policy", string(def.TimeoutPolicy), "at max hold: release (remove the taint, Warning event), keep (keep it, alert) or replace (delete the node's Karpenter NodeClaim, under a budget)")
 	fs.BoolVar(&f.annotationOnly, "annotation-only", def.AnnotationOnly, "count only the "+def.ReadyAnnotation+"=true annotation on init Pods, not Pod readiness")
 	fs.StringVar(&f.taint, "taint", def.Taint.ToString(), "startup taint key[=value]:Effect; use a "+config.AutoscalerTaintPrefix+" key with the cluster autoscaler")
 	fs.StringVar(&f.nodeSelector, "node-selector", def.NodeSelector, "label selector of the nodes to gate")

@@ -103,10 +103,22 @@ func tainterSettings(cfg *tainterConfig) ([]string, error) {
 	}
 	if l := cfg.Log; l != nil {
 		out = append(out, "",
-			fmt.Sprintf("[log] max_level = %q: the gate has no log-level flag; it logs at info, state", l.MaxLevel),
-			"changes (tainted, cleared, over budget) at V(0), with an Event on the Node for each.")
+			fmt.Sprintf("[log] max_level = %q: the gate's --log-level=%s; at info it logs state", l.MaxLevel, gateLogLevel(l.MaxLevel)),
+			"changes (tainted, cleared, over budget), with an Event on the Node for each.")
 	}
 	return out, nil
+}
+
+// gateLogLevel is the gate's --log-level nearest a tainter max_level: the gate has error,
+// info and debug.
+func gateLogLevel(tainter string) string {
+	switch strings.ToLower(tainter) {
+	case "error", "warn", "warning", "off":
+		return "error"
+	case "debug", "trace":
+		return "debug"
+	}
+	return "info"
 }
 
 func tainterPort(p any) (string, error) {
