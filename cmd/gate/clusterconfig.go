@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"regexp"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,10 +15,12 @@ import (
 )
 
 // clusterConfig is the config status and release judge by: the running gate's, read from its
-// ConfigMap, unless --config or a contract flag was given (then s.cfg). A gate installed
-// without that ConfigMap (flags only) leaves s.cfg, and a line on stderr says so; `gate
-// status` that judged by the defaults while the gate ran other rules would show every node
-// of those rules wrong.
+// ConfigMap, unless --config or a contract flag was given (then s.cfg). kustomize names the
+// ConfigMap by its content (startupgate-config-<hash>), so when the plain name is missing the
+// hashed ones are read: one config among them is the gate's, and several different ones are
+// an error that names them, rather than a guess. With none, `gate status` judges by s.cfg and
+// says so on stderr; `gate release` refuses, as releasing by the default rules would
+// leave every other rule's taint on.
 func clusterConfig(ctx context.Context, c client.Reader, s *settings, stderr io.Writer) (*config.Config, error) {
 	if !s.fromCluster {
 		return &s.cfg, nil
@@ -24,6 +28,15 @@ func clusterConfig(ctx context.Context, c client.Reader, s *settings, stderr io.
 	cm := &corev1.ConfigMap{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: s.gateNamespace, Name: s.configMap}, cm)
 	if apierrors.IsNotFound(err) {
+		cm, err = hashedConfigMap(ctx, c, s.gateNamespace, s.configMap)
+		if cm != nil {
+			fmt.Fprintf(stderr, "reading the gate's config from ConfigMap %s/%s (kustomize's name for %s)\n", s.gateNamespace, cm.Name, s.configMap)
+		}
+	}
+	if cm == nil && err == nil {
+		if s.releaseCommand {
+			return nil, fmt.Errorf("no ConfigMap %s/%s or %[2]s-<hash>: pass --config FILE (the gate's config) or --config-map NAME; releasing by the default rules would leave every other rule's taint", s.gateNamespace, s.configMap)
+		}
 		fmt.Fprintf(stderr, "no ConfigMap %s/%s: judging by the default rules (pass --config FILE, or --gate-namespace and --config-map)\n", s.gateNamespace, s.configMap)
 		return &s.cfg, nil
 	}
@@ -35,14 +48,49 @@ func clusterConfig(ctx context.Context, c client.Reader, s *settings, stderr io.
 	}
 	raw, ok := cm.Data["config.yaml"]
 	if !ok {
-		return nil, fmt.Errorf("ConfigMap %s/%s has no config.yaml", s.gateNamespace, s.configMap)
+		return nil, fmt.Errorf("ConfigMap %s/%s has no config.yaml", s.gateNamespace, cm.Name)
 	}
 	cfg, _, err := config.Load([]byte(raw))
 	if err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s: %w", s.gateNamespace, s.configMap, err)
+		return nil, fmt.Errorf("ConfigMap %s/%s: %w", s.gateNamespace, cm.Name, err)
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s: invalid config: %w", s.gateNamespace, s.configMap, err)
+		return nil, fmt.Errorf("ConfigMap %s/%s: invalid config: %w", s.gateNamespace, cm.Name, err)
 	}
 	return &cfg, nil
 }
+
+// hashedConfigMap is the ConfigMap kustomize's configMapGenerator made of base: named
+// base-<hash>, with a config.yaml. Old generations stay until pruned, so several may exist;
+// when their configs differ it cannot tell which the gate runs, and says so. It returns nil
+// and no error when there is none.
+func hashedConfigMap(ctx context.Context, c client.Reader, namespace, base string) (*corev1.ConfigMap, error) {
+	list := &corev1.ConfigMapList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	var found []*corev1.ConfigMap
+	for i := range list.Items {
+		cm := &list.Items[i]
+		hash, ok := strings.CutPrefix(cm.Name, base+"-")
+		if _, has := cm.Data["config.yaml"]; ok && has && kustomizeHash.MatchString(hash) {
+			found = append(found, cm)
+		}
+	}
+	if len(found) == 0 {
+		return nil, nil
+	}
+	var names []string
+	for _, cm := range found {
+		names = append(names, cm.Name)
+		if cm.Data["config.yaml"] != found[0].Data["config.yaml"] {
+			return nil, fmt.Errorf("ConfigMaps %s hold different configs and no %s exists: pass --config-map NAME (the one the gate's Deployment mounts) or --config FILE",
+				strings.Join(names, ", "), base)
+		}
+	}
+	return found[0], nil
+}
+
+// kustomizeHash is the suffix kustomize gives a generated name: ten characters of its hash
+// alphabet.
+var kustomizeHash = regexp.MustCompile(`^[a-z0-9]{10}$`)

@@ -16,8 +16,9 @@ import (
 )
 
 // TestClusterConfig: status and release judge by the running gate's config, read from its
-// ConfigMap, unless a --config file or a contract flag says otherwise; with no ConfigMap
-// they say so and judge by the defaults; a ConfigMap that holds no valid config is an error.
+// ConfigMap (or kustomize's hashed one), unless a --config file or a contract flag says
+// otherwise; with no ConfigMap status says so and judges by the defaults, and release
+// refuses; a ConfigMap that holds no valid config is an error.
 func TestClusterConfig(t *testing.T) {
 	rules := "apiVersion: config.startupgate.io/v1alpha1\nkind: GateConfiguration\nrules:\n" +
 		"  - {name: gpu, nodeSelector: pool=gpu, taint: {key: example.com/gpu, effect: NoSchedule}, components: [{selector: app=driver}]}\n"
@@ -37,6 +38,18 @@ func TestClusterConfig(t *testing.T) {
 		{name: "a contract flag wins", args: []string{"status", "--min-hold", "1m"}, objs: []*corev1.ConfigMap{cm("startupgate-system", rules)}, wantRule: config.DefaultRuleName},
 		{name: "no ConfigMap: the defaults, said", args: []string{"status"}, wantRule: config.DefaultRuleName, wantNote: "no ConfigMap startupgate-system/startupgate-config"},
 		{name: "not a config", args: []string{"status"}, objs: []*corev1.ConfigMap{cm("startupgate-system", "rules: 3\n")}, wantErr: "ConfigMap startupgate-system/startupgate-config"},
+		// kustomize's configMapGenerator names the ConfigMap by its content.
+		{name: "kustomize's hashed name", args: []string{"release", "--all"}, objs: []*corev1.ConfigMap{named(cm("startupgate-system", rules), "startupgate-config-7fh2c6kt9m")},
+			wantRule: "gpu", wantNote: "startupgate-system/startupgate-config-7fh2c6kt9m"},
+		{name: "two generations, one config", args: []string{"release", "--all"}, objs: []*corev1.ConfigMap{
+			named(cm("startupgate-system", rules), "startupgate-config-7fh2c6kt9m"), named(cm("startupgate-system", rules), "startupgate-config-b5g8d2m4tk")}, wantRule: "gpu"},
+		{name: "two generations, two configs: no guess", args: []string{"release", "--all"}, objs: []*corev1.ConfigMap{
+			named(cm("startupgate-system", rules), "startupgate-config-7fh2c6kt9m"), named(cm("startupgate-system", "{}\n"), "startupgate-config-b5g8d2m4tk")},
+			wantErr: "hold different configs"},
+		{name: "not kustomize's name", args: []string{"status"}, objs: []*corev1.ConfigMap{named(cm("startupgate-system", rules), "startupgate-config-old")},
+			wantRule: config.DefaultRuleName, wantNote: "no ConfigMap"},
+		// Releasing by the default rules would leave every other rule's taint on.
+		{name: "no ConfigMap: release refuses", args: []string{"release", "--all"}, wantErr: "pass --config FILE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := parse(tc.args, env(), io.Discard)
@@ -66,4 +79,10 @@ func TestClusterConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// named is cm under another name.
+func named(cm *corev1.ConfigMap, name string) *corev1.ConfigMap {
+	cm.Name = name
+	return cm
 }
