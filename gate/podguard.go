@@ -131,7 +131,8 @@ func (g *PodGuard) judge(ctx context.Context, t bindTarget) verdict {
 	case t.pod == nil:
 		return g.decide(ctx, t.node, t.tolerations)
 	}
-	v := g.decide(ctx, t.node, nil)
+	rd := &reads{}
+	v := g.decideWith(ctx, rd, t.node, nil)
 	if v.allowed {
 		return v
 	}
@@ -143,11 +144,40 @@ func (g *PodGuard) judge(ctx context.Context, t bindTarget) verdict {
 	if _, mirror := pod.Annotations[mirrorPodAnnotation]; mirror {
 		return allow(reasonUnbound, "")
 	}
-	return g.decide(ctx, t.node, pod.Spec.Tolerations)
+	return g.decideWith(ctx, rd, t.node, pod.Spec.Tolerations)
 }
 
+// reads are what one request has read, each at most once: the second pass of a binding,
+// with its Pod's tolerations, judges the node and Pods the first pass read, so that a read
+// that fails the second time cannot turn the first pass's denial into an allow.
+type reads struct {
+	node, live memo[*corev1.Node]
+	initPods   memo[[]*corev1.Pod]
+	reqs       memo[requirements]
+}
+
+// memo is one read's outcome, error included.
+type memo[T any] struct {
+	done bool
+	v    T
+	err  error
+}
+
+func (m *memo[T]) get(read func() (T, error)) (T, error) {
+	if !m.done {
+		m.v, m.err = read()
+		m.done = true
+	}
+	return m.v, m.err
+}
+
+// decide judges a Pod with these tolerations bound to the node, on reads of its own.
 func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []corev1.Toleration) verdict {
-	node, err := g.node(ctx, nodeName)
+	return g.decideWith(ctx, &reads{}, nodeName, tolerations)
+}
+
+func (g *PodGuard) decideWith(ctx context.Context, rd *reads, nodeName string, tolerations []corev1.Toleration) verdict {
+	node, err := rd.node.get(func() (*corev1.Node, error) { return g.node(ctx, nodeName) })
 	if apierrors.IsNotFound(err) {
 		return allow(reasonNoNode, "node not found")
 	}
@@ -162,8 +192,8 @@ func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []co
 		// The kubelet's new boot ID and a binding can arrive a millisecond apart, faster
 		// than the cache follows; the scheduler's cache lags the same way, so a cached
 		// read here would let through the very binding the guard is for.
-		live := &corev1.Node{}
-		switch err := g.API.Get(ctx, types.NamespacedName{Name: nodeName}, live); {
+		live, err := rd.live.get(func() (*corev1.Node, error) { return g.liveNode(ctx, nodeName) })
+		switch {
 		case apierrors.IsNotFound(err):
 			return allow(reasonNoNode, "node not found")
 		case err != nil:
@@ -173,13 +203,13 @@ func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []co
 				nodeName, err))
 		}
 		node = live
-		if v, denied := g.decideRebooted(ctx, node, tolerations); denied {
+		if v, denied := g.decideRebooted(ctx, rd, node, tolerations); denied {
 			return v
 		}
 	}
 	taint, held := g.Config.HoldingTaint(node, tolerations)
 	if !held {
-		v := g.decideContinuous(ctx, node, tolerations)
+		v := g.decideContinuous(ctx, rd, node, tolerations)
 		if _, heldOther := g.Config.HoldingTaint(node, nil); v.allowed && heldOther {
 			v.reason = reasonTolerated
 		}
@@ -209,9 +239,20 @@ func (g *PodGuard) node(ctx context.Context, name string) (*corev1.Node, error) 
 		if apierrors.IsNotFound(err) {
 			return nil, err
 		}
-		return nil, errors.Join(err, fmt.Errorf("from the cache: %w", cacheErr))
+		// The cache's error is words only: a node the cache has not seen is NotFound there,
+		// and must not make a failed read look like a node that does not exist.
+		return nil, fmt.Errorf("%w (from the cache: %v)", err, cacheErr)
 	}
 	return node, nil
+}
+
+// liveNode reads the Node from the API.
+func (g *PodGuard) liveNode(ctx context.Context, name string) (*corev1.Node, error) {
+	n := &corev1.Node{}
+	if err := g.API.Get(ctx, types.NamespacedName{Name: name}, n); err != nil {
+		return nil, err
+	}
+	return n, nil
 }
 
 // decideRebooted closes the window between a reboot and its re-gate: a rule that gates
@@ -219,20 +260,15 @@ func (g *PodGuard) node(ctx context.Context, name string) (*corev1.Node, error) 
 // the API, is rebooted (no fresh readiness yet; the re-gate is coming). A node whose init
 // Pods are already Ready again on the new boot (rebooted-ready) is not held; one whose init
 // Pods cannot be read is, as the two cannot be told apart.
-func (g *PodGuard) decideRebooted(ctx context.Context, node *corev1.Node, tolerations []corev1.Toleration) (verdict, bool) {
-	var pods []*corev1.Pod
-	read := false
+func (g *PodGuard) decideRebooted(ctx context.Context, rd *reads, node *corev1.Node, tolerations []corev1.Toleration) (verdict, bool) {
 	for _, r := range g.Config.RebootWindows(node, tolerations) {
 		if r.Completed(node) && !r.BootOf(node).Rebooted() {
 			continue // still on the boot the rule released it on
 		}
-		if !read {
-			var err error
-			if pods, err = g.initPodsOn(ctx, node.Name); err != nil {
-				return deny(reasonPodsUnread, fmt.Sprintf("node %q rebooted and its init pods cannot be read now (%v), so whether rule %s's taint is coming back is unknown; the binding is retried",
-					node.Name, err, r.Name)), true
-			}
-			read = true
+		pods, err := rd.initPods.get(func() ([]*corev1.Pod, error) { return g.initPodsOn(ctx, node.Name) })
+		if err != nil {
+			return deny(reasonPodsUnread, fmt.Sprintf("node %q rebooted and its init pods cannot be read now (%v), so whether rule %s's taint is coming back is unknown; the binding is retried",
+				node.Name, err, r.Name)), true
 		}
 		n := adopted(r, g.Config.Readiness(), node, pods)
 		b := r.BootOf(n)
@@ -274,29 +310,21 @@ func adopted(r *rule.Rule, rd rule.Readiness, node *corev1.Node, pods []*corev1.
 // that cut the gate's connections for 5 s saw 7 Pods bound on a cached Ready. A component
 // whose DaemonSet targets the node counts as the controller counts it (rule.ExpectedOn):
 // its Pod deleted, it is unmet, not absent.
-func (g *PodGuard) decideContinuous(ctx context.Context, node *corev1.Node, tolerations []corev1.Toleration) verdict {
-	var (
-		pods []*corev1.Pod
-		dss  []appsv1.DaemonSet
-		read bool
-	)
+func (g *PodGuard) decideContinuous(ctx context.Context, rd *reads, node *corev1.Node, tolerations []corev1.Toleration) verdict {
 	for _, r := range g.Config.Enforced() {
 		if r.Mode != rule.Continuous || r.Suspend || !r.Matches(node) || !r.Completed(node) || r.HasTaint(node) || r.Tolerates(tolerations) {
 			continue
 		}
-		if !read {
-			var err error
-			if pods, dss, err = g.requirements(ctx, node.Name); err != nil {
-				return deny(reasonPodsUnread, fmt.Sprintf("node %q: rule %s's requirements cannot be read now (%v), and a cached view may be behind the change the rule waits for; the binding is retried",
-					node.Name, r.Name, err))
-			}
-			read = true
+		req, err := rd.reqs.get(func() (requirements, error) { return g.requirements(ctx, node.Name) })
+		if err != nil {
+			return deny(reasonPodsUnread, fmt.Sprintf("node %q: rule %s's requirements cannot be read now (%v), and a cached view may be behind the change the rule waits for; the binding is retried",
+				node.Name, r.Name, err))
 		}
-		expected, err := g.expectedOn(ctx, r, node, dss)
+		expected, err := g.expectedOn(ctx, rd, r, node, req.dss)
 		if err != nil {
 			return deny(reasonPodsUnread, fmt.Sprintf("node %q: rule %s's requirements cannot be read now (%v); the binding is retried", node.Name, r.Name, err))
 		}
-		d := rule.Decide(r, g.Config.Readiness(), rule.Input{Node: node, Pods: pods, Expected: expected, Now: time.Now()})
+		d := rule.Decide(r, g.Config.Readiness(), rule.Input{Node: node, Pods: req.pods, Expected: expected, Now: time.Now()})
 		if !d.Met {
 			return deny(reasonUnmet, fmt.Sprintf("node %q: rule %s's requirements do not hold (%s) and its taint %s is coming back; the pod does not tolerate it",
 				node.Name, r.Name, d.Reason, r.Taint.ToString()))
@@ -308,10 +336,15 @@ func (g *PodGuard) decideContinuous(ctx context.Context, node *corev1.Node, tole
 // requirements are what a continuous rule's check reads: the node's init Pods, from the
 // API, and the DaemonSets, from the cache as the controller reads them (from the API when
 // the cache cannot give them within cacheWait).
-func (g *PodGuard) requirements(ctx context.Context, nodeName string) ([]*corev1.Pod, []appsv1.DaemonSet, error) {
+type requirements struct {
+	pods []*corev1.Pod
+	dss  []appsv1.DaemonSet
+}
+
+func (g *PodGuard) requirements(ctx context.Context, nodeName string) (requirements, error) {
 	pods, err := listInitPods(ctx, OneReader(g.API), g.Config, nodeName)
 	if err != nil {
-		return nil, nil, err
+		return requirements{}, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, cacheWait)
 	defer cancel()
@@ -319,19 +352,19 @@ func (g *PodGuard) requirements(ctx context.Context, nodeName string) ([]*corev1
 	if cacheErr := g.Cache.List(cctx, list); cacheErr != nil {
 		// A restarted gate serves before its cache has synced (node).
 		if err := g.API.List(ctx, list); err != nil {
-			return nil, nil, fmt.Errorf("listing daemonsets: %w", errors.Join(err, fmt.Errorf("from the cache: %w", cacheErr)))
+			return requirements{}, fmt.Errorf("listing daemonsets: %w (from the cache: %v)", err, cacheErr)
 		}
 	}
-	return pods, list.Items, nil
+	return requirements{pods: pods, dss: list.Items}, nil
 }
 
 // expectedOn is rule.ExpectedOn for the node as the controller sees it: the Node from the
 // API when a DaemonSet of the rule's components selects nodes by a label the cache drops
 // (Reconciler.labelled).
-func (g *PodGuard) expectedOn(ctx context.Context, r *rule.Rule, node *corev1.Node, dss []appsv1.DaemonSet) (map[string]bool, error) {
+func (g *PodGuard) expectedOn(ctx context.Context, rd *reads, r *rule.Rule, node *corev1.Node, dss []appsv1.DaemonSet) (map[string]bool, error) {
 	if ds, _ := r.LabelOutside(dss, g.Labels.Keeps); ds != "" {
-		live := &corev1.Node{}
-		if err := g.API.Get(ctx, types.NamespacedName{Name: node.Name}, live); err != nil {
+		live, err := rd.live.get(func() (*corev1.Node, error) { return g.liveNode(ctx, node.Name) })
+		if err != nil {
 			return nil, err
 		}
 		node = live

@@ -12,9 +12,10 @@ import (
 // rate limit, so that a binding burst cannot use up the controller's (its releases wait on
 // the same limiter) and the controller's confirms cannot starve the guard; and a bound on
 // the reads in flight, so that a burst queues in the guard, within its budget, rather than
-// at the apiserver. A read that cannot start within the caller's deadline fails, and the
+// at the apiserver, where the guard and the controller share one identity and so one
+// fair-queuing flow. A read that cannot start within the caller's deadline fails, and the
 // guard decides with what it knows.
-func GuardReader(base *rest.Config, opts client.Options, qps float32, burst int) (client.Reader, error) {
+func GuardReader(base *rest.Config, opts client.Options, qps float32, burst, inFlight int) (client.Reader, error) {
 	rc := rest.CopyConfig(base)
 	rc.QPS, rc.Burst, rc.RateLimiter = qps, burst, nil
 	rc.UserAgent = rest.DefaultKubernetesUserAgent() + " pod-guard"
@@ -22,7 +23,7 @@ func GuardReader(base *rest.Config, opts client.Options, qps float32, burst int)
 	if err != nil {
 		return nil, fmt.Errorf("building the pod guard's client: %w", err)
 	}
-	return InFlight(c, burst), nil
+	return InFlight(c, inFlight), nil
 }
 
 // InFlight bounds the reads r serves at once to n (n < 1: 1).

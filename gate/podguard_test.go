@@ -873,3 +873,98 @@ func TestPodGuardContinuousExpected(t *testing.T) {
 		t.Errorf("binding onto a node whose csi component's Pod was deleted: allowed %v (%v), want denied naming csi", resp.Allowed, resp.Result)
 	}
 }
+
+// TestPodGuardSecondPassReadsNothing: a binding's second pass, with its Pod's tolerations,
+// judges the node the first pass read. A read that fails the second time (the guard's own
+// limit, in a burst) must not turn the first pass's denial into an allow: here the cache has
+// not started, the API gives the node once, and the Pod tolerates nothing.
+func TestPodGuardSecondPassReadsNothing(t *testing.T) {
+	cfg := testobj.ValidConfig(t, nil)
+	cold, _ := newFakeClient(interceptor.Funcs{
+		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return &cache.ErrCacheNotStarted{}
+		},
+	})
+	var nodeGets int
+	api, _ := newFakeClient(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*corev1.Node); ok {
+				if nodeGets++; nodeGets > 1 {
+					return errors.New("client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline")
+				}
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}, testobj.Node("gated", t0, testobj.Taints(gateTaint)), testobj.Pod("plain", "", t0, testobj.Namespace("default")))
+	g := &PodGuard{Cache: cold, API: api, Config: cfg}
+	if resp := g.Handle(context.Background(), bindingRequest(t, "plain", "gated")); resp.Allowed {
+		t.Errorf("binding of a Pod that tolerates nothing to a held node: allowed (%v), want denied", resp.Result)
+	}
+	if nodeGets != 1 {
+		t.Errorf("the node was read %d times, want once", nodeGets)
+	}
+}
+
+// TestPodGuardFailedReadIsNotNotFound: a node the cache has not seen is NotFound there; when
+// the API read then fails, that is a failed read, not a node that does not exist, and a
+// continuous rule's window may be open on it.
+func TestPodGuardFailedReadIsNotNotFound(t *testing.T) {
+	g, _ := podGuardFuzzEnv(t)
+	g.Cache, _ = newFakeClient(interceptor.Funcs{})
+	g.API, _ = newFakeClient(interceptor.Funcs{
+		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return errors.New("connection reset by peer")
+		},
+	})
+	if resp := g.decide(context.Background(), "cni-window", nil).response(); resp.Allowed || !strings.Contains(resp.Result.Message, "cannot be read now") {
+		t.Errorf("node in neither the cache nor a readable API: allowed %v (%s), want denied as unread", resp.Allowed, resp.Result.Message)
+	}
+}
+
+// TestInFlight: the guard's reader serves at most n reads at once; a read that cannot start
+// before its deadline fails, and every slot comes back, whether the read failed or not.
+func TestInFlight(t *testing.T) {
+	release, entered := make(chan struct{}), make(chan struct{}, 3)
+	var mu sync.Mutex
+	var inside, most int
+	slow, _ := newFakeClient(interceptor.Funcs{
+		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			mu.Lock()
+			inside++
+			most = max(most, inside)
+			mu.Unlock()
+			entered <- struct{}{}
+			<-release
+			mu.Lock()
+			inside--
+			mu.Unlock()
+			return errors.New("failed")
+		},
+	})
+	r := InFlight(slow, 2)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() { _ = r.Get(context.Background(), client.ObjectKey{Name: "n"}, &corev1.Node{}) })
+	}
+	<-entered
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := r.Get(ctx, client.ObjectKey{Name: "n"}, &corev1.Node{}); err == nil || !strings.Contains(err.Error(), "in flight") {
+		t.Errorf("a third read with both slots taken: %v, want it to fail at its deadline", err)
+	}
+	close(release)
+	wg.Wait()
+	if most != 2 {
+		t.Errorf("%d reads at once, want 2", most)
+	}
+	ok, _ := newFakeClient(interceptor.Funcs{}, testobj.Node("n", t0))
+	r = InFlight(ok, 1)
+	for range 3 { // each read gives its slot back
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if err := r.Get(ctx, client.ObjectKey{Name: "n"}, &corev1.Node{}); err != nil {
+			t.Errorf("read %v", err)
+		}
+		cancel()
+	}
+}

@@ -106,7 +106,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*settin
 	if s.podGuardTimeout < time.Second || s.podGuardTimeout > 30*time.Second {
 		return nil, fmt.Errorf("--pod-guard-timeout %v: want the webhook's timeoutSeconds, 1s to 30s", s.podGuardTimeout)
 	}
-	if s.podGuardQPS <= 0 || s.podGuardBurst < 1 {
+	if !(s.podGuardQPS > 0) || s.podGuardBurst < 1 { // !(> 0) refuses NaN too
 		return nil, fmt.Errorf("--pod-guard-qps %v and --pod-guard-burst %d: want both above 0", s.podGuardQPS, s.podGuardBurst)
 	}
 	cfg, err := loadConfigFile(f.configFile, stderr)
@@ -197,7 +197,7 @@ func (s *settings) register(fs *pflag.FlagSet) {
 	fs.IntVar(&s.webhookPort, "webhook-port", 9443, "port of the webhook server")
 	fs.DurationVar(&s.podGuardTimeout, "pod-guard-timeout", gate.DefaultPodGuardTimeout, "with --pod-guard: the Pod guard webhook's timeoutSeconds; the guard answers within half of it, denying a binding it cannot judge in time where a continuous or reboot rule's window may be open, instead of letting the apiserver's timeout allow it")
 	fs.Float64Var(&s.podGuardQPS, "pod-guard-qps", setup.DefaultPodGuardQPS, "with --pod-guard: QPS of the Pod guard's own client, apart from --kube-api-qps so that a binding burst and the controller cannot starve each other; an ordinary binding costs the guard no read")
-	fs.IntVar(&s.podGuardBurst, "pod-guard-burst", setup.DefaultPodGuardBurst, "with --pod-guard: burst of the Pod guard's own client, and the most reads it has in flight")
+	fs.IntVar(&s.podGuardBurst, "pod-guard-burst", setup.DefaultPodGuardBurst, "with --pod-guard: burst of the Pod guard's own client (it has at most 64 reads in flight)")
 	fs.StringVar(&s.certDir, "cert-dir", "", "directory holding tls.crt and tls.key; reloaded when they rotate (default: controller-runtime's temp dir)")
 	fs.StringVar(&s.certSecret, "cert-secret", "", "make the webhooks' certificate: a CA kept in this Secret of --webhook-service's namespace (made if missing, never overwritten), a serving certificate minted into --cert-dir and renewed a month before it ends, the CA written into the caBundle of --webhook-configurations and written again when taken out (empty: serve the tls.crt and tls.key mounted in --cert-dir)")
 	fs.StringVar(&s.webhookService, "webhook-service", "", "with --cert-secret: the webhook Service as `NAMESPACE/NAME`, whose names the serving certificate carries")

@@ -66,7 +66,7 @@ type Options struct {
 	// PodGuardTimeout is the Pod guard webhook's timeoutSeconds (gate.PodGuard.Timeout).
 	PodGuardTimeout time.Duration
 	// PodGuardQPS and PodGuardBurst are the rate limit of the Pod guard's own client
-	// (gate.GuardReader); the burst also bounds its reads in flight. Zero: the defaults.
+	// (gate.GuardReader). Zero: the defaults.
 	PodGuardQPS   float32
 	PodGuardBurst int
 }
@@ -74,9 +74,12 @@ type Options struct {
 // The Pod guard's client limits by default. An ordinary binding costs the guard no read;
 // a binding to a node in a reboot or continuous rule's reach costs one or two, and a
 // scheduler binds a few hundred Pods a second at most (docs/concepts.md#the-pod-guard).
+// PodGuardInFlight bounds its reads at once, so that a burst waits in the guard rather
+// than in the apiserver's queue, which the guard shares with the controller's requests.
 const (
 	DefaultPodGuardQPS   = 500
 	DefaultPodGuardBurst = 1000
+	PodGuardInFlight     = 64
 )
 
 // Filled are the objects whose informers a replica fills before it leads, or at once
@@ -237,7 +240,7 @@ func AddToManager(ctx context.Context, mgr manager.Manager, cfg *config.Config, 
 		}
 		if cfg.PodGuard {
 			api, err := gate.GuardReader(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()},
-				cmp.Or(opts.PodGuardQPS, DefaultPodGuardQPS), cmp.Or(opts.PodGuardBurst, DefaultPodGuardBurst))
+				cmp.Or(opts.PodGuardQPS, DefaultPodGuardQPS), cmp.Or(opts.PodGuardBurst, DefaultPodGuardBurst), PodGuardInFlight)
 			if err != nil {
 				return err
 			}
