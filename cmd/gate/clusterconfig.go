@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,10 +63,27 @@ func clusterConfig(ctx context.Context, c client.Reader, s *settings, stderr io.
 }
 
 // hashedConfigMap is the ConfigMap kustomize's configMapGenerator made of base: named
-// base-<hash>, with a config.yaml. Old generations stay until pruned, so several may exist;
-// when their configs differ it cannot tell which the gate runs, and says so. It returns nil
-// and no error when there is none.
+// base-<hash>, with a config.yaml. The one the gate's running Pods mount is the gate's, when
+// they all mount one; with no gate Pod running (an uninstall), the generations are read, and
+// as old ones stay until pruned, several may exist: when their configs differ it cannot
+// tell which the gate ran, and says so. It returns nil and no error when there is none.
 func hashedConfigMap(ctx context.Context, c client.Reader, namespace, base string) (*corev1.ConfigMap, error) {
+	mounted, err := mountedConfigMaps(ctx, c, namespace, base)
+	if err != nil {
+		return nil, err
+	}
+	switch len(mounted) {
+	case 0:
+	case 1:
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: mounted[0]}, cm); err != nil {
+			return nil, err
+		}
+		return cm, nil
+	default:
+		return nil, fmt.Errorf("the gate's running Pods mount different configs (%s), as in a rollout: pass --config-map NAME or --config FILE",
+			strings.Join(mounted, ", "))
+	}
 	list := &corev1.ConfigMapList{}
 	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		return nil, err
@@ -91,6 +110,30 @@ func hashedConfigMap(ctx context.Context, c client.Reader, namespace, base strin
 	return found[0], nil
 }
 
-// kustomizeHash is the suffix kustomize gives a generated name: ten characters of its hash
-// alphabet.
-var kustomizeHash = regexp.MustCompile(`^[a-z0-9]{10}$`)
+// kustomizeHash is the suffix kustomize gives a generated name: ten characters of the
+// alphabet its hash is encoded in.
+var kustomizeHash = regexp.MustCompile(`^[2456789bcdfghkmt]{10}$`)
+
+// mountedConfigMaps are the names, base or base-<hash>, of the ConfigMaps that the running
+// Pods of the namespace mount, sorted.
+func mountedConfigMaps(ctx context.Context, c client.Reader, namespace, base string) ([]string, error) {
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, v := range p.Spec.Volumes {
+			if v.ConfigMap == nil {
+				continue
+			}
+			if hash, ok := strings.CutPrefix(v.ConfigMap.Name, base+"-"); ok && kustomizeHash.MatchString(hash) {
+				names[v.ConfigMap.Name] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(names)), nil
+}

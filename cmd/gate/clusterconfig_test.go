@@ -29,6 +29,7 @@ func TestClusterConfig(t *testing.T) {
 		name     string
 		args     []string
 		objs     []*corev1.ConfigMap
+		pods     []*corev1.Pod
 		wantRule string
 		wantErr  string
 		wantNote string
@@ -49,6 +50,12 @@ func TestClusterConfig(t *testing.T) {
 		{name: "not kustomize's name", args: []string{"status"}, objs: []*corev1.ConfigMap{named(cm("startupgate-system", rules), "startupgate-config-old")},
 			wantRule: config.DefaultRuleName, wantNote: "no ConfigMap"},
 		// Releasing by the default rules would leave every other rule's taint on.
+		{name: "the generation the running gate mounts", args: []string{"release", "--all"}, objs: []*corev1.ConfigMap{
+			named(cm("startupgate-system", rules), "startupgate-config-7fh2c6kt9m"), named(cm("startupgate-system", "{}\n"), "startupgate-config-b5g8d2m4tk")},
+			pods: []*corev1.Pod{gatePod("startupgate-config-7fh2c6kt9m")}, wantRule: "gpu"},
+		{name: "a rollout between two generations: no guess", args: []string{"release", "--all"}, objs: []*corev1.ConfigMap{
+			named(cm("startupgate-system", rules), "startupgate-config-7fh2c6kt9m"), named(cm("startupgate-system", rules), "startupgate-config-b5g8d2m4tk")},
+			pods: []*corev1.Pod{gatePod("startupgate-config-7fh2c6kt9m"), gatePod("startupgate-config-b5g8d2m4tk")}, wantErr: "mount different configs"},
 		{name: "no ConfigMap: release refuses", args: []string{"release", "--all"}, wantErr: "pass --config FILE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,6 +66,9 @@ func TestClusterConfig(t *testing.T) {
 			b := fake.NewClientBuilder().WithScheme(gate.Scheme())
 			for _, o := range tc.objs {
 				b = b.WithObjects(o)
+			}
+			for _, p := range tc.pods {
+				b = b.WithObjects(p)
 			}
 			var stderr bytes.Buffer
 			cfg, err := clusterConfig(context.Background(), b.Build(), s, &stderr)
@@ -85,4 +95,12 @@ func TestClusterConfig(t *testing.T) {
 func named(cm *corev1.ConfigMap, name string) *corev1.ConfigMap {
 	cm.Name = name
 	return cm
+}
+
+// gatePod is a running Pod of the gate in startupgate-system that mounts ConfigMap cm.
+func gatePod(cm string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "startupgate-system", Name: "startupgate-" + cm[len(cm)-5:]},
+		Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 }
