@@ -122,8 +122,12 @@ func takesHold(e *scenario.EditRule) bool {
 		e.Suspend != nil && *e.Suspend && e.For == 0
 }
 
-// Replay is the command that runs the case again.
+// Replay is the command that runs the case again. A case an interrupt cut short before it
+// was drawn has no scenario, and no command.
 func (c Case) Replay() string {
+	if c.Scenario == nil {
+		return "(not drawn: the run was interrupted)"
+	}
 	return fmt.Sprintf("go run ./cmd/simulate explore --replay %s:%d --seed %d %s", c.Kind, c.Index, c.Seed, c.Scenario.File)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -261,5 +262,13 @@ func TestRunAllAlone(t *testing.T) {
 	}
 	if most < 2 {
 		t.Errorf("at most %d cases at once: the shared ones did not run in parallel", most)
+	}
+}
+
+// TestReplayOfACaseNotDrawn: an interrupt leaves cases that never ran, with no scenario; the
+// table names them as such instead of crashing (it dereferenced the scenario's file).
+func TestReplayOfACaseNotDrawn(t *testing.T) {
+	if got := (Case{}).Replay(); !strings.Contains(got, "interrupted") {
+		t.Errorf("Replay() of a case with no scenario = %q, want it to say the run was interrupted", got)
 	}
 }
