@@ -35,7 +35,12 @@ func runBench(args []string, stdout, stderr io.Writer) (int, error) {
 	workers := fs.String("compare-workers", "16", "gate --workers settings to run beside the shipped default at the reference size and in the zero-jitter burst, comma-separated (empty: none)")
 	seed := fs.Uint64("seed", 1, "seed of every random choice")
 	ownLabels := fs.Bool("own-labels", false, "the gate's rule waits for three components labelled as a GPU driver's, a CNI's and a CSI driver's charts label them (three Pod caches, no common key), for the memory figure of such a config; the floor still waits for the default component")
-	skip := fs.String("skip", "", "phases not to run, comma-separated: reactive, webhook, zero-jitter, paced (what they measure reads \"not measured\")")
+	skip := fs.String("skip", "", "phases not to run, comma-separated: reactive, webhook, zero-jitter, paced, binding-burst (what they measure reads \"not measured\")")
+	only := fs.String("only", "", "run this phase alone instead of every phase: binding-burst")
+	burstNodes := fs.Int("burst-nodes", 100, "binding-burst phase: nodes that join and are released before the Pods arrive")
+	burstPods := fs.Int("burst-pods", 3000, "binding-burst phase: Pods created at once (a Deployment scaled from 0) once those nodes are released")
+	burstExtra := fs.Int("burst-extra", 10, "binding-burst phase: more nodes joining as the Pods arrive, whose release latency during the burst is reported (0: none)")
+	burstRounds := fs.Int("burst-rounds", 3, "binding-burst phase: rounds, each running every guard mode (guard-off, guard-startup, guard-reboot, guard-continuous) once, in rotated order")
 	out := fs.String("out", "out", "directory for bench.json, bench.md, bench.html and the plane's and gate's logs")
 	from := fs.String("from", "", "run nothing: write bench.md and bench.html from this bench.json")
 	verbose := fs.Bool("v", false, "print the logs of client-go, klog and the in-process gate on stderr as well")
@@ -63,7 +68,11 @@ func runBench(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	con := newConsole(stdout)
 	defer con.Close()
-	opts := bench.Options{Reference: *ref, Pods: *pods, Seed: *seed, Progress: con, Pairs: *pairs, LargestPairs: *largestPairs, PacedFor: *pacedFor, ZeroJitter: *zero, OwnLabels: *ownLabels}
+	opts := bench.Options{Reference: *ref, Pods: *pods, Seed: *seed, Progress: con, Pairs: *pairs, LargestPairs: *largestPairs, PacedFor: *pacedFor, ZeroJitter: *zero, OwnLabels: *ownLabels,
+		BurstNodes: *burstNodes, BurstPods: *burstPods, BurstExtra: *burstExtra, BurstRounds: *burstRounds}
+	if *burstExtra == 0 {
+		opts.BurstExtra = -1 // none (0 is the default's)
+	}
 	var err error
 	if opts.Sizes, err = counts("--sizes", *sizes); err != nil {
 		return 2, err
@@ -80,11 +89,22 @@ func runBench(args []string, stdout, stderr io.Writer) (int, error) {
 	for _, m := range strings.Split(*skip, ",") {
 		switch m = strings.TrimSpace(m); m {
 		case "":
-		case bench.PhaseReactive, bench.PhaseWebhook, bench.PhaseZeroJitter, bench.PhasePaced:
+		case bench.PhaseReactive, bench.PhaseWebhook, bench.PhaseZeroJitter, bench.PhasePaced, bench.PhaseBindingBurst:
 			opts.Skip[m] = true
 		default:
-			return 2, fmt.Errorf("--skip: %q is not a phase that can be skipped (reactive, webhook, zero-jitter, paced)", m)
+			return 2, fmt.Errorf("--skip: %q is not a phase that can be skipped (reactive, webhook, zero-jitter, paced, binding-burst)", m)
 		}
+	}
+	switch opts.Only = strings.TrimSpace(*only); opts.Only {
+	case "", bench.PhaseBindingBurst:
+	default:
+		return 2, fmt.Errorf("--only: %q is not a phase that can run alone (binding-burst)", opts.Only)
+	}
+	if opts.Only != "" && opts.Skip[opts.Only] {
+		return 2, fmt.Errorf("--only %s and --skip %[1]s contradict each other", opts.Only)
+	}
+	if *burstNodes < 1 || *burstPods < 1 || *burstExtra < 0 || *burstRounds < 1 {
+		return 2, fmt.Errorf("--burst-nodes, --burst-pods and --burst-rounds must be at least 1, --burst-extra at least 0")
 	}
 	if *pairs < 1 || *largestPairs < 0 || *zero < 1 || *pacedFor < time.Second {
 		return 2, fmt.Errorf("--pairs and --zero-jitter must be at least 1, --paced-for at least 1s")

@@ -28,6 +28,8 @@ import (
 //	the gate with its webhook on a line of its own;
 //	a burst whose init Pods all turn Ready at once (zero jitter), gate and floor;
 //	paced joins, per rate: the gate, then the floor;
+//	the binding burst (burst.go): released nodes, then thousands of Pods at once, with the
+//	Pod guard off and in three configs, in rounds;
 //	the largest size as the others, its webhook gate run followed by the memory phase.
 //
 // The gate runs as the built cmd/gate with its shipped client limits and workers.
@@ -59,9 +61,18 @@ type Options struct {
 	// three Pod caches instead of the default rule's one, for the memory figure of a
 	// multi-scope config. The floor still waits for the default component alone.
 	OwnLabels bool
-	// Skip names phases not to run (reactive, webhook, zero-jitter, paced), to shorten an
-	// experiment. What a skipped phase measures reads "not measured".
+	// Skip names phases not to run (reactive, webhook, zero-jitter, paced, binding-burst),
+	// to shorten an experiment. What a skipped phase measures reads "not measured".
 	Skip map[string]bool
+	// Only names the one phase to run instead of them all; today binding-burst (empty:
+	// every phase not skipped).
+	Only string
+	// BurstNodes, BurstPods, BurstExtra and BurstRounds shape the binding-burst phase
+	// (burst.go): BurstNodes released nodes, then BurstPods Pods at once and BurstExtra
+	// more nodes joining, in BurstRounds rounds of every guard mode. Defaults 100, 3000,
+	// 10 (negative: none) and 3.
+	BurstNodes, BurstPods, BurstExtra, BurstRounds int
+
 	Seed uint64
 	// Progress receives live lines (nil: quiet).
 	Progress io.Writer
@@ -96,6 +107,9 @@ type bench struct {
 	samples map[string][]sample
 	// gateStages keep each gate run's own stage histograms, scraped when it settled.
 	gateStages map[string]map[string]Quantiles
+	// burstMeta are what the audit log's figures need of each binding-burst run, in the
+	// order of BindingBurst.Runs.
+	burstMeta []burstMeta
 }
 
 // Run starts an embedded plane and runs the benchmark on it.
@@ -134,6 +148,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	for p := range opts.Skip {
 		b.rep.Skipped = append(b.rep.Skipped, p)
 	}
+	b.rep.Only = opts.Only
 	sort.Strings(b.rep.Skipped)
 	for _, n := range opts.Sizes {
 		b.largest = max(b.largest, n)
@@ -162,6 +177,18 @@ func defaults(opts Options) Options {
 	}
 	if opts.ZeroJitter == 0 {
 		opts.ZeroJitter = 200
+	}
+	if opts.BurstNodes == 0 {
+		opts.BurstNodes = 100
+	}
+	if opts.BurstPods == 0 {
+		opts.BurstPods = 3000
+	}
+	if opts.BurstExtra == 0 {
+		opts.BurstExtra = 10
+	}
+	if opts.BurstRounds == 0 {
+		opts.BurstRounds = 3
 	}
 	if opts.CompareWorkers == nil {
 		opts.CompareWorkers = []int{16}

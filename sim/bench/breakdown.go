@@ -196,6 +196,9 @@ func (b *bench) fromAudit() error {
 		bd.Stages = stagesOf(b.samples[bd.Run], a.first, b.gateStages[bd.Run])
 		b.rep.BreakdownMS[label] = bd
 	}
+	if bb := b.rep.BindingBurst; bb != nil {
+		bb.fromAudit(a, b.burstMeta)
+	}
 	return nil
 }
 
@@ -224,6 +227,13 @@ type auditTally struct {
 	first map[string]writeTimes
 	// requests are every audited request, in log order.
 	requests []request
+	// gateCalls are the gate's requests, by verb and resource, in log order; bindings,
+	// scales and podStatus are the binding-burst runs' pods/binding CREATEs, workload scale
+	// PATCHes and the fake kubelet's stored Pod status writes (burst.go), by namespace.
+	gateCalls []gateCall
+	bindings  []bindingEvent
+	scales    []scaleEvent
+	podStatus []statusEvent
 }
 
 // readAudit reads an audit log and counts, per scenario, the Node writes whose user agent is
@@ -241,11 +251,13 @@ func readAudit(r io.Reader) (auditTally, error) {
 			UserAgent string `json:"userAgent"`
 			ObjectRef struct {
 				Resource    string `json:"resource"`
+				Namespace   string `json:"namespace"`
 				Name        string `json:"name"`
 				Subresource string `json:"subresource"`
 			} `json:"objectRef"`
 			ResponseStatus struct {
-				Code int `json:"code"`
+				Code    int    `json:"code"`
+				Message string `json:"message"`
 			} `json:"responseStatus"`
 			Received metav1.MicroTime `json:"requestReceivedTimestamp"`
 			Stage    metav1.MicroTime `json:"stageTimestamp"`
@@ -253,14 +265,36 @@ func readAudit(r io.Reader) (auditTally, error) {
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return out, fmt.Errorf("audit log: %w", err)
 		}
-		out.requests = append(out.requests, request{at: ev.Received.Time, comp: componentOf(ev.UserAgent)})
+		comp := componentOf(ev.UserAgent)
+		out.requests = append(out.requests, request{at: ev.Received.Time, comp: comp})
+		ref := ev.ObjectRef
+		if comp == compGate {
+			out.gateCalls = append(out.gateCalls, gateCall{at: ev.Received.Time, call: callName(ev.Verb, ref.Resource, ref.Subresource)})
+		}
+		if strings.HasPrefix(ref.Namespace, burstNamespacePrefix) {
+			switch {
+			case ev.Verb == "create" && ref.Resource == "pods" && ref.Subresource == "binding":
+				out.bindings = append(out.bindings, bindingEvent{ns: ref.Namespace, pod: ref.Name, code: ev.ResponseStatus.Code,
+					message: ev.ResponseStatus.Message, received: ev.Received.Time, done: ev.Stage.Time})
+			case ev.Verb == "patch" && ref.Resource == "deployments" && ref.Subresource == "" && comp == compSim:
+				out.scales = append(out.scales, scaleEvent{ns: ref.Namespace, workload: ref.Name, at: ev.Received.Time})
+			case (ev.Verb == "update" || ev.Verb == "patch") && ref.Resource == "pods" && ref.Subresource == "status" && comp == compKubelet &&
+				ev.ResponseStatus.Code >= 200 && ev.ResponseStatus.Code < 300:
+				out.podStatus = append(out.podStatus, statusEvent{ns: ref.Namespace, pod: ref.Name, done: ev.Stage.Time})
+			}
+		}
 		if ev.ObjectRef.Resource != "nodes" || ev.ObjectRef.Subresource != "" || ev.Verb == "create" || ev.Verb == "delete" {
 			continue
 		}
-		if !strings.HasPrefix(ev.UserAgent, "gate/") && !strings.HasPrefix(ev.UserAgent, "startupgate-gate") &&
-			!strings.HasPrefix(ev.UserAgent, "startupgate-floor") {
+		if !isGateAgent(ev.UserAgent) && !strings.HasPrefix(ev.UserAgent, "startupgate-floor") {
 			continue
 		}
+		stored := ev.ResponseStatus.Code >= 200 && ev.ResponseStatus.Code < 300
+		if _, seen := out.first[ev.ObjectRef.Name]; stored && !seen {
+			out.first[ev.ObjectRef.Name] = writeTimes{received: ev.Received.Time, done: ev.Stage.Time}
+		}
+		// The counts are per scenario, of its nodes named -n<i> (a binding burst's nodes
+		// joined during the burst are -x<i>: timed, not counted).
 		i := strings.LastIndex(ev.ObjectRef.Name, "-n")
 		if i < 0 {
 			continue
@@ -268,11 +302,8 @@ func readAudit(r io.Reader) (auditTally, error) {
 		scenario := ev.ObjectRef.Name[:i]
 		c := out.counts[scenario]
 		switch {
-		case ev.ResponseStatus.Code >= 200 && ev.ResponseStatus.Code < 300:
+		case stored:
 			c.ok++
-			if _, seen := out.first[ev.ObjectRef.Name]; !seen {
-				out.first[ev.ObjectRef.Name] = writeTimes{received: ev.Received.Time, done: ev.Stage.Time}
-			}
 		case ev.ResponseStatus.Code == 409:
 			c.conflicts++
 		}

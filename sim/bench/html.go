@@ -55,10 +55,16 @@ func (r *Report) renderHTML(buf *bytes.Buffer) error {
 			ps = append(ps, panel)
 		}
 	}
-	return benchTemplate.Execute(buf, map[string]any{
+	data := map[string]any{
 		"R": r, "Style": template.CSS(report.Style), "Panels": ps, "Targets": r.targets(), "Reactive": r.reactive(), "NotYet": notYet,
 		"Runs": r.runRows(),
-	})
+	}
+	if bb := r.BindingBurst; bb != nil {
+		bb.summarize()
+		data["BurstHead"], data["BurstRows"] = bb.burstModeRows()
+		data["Burst"] = bb
+	}
+	return benchTemplate.Execute(buf, data)
 }
 
 // runsOf are the runs at one size, by mode: the runs named after it (a run that did not
@@ -191,11 +197,16 @@ var benchTemplate = template.Must(template.New("bench").Parse(`<!doctype html>
 <div class="charts">{{range .Charts}}<div>{{if .Caption}}<h3>{{.Caption}}</h3>{{end}}{{.SVG}}</div>{{end}}</div>
 {{if .Note}}<p class="muted">{{.Note}}</p>{{end}}
 {{end}}
-<h2>targets</h2>
+{{if .BurstHead}}<h2>binding burst</h2>
+<p class="muted">{{.Burst.Nodes}} released nodes, then {{.Burst.Pods}} Pods at once and {{.Burst.Extra}} more nodes joining; {{.Burst.Rounds}} rounds, each mode once per round in rotated order; medians of the complete rounds (bench.md says how each figure is taken).</p>
+<table><tr>{{range .BurstHead}}<th>{{.}}</th>{{end}}</tr>
+{{range .BurstRows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>
+{{end}}{{if not .R.Only}}<h2>targets</h2>
 <table class="left"><tr><th>target</th><th>measured</th><th>met</th></tr>
 {{range .Targets}}<tr><td>{{.Name}}</td><td>{{.Measured}}</td>{{$v := .Verdict}}<td class="{{if eq $v "yes"}}pass{{else if eq $v "no"}}fail{{end}}">{{$v}}</td></tr>
 {{end}}</table>
-<p>Reactive peer (no tainting at CREATE, backfill only), {{.R.Reference}}-node burst: {{.Reactive}}; the gate: {{.R.GateEarlyPods}}.</p>
+<p>Reactive peer (no tainting at CREATE, backfill only), {{.R.Reference}}-node burst: {{.Reactive}}; the gate: {{.R.GateEarlyPods}}.</p>{{end}}
 <h2>runs</h2>
 <table><tr><th>run</th><th>mode</th><th>nodes</th><th>released</th><th>early pods</th><th>latency p50 / p90 / p99 / max (ms)</th><th>first join to last release</th><th>node writes</th><th>conflicts</th><th>passed</th></tr>
 {{range .Runs}}<tr><td>{{.Name}}</td><td>{{.Mode}}</td><td>{{.Nodes}}</td><td>{{.Released}}</td><td>{{.EarlyPods}}</td><td>{{.Latency}}</td><td>{{printf "%.1f" .WallS}} s</td><td>{{.Writes}}</td><td>{{.Conflicts}}</td><td class="{{if .Passed}}pass{{else}}fail{{end}}">{{.Passed}}</td></tr>

@@ -9,8 +9,12 @@ import (
 )
 
 // phases runs every phase in order: the sizes but the largest, the zero-jitter burst, the
-// paced rates, the largest size.
+// paced rates, the binding burst, the largest size (whose memory phase's Pods stay). With
+// Only, that phase alone.
 func (b *bench) phases(ctx context.Context) error {
+	if b.opts.Only == PhaseBindingBurst {
+		return b.bindingBurst(ctx)
+	}
 	sizes := slices.Clone(b.opts.Sizes)
 	slices.Sort(sizes)
 	sizes = slices.Compact(sizes)
@@ -29,6 +33,11 @@ func (b *bench) phases(ctx context.Context) error {
 			if err := b.paced(ctx, rate); err != nil {
 				return err
 			}
+		}
+	}
+	if !b.opts.Skip[PhaseBindingBurst] {
+		if err := b.bindingBurst(ctx); err != nil {
+			return err
 		}
 	}
 	return b.size(ctx, sizes[len(sizes)-1])

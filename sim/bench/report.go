@@ -31,6 +31,12 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 	if len(r.Skipped) > 0 {
 		fmt.Fprintf(w, " Phases skipped: %s.", strings.Join(r.Skipped, ", "))
 	}
+	if r.Only != "" {
+		fmt.Fprintf(w, " Only the %s phase ran.\n", r.Only)
+		r.writeBindingBurst(w)
+		r.writeStuck(w)
+		return
+	}
 	fmt.Fprint(w, "\n\n")
 	head, rule := "| burst (nodes) |", "|---|"
 	for _, n := range sizes {
@@ -95,6 +101,7 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "| Node writes per release (conflicts) | %s (%d) | %s (%d) | |\n",
 		perRelease(r.WritesPerRelease), r.WriteConflicts, perRelease(r.FloorWritesPerRelease), r.FloorWriteConflicts)
 	r.writeRequests(w)
+	r.writeBindingBurst(w)
 	fmt.Fprintln(w, "\n| target | measured | met |")
 	fmt.Fprintln(w, "|---|---|:---:|")
 	for _, t := range r.targets() {

@@ -39,7 +39,7 @@ func componentOf(ua string) string {
 		return compScheduler
 	case strings.HasPrefix(ua, "kube-controller-manager/"):
 		return compKCM
-	case strings.HasPrefix(ua, "startupgate-gate"), strings.HasPrefix(ua, "gate/"):
+	case isGateAgent(ua):
 		return compGate
 	case strings.HasPrefix(ua, "startupgate-floor"):
 		return compFloor
@@ -47,6 +47,15 @@ func componentOf(ua string) string {
 		return compAPIServer
 	}
 	return compOther
+}
+
+// isGateAgent: the user agent is the gate's. The in-process gate's client names itself
+// startupgate-gate; the process gate keeps client-go's default, its binary's name first
+// ("gate/v0.0.0 (linux/amd64) ..."), which a gate built under another name changes: a
+// before binary named before-gate sends "before-gate/...".
+func isGateAgent(ua string) bool {
+	prog, _, _ := strings.Cut(ua, "/")
+	return strings.HasPrefix(ua, "startupgate-gate") || prog == "gate" || strings.HasSuffix(prog, "-gate")
 }
 
 // request is one audited request: when the apiserver received it, and from whom.

@@ -18,6 +18,8 @@ func TestComponentOf(t *testing.T) {
 		"kube-controller-manager/v1.36.3 (linux/amd64) kubernetes/abc/system:serviceaccount:kube-system:x-ctl": compKCM,
 		"startupgate-gate":            compGate,
 		"gate/v0.0.0 (linux/amd64)":   compGate,
+		"before-gate/v0.0.0 (linux)":  compGate, // a gate binary built under another name
+		"gatekeeper/v3 (linux)":       compOther,
 		"startupgate-floor":           compFloor,
 		"kube-apiserver/v1.36.3 (x)":  compAPIServer,
 		"kubectl/v1.36.3 (linux)":     compOther,

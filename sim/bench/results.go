@@ -71,9 +71,14 @@ type Report struct {
 	RequestsPerNode map[string]map[string]float64 `json:"requests_per_node"`
 	// Workers compares the gate's --workers settings with the shipped default, per burst.
 	Workers []WorkersRun `json:"workers"`
-	// Skipped names the phases this run left out.
-	Skipped []string    `json:"skipped,omitempty"`
-	Runs    []RunResult `json:"runs"`
+	// Skipped names the phases this run left out; Only, the one phase it ran, if it ran one
+	// alone.
+	Skipped []string `json:"skipped,omitempty"`
+	Only    string   `json:"only,omitempty"`
+	// BindingBurst is the binding-burst phase: the Pod guard under thousands of bindings at
+	// once (nil: not run).
+	BindingBurst *BindingBurst `json:"binding_burst,omitempty"`
+	Runs         []RunResult   `json:"runs"`
 }
 
 // Machine is where the benchmark ran, and what it ran.

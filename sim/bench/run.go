@@ -49,11 +49,16 @@ type load struct {
 	replicas  int
 	probe     *gateProbe
 	failover  *failoverProbe
+	// burst is a run of the binding-burst phase (burst.go), which names and shapes it.
+	burst *burstLoad
 }
 
 // name is the run's scenario name; node names are it plus "-n<i>", which the audit log's
 // counts rely on.
 func (l load) name() string {
+	if l.burst != nil {
+		return burstName(l.burst.mode, l.burst.round)
+	}
 	if l.large {
 		switch {
 		case l.failover != nil && l.before:
@@ -88,6 +93,9 @@ func (l load) name() string {
 // more DaemonSets are labelled as a GPU driver's, a CNI's and a CSI driver's charts label
 // them, and the gate (not the floor, which caches one scope) waits for those three instead.
 func benchScenario(l load) (*scenario.Scenario, error) {
+	if l.burst != nil {
+		return burstScenario(l.burst)
+	}
 	extra := fmt.Sprintf("gateProcess: {replicas: %d}\n", max(1, l.replicas))
 	switch l.mode {
 	case benchPolicy:
@@ -191,6 +199,9 @@ func (b *bench) run(ctx context.Context, l load, adm *histogramDelta) (*RunResul
 	}
 	var end runEnd
 	b.hooks(hooks, l, &end)
+	if l.burst != nil {
+		b.burstHooks(hooks, l.burst)
+	}
 	r, err := sim.NewRunner(b.rc, sim.Options{Gate: gm, Seed: b.opts.Seed, Progress: b.opts.Progress, Hooks: hooks})
 	if err != nil {
 		return nil, err
@@ -213,6 +224,9 @@ func (b *bench) run(ctx context.Context, l load, adm *histogramDelta) (*RunResul
 	res, err := r.Run(ctx, sc)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", sc.Name, err)
+	}
+	if l.burst != nil {
+		l.burst.res = res
 	}
 	if adm != nil {
 		after, err := b.scrapeAPIServer(ctx)
