@@ -177,7 +177,13 @@ func (g *PodGuard) decide(ctx context.Context, nodeName string, tolerations []co
 }
 
 func (g *PodGuard) decideWith(ctx context.Context, rd *reads, nodeName string, tolerations []corev1.Toleration) verdict {
-	node, err := rd.node.get(func() (*corev1.Node, error) { return g.node(ctx, nodeName) })
+	node, err := rd.node.get(func() (*corev1.Node, error) {
+		n, fromAPI, err := g.node(ctx, nodeName)
+		if fromAPI && err == nil {
+			rd.live = memo[*corev1.Node]{done: true, v: n} // read live already
+		}
+		return n, err
+	})
 	if apierrors.IsNotFound(err) {
 		return allow(reasonNoNode, "node not found")
 	}
@@ -187,6 +193,19 @@ func (g *PodGuard) decideWith(ctx context.Context, rd *reads, nodeName string, t
 				nodeName, err))
 		}
 		return allow(reasonNodeUnread, "cannot read the node: "+err.Error())
+	}
+	if rd.live.done && rd.live.err == nil {
+		node = rd.live.v // the copy the first pass judged, as the apiserver has it
+	} else if _, held := g.Config.HoldingTaint(node, tolerations); held && !rd.live.done {
+		// A denial rests on the node as the apiserver has it: the cache can lag the
+		// gate's own release by seconds on a loaded apiserver, and a binding denied then
+		// is denied on a node no rule holds. Read it, and judge that copy from here on;
+		// when it cannot be read, the cached taint stands.
+		if live, err := rd.live.get(func() (*corev1.Node, error) { return g.liveNode(ctx, nodeName) }); err == nil {
+			node = live
+		} else if apierrors.IsNotFound(err) {
+			return allow(reasonNoNode, "node not found")
+		}
 	}
 	if g.Config.RebootExposed(node, tolerations) {
 		// The kubelet's new boot ID and a binding can arrive a millisecond apart, faster
@@ -227,23 +246,24 @@ const cacheWait = 250 * time.Millisecond
 // node reads the Node from the cache, or from the API when the cache cannot give it within
 // cacheWait: a restarted gate serves its webhooks before its cache has synced, and a node
 // the cache has not seen yet may have registered a moment ago.
-func (g *PodGuard) node(ctx context.Context, name string) (*corev1.Node, error) {
+// It says whether the API gave it.
+func (g *PodGuard) node(ctx context.Context, name string) (*corev1.Node, bool, error) {
 	node := &corev1.Node{}
 	cctx, cancel := context.WithTimeout(ctx, cacheWait)
 	defer cancel()
 	cacheErr := g.Cache.Get(cctx, types.NamespacedName{Name: name}, node)
 	if cacheErr == nil {
-		return node, nil
+		return node, false, nil
 	}
 	if err := g.API.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, err
+			return nil, true, err
 		}
 		// The cache's error is words only: a node the cache has not seen is NotFound there,
 		// and must not make a failed read look like a node that does not exist.
-		return nil, fmt.Errorf("%w (from the cache: %v)", err, cacheErr)
+		return nil, true, fmt.Errorf("%w (from the cache: %v)", err, cacheErr)
 	}
-	return node, nil
+	return node, true, nil
 }
 
 // liveNode reads the Node from the API.

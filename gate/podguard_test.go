@@ -526,11 +526,14 @@ func FuzzPodGuard(f *testing.F) {
 // may lag the unready write it must see. With the API unreachable for a moment (a cut
 // connection, an apiserver restart), the cache is behind too: its watch runs on the same
 // connection. A continuous rule's released node is then denied, whatever the cache shows
-// (an explore saw 7 Pods bound on a cached Ready); a node the guard need not read for, one
-// the rule holds by its taint or one of a startup rule only, is judged as before.
+// (an explore saw 7 Pods bound on a cached Ready); a node the rule holds by its taint, whose
+// hold the guard cannot confirm, stays held; one of a startup rule only is allowed.
 func TestPodGuardAPIUnreachable(t *testing.T) {
 	g, _ := podGuardFuzzEnv(t)
 	api, _ := newFakeClient(interceptor.Funcs{
+		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return errors.New("connection reset by peer")
+		},
 		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
 			return errors.New("connection reset by peer")
 		},
@@ -966,5 +969,33 @@ func TestInFlight(t *testing.T) {
 			t.Errorf("read %v", err)
 		}
 		cancel()
+	}
+}
+
+// TestPodGuardConfirmsAHoldLive: a cache behind the gate's own release (seconds, on a loaded
+// apiserver) still shows the taint; a binding is denied only on the node as the apiserver
+// has it. A bench saw bindings denied "still holds startup taint" on nodes released minutes
+// before. When the API cannot be read, the cached taint stands.
+func TestPodGuardConfirmsAHoldLive(t *testing.T) {
+	cfg := testobj.ValidConfig(t, nil)
+	cache, _ := newFakeClient(interceptor.Funcs{}, testobj.Node("n", t0, testobj.Taints(gateTaint)))
+	released := testobj.Node("n", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1700000000"))
+	api, _ := newFakeClient(interceptor.Funcs{}, released, testobj.Pod("plain", "", t0, testobj.Namespace("default")))
+	g := &PodGuard{Cache: cache, API: api, Config: cfg}
+	for _, req := range []admission.Request{
+		bindingRequest(t, "plain", "n"),
+		admissionRequest(podKind, admissionv1.Create, mustJSON(t, testobj.Pod("web", "n", t0, testobj.Namespace("default")))),
+	} {
+		if resp := g.Handle(context.Background(), req); !resp.Allowed {
+			t.Errorf("%s to a node released, the cache behind: denied (%v), want allowed", req.Kind.Kind, resp.Result)
+		}
+	}
+	g.API, _ = newFakeClient(interceptor.Funcs{
+		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return errors.New("connection reset by peer")
+		},
+	})
+	if resp := g.Handle(context.Background(), bindingRequest(t, "plain", "n")); resp.Allowed {
+		t.Errorf("binding to a node the cache shows held, the API unreadable: allowed, want denied")
 	}
 }
