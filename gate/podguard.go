@@ -261,7 +261,7 @@ func (g *PodGuard) node(ctx context.Context, name string) (*corev1.Node, bool, e
 		}
 		// The cache's error is words only: a node the cache has not seen is NotFound there,
 		// and must not make a failed read look like a node that does not exist.
-		return nil, true, fmt.Errorf("%w (from the cache: %v)", err, cacheErr)
+		return nil, true, fmt.Errorf("%w (from the cache: %s)", err, cacheErr.Error())
 	}
 	return node, true, nil
 }
@@ -372,7 +372,7 @@ func (g *PodGuard) requirements(ctx context.Context, nodeName string) (requireme
 	if cacheErr := g.Cache.List(cctx, list); cacheErr != nil {
 		// A restarted gate serves before its cache has synced (node).
 		if err := g.API.List(ctx, list); err != nil {
-			return requirements{}, fmt.Errorf("listing daemonsets: %w (from the cache: %v)", err, cacheErr)
+			return requirements{}, fmt.Errorf("listing daemonsets: %w (from the cache: %s)", err, cacheErr.Error())
 		}
 	}
 	return requirements{pods: pods, dss: list.Items}, nil

@@ -45,6 +45,7 @@ func (f *inFlight) acquire(ctx context.Context) error {
 	}
 }
 
+// Get reads through r once a slot is free.
 func (f *inFlight) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if err := f.acquire(ctx); err != nil {
 		return err
@@ -53,6 +54,7 @@ func (f *inFlight) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 	return f.r.Get(ctx, key, obj, opts...)
 }
 
+// List lists through r once a slot is free.
 func (f *inFlight) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	if err := f.acquire(ctx); err != nil {
 		return err

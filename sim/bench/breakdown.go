@@ -236,6 +236,40 @@ type auditTally struct {
 	podStatus []statusEvent
 }
 
+// auditEvent is what readAudit reads of one audit event.
+type auditEvent struct {
+	Verb      string `json:"verb"`
+	UserAgent string `json:"userAgent"`
+	ObjectRef struct {
+		Resource    string `json:"resource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+	ResponseStatus struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"responseStatus"`
+	Received metav1.MicroTime `json:"requestReceivedTimestamp"`
+	Stage    metav1.MicroTime `json:"stageTimestamp"`
+}
+
+// addBurst keeps what the binding-burst phase reads of an event in a burst's namespace:
+// bindings, the workload's scale, and the fake kubelet's stored Pod status writes.
+func (out *auditTally) addBurst(ev *auditEvent, comp string) {
+	ref := ev.ObjectRef
+	switch {
+	case ev.Verb == "create" && ref.Resource == "pods" && ref.Subresource == "binding":
+		out.bindings = append(out.bindings, bindingEvent{ns: ref.Namespace, pod: ref.Name, code: ev.ResponseStatus.Code,
+			message: ev.ResponseStatus.Message, received: ev.Received.Time, done: ev.Stage.Time})
+	case ev.Verb == "patch" && ref.Resource == "deployments" && ref.Subresource == "" && comp == compSim:
+		out.scales = append(out.scales, scaleEvent{ns: ref.Namespace, workload: ref.Name, at: ev.Received.Time})
+	case (ev.Verb == "update" || ev.Verb == "patch") && ref.Resource == "pods" && ref.Subresource == "status" && comp == compKubelet &&
+		ev.ResponseStatus.Code >= 200 && ev.ResponseStatus.Code < 300:
+		out.podStatus = append(out.podStatus, statusEvent{ns: ref.Namespace, pod: ref.Name, done: ev.Stage.Time})
+	}
+}
+
 // readAudit reads an audit log and counts, per scenario, the Node writes whose user agent is
 // the gate's or the floor's: successful ones and conflicts; and keeps the times of each
 // node's first successful one. Status writes (kubelet) and other controllers' writes are
@@ -246,22 +280,7 @@ func readAudit(r io.Reader) (auditTally, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
-		var ev struct {
-			Verb      string `json:"verb"`
-			UserAgent string `json:"userAgent"`
-			ObjectRef struct {
-				Resource    string `json:"resource"`
-				Namespace   string `json:"namespace"`
-				Name        string `json:"name"`
-				Subresource string `json:"subresource"`
-			} `json:"objectRef"`
-			ResponseStatus struct {
-				Code    int    `json:"code"`
-				Message string `json:"message"`
-			} `json:"responseStatus"`
-			Received metav1.MicroTime `json:"requestReceivedTimestamp"`
-			Stage    metav1.MicroTime `json:"stageTimestamp"`
-		}
+		var ev auditEvent
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return out, fmt.Errorf("audit log: %w", err)
 		}
@@ -272,16 +291,7 @@ func readAudit(r io.Reader) (auditTally, error) {
 			out.gateCalls = append(out.gateCalls, gateCall{at: ev.Received.Time, call: callName(ev.Verb, ref.Resource, ref.Subresource)})
 		}
 		if strings.HasPrefix(ref.Namespace, burstNamespacePrefix) {
-			switch {
-			case ev.Verb == "create" && ref.Resource == "pods" && ref.Subresource == "binding":
-				out.bindings = append(out.bindings, bindingEvent{ns: ref.Namespace, pod: ref.Name, code: ev.ResponseStatus.Code,
-					message: ev.ResponseStatus.Message, received: ev.Received.Time, done: ev.Stage.Time})
-			case ev.Verb == "patch" && ref.Resource == "deployments" && ref.Subresource == "" && comp == compSim:
-				out.scales = append(out.scales, scaleEvent{ns: ref.Namespace, workload: ref.Name, at: ev.Received.Time})
-			case (ev.Verb == "update" || ev.Verb == "patch") && ref.Resource == "pods" && ref.Subresource == "status" && comp == compKubelet &&
-				ev.ResponseStatus.Code >= 200 && ev.ResponseStatus.Code < 300:
-				out.podStatus = append(out.podStatus, statusEvent{ns: ref.Namespace, pod: ref.Name, done: ev.Stage.Time})
-			}
+			out.addBurst(&ev, comp)
 		}
 		if ev.ObjectRef.Resource != "nodes" || ev.ObjectRef.Subresource != "" || ev.Verb == "create" || ev.Verb == "delete" {
 			continue

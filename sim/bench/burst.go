@@ -206,7 +206,7 @@ func podGuardWebhookName() (string, error) {
 		} `json:"webhooks"`
 	}
 	if err := yaml.Unmarshal(raw, &vw); err != nil || len(vw.Webhooks) != 1 {
-		return "", fmt.Errorf("deploy/overlays/pod-guard/pod-guard.yaml: want one webhook (%v)", err)
+		return "", fmt.Errorf("deploy/overlays/pod-guard/pod-guard.yaml: want one webhook (%w)", err)
 	}
 	return vw.Webhooks[0].Name, nil
 }

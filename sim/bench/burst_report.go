@@ -80,7 +80,7 @@ type BurstRun struct {
 	ExtraReleaseMS check.Percentiles `json:"extra_release_ms"`
 }
 
-// Complete: every Pod bound and every node released; only such a run's figures count in
+// Complete reports whether every Pod was bound and every node released; only such a run's figures count in
 // the medians. A Pod is bound if the audit log has its binding stored or the watch saw it
 // bound: a binding the apiserver answered 504 (its own timeout) can still have been stored.
 func (r BurstRun) Complete() bool {
