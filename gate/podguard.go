@@ -255,15 +255,13 @@ func (g *PodGuard) node(ctx context.Context, name string) (*corev1.Node, bool, e
 	if cacheErr == nil {
 		return node, false, nil
 	}
-	if err := g.API.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, true, err
-		}
+	live, err := g.liveNode(ctx, name)
+	if err != nil && !apierrors.IsNotFound(err) {
 		// The cache's error is words only: a node the cache has not seen is NotFound there,
 		// and must not make a failed read look like a node that does not exist.
-		return nil, true, fmt.Errorf("%w (from the cache: %s)", err, cacheErr.Error())
+		err = fmt.Errorf("%w (from the cache: %s)", err, cacheErr.Error())
 	}
-	return node, true, nil
+	return live, true, err
 }
 
 // liveNode reads the Node from the API.
