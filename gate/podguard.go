@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -47,6 +48,10 @@ type PodGuard struct {
 	// reads get half of it and the guard answers itself: an explore saw a restarted gate's
 	// reads take 9.9 s, and four Pods bind in a continuous rule's window.
 	Timeout time.Duration
+
+	once     sync.Once
+	nodes    *batch[*corev1.Node]
+	initPods *batch[[]*corev1.Pod]
 }
 
 // DefaultPodGuardTimeout is the shipped webhook's timeoutSeconds.
@@ -211,7 +216,7 @@ func (g *PodGuard) decideWith(ctx context.Context, rd *reads, nodeName string, t
 		// The kubelet's new boot ID and a binding can arrive a millisecond apart, faster
 		// than the cache follows; the scheduler's cache lags the same way, so a cached
 		// read here would let through the very binding the guard is for.
-		live, err := rd.live.get(func() (*corev1.Node, error) { return g.liveNode(ctx, nodeName) })
+		live, err := rd.live.get(func() (*corev1.Node, error) { return g.freshNode(ctx, nodeName) })
 		switch {
 		case apierrors.IsNotFound(err):
 			return allow(reasonNoNode, "node not found")
@@ -360,7 +365,7 @@ type requirements struct {
 }
 
 func (g *PodGuard) requirements(ctx context.Context, nodeName string) (requirements, error) {
-	pods, err := listInitPods(ctx, OneReader(g.API), g.Config, nodeName)
+	pods, _, err := g.batches().initPods.get(ctx, nodeName)
 	if err != nil {
 		return requirements{}, err
 	}
@@ -381,7 +386,7 @@ func (g *PodGuard) requirements(ctx context.Context, nodeName string) (requireme
 // (Reconciler.labelled).
 func (g *PodGuard) expectedOn(ctx context.Context, rd *reads, r *rule.Rule, node *corev1.Node, dss []appsv1.DaemonSet) (map[string]bool, error) {
 	if ds, _ := r.LabelOutside(dss, g.Labels.Keeps); ds != "" {
-		live, err := rd.live.get(func() (*corev1.Node, error) { return g.liveNode(ctx, node.Name) })
+		live, err := rd.live.get(func() (*corev1.Node, error) { return g.freshNode(ctx, node.Name) })
 		if err != nil {
 			return nil, err
 		}

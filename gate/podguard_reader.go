@@ -3,7 +3,10 @@ package gate
 import (
 	"context"
 	"fmt"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -61,4 +64,71 @@ func (f *inFlight) List(ctx context.Context, list client.ObjectList, opts ...cli
 	}
 	defer func() { <-f.slots }()
 	return f.r.List(ctx, list, opts...)
+}
+
+// Batching of the guard's live reads (batch): a round starts at most this often, and at
+// most this many run at once.
+const (
+	batchSpacing  = 50 * time.Millisecond
+	batchInFlight = 4
+)
+
+// batches are the guard's shared live reads, made on first use.
+func (g *PodGuard) batches() *PodGuard {
+	g.once.Do(func() {
+		g.nodes = newBatch[*corev1.Node](batchSpacing, g.budget(), batchInFlight)
+		g.nodes.one = func(ctx context.Context, name string) (*corev1.Node, bool, error) {
+			n, err := g.liveNode(ctx, name)
+			if apierrors.IsNotFound(err) {
+				return nil, false, nil
+			}
+			return n, err == nil, err
+		}
+		g.nodes.missing = g.nodes.one
+		g.nodes.all = func(ctx context.Context) (map[string]*corev1.Node, error) {
+			list := &corev1.NodeList{}
+			if err := g.API.List(ctx, list); err != nil {
+				return nil, fmt.Errorf("listing nodes: %w", err)
+			}
+			out := make(map[string]*corev1.Node, len(list.Items))
+			for i := range list.Items {
+				out[list.Items[i].Name] = &list.Items[i]
+			}
+			return out, nil
+		}
+
+		g.initPods = newBatch[[]*corev1.Pod](batchSpacing, g.budget(), batchInFlight)
+		g.initPods.one = func(ctx context.Context, name string) ([]*corev1.Pod, bool, error) {
+			pods, err := listInitPods(ctx, OneReader(g.API), g.Config, name)
+			return pods, err == nil, err
+		}
+		g.initPods.missing = func(context.Context, string) ([]*corev1.Pod, bool, error) { return nil, true, nil }
+		g.initPods.all = func(ctx context.Context) (map[string][]*corev1.Pod, error) {
+			pods, err := ListInitPods(ctx, OneReader(g.API), g.Config)
+			if err != nil {
+				return nil, err
+			}
+			out := map[string][]*corev1.Pod{}
+			for _, p := range pods {
+				if p.Spec.NodeName != "" {
+					out[p.Spec.NodeName] = append(out[p.Spec.NodeName], p)
+				}
+			}
+			return out, nil
+		}
+	})
+	return g
+}
+
+// freshNode is the Node as a read that starts after this call gives it, shared with the
+// bindings that wait at the same time (batch). What it returns is shared: read it only.
+func (g *PodGuard) freshNode(ctx context.Context, name string) (*corev1.Node, error) {
+	n, found, err := g.batches().nodes.get(ctx, name)
+	switch {
+	case err != nil:
+		return nil, err
+	case !found:
+		return nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
+	}
+	return n, nil
 }
