@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,6 +35,9 @@ const (
 	ReasonBackfilled        = "StartupGateBackfilled"
 	ReasonBackfillUndone    = "StartupGateBackfillUndone"
 	ReasonMissingToleration = "StartupGateMissingToleration"
+	// ReasonComponentBlocked: a component's DaemonSet does not tolerate another taint of a
+	// node the rule holds, so its Pod never comes.
+	ReasonComponentBlocked = "StartupGateComponentBlocked"
 	// ReasonRetainted: a continuous rule put its taint back; its requirements stopped holding.
 	ReasonRetainted = "StartupGateRetainted"
 	// ReasonLeftSelector: the node's labels left a rule's selector; the rule's taint came off.
@@ -124,6 +128,8 @@ type ruleState struct {
 	claimDeleted bool
 	// state is the node's state under the rule when last decided, as nodeStates counts it.
 	state rule.State
+	// blocked: the hold by a component that a taint keeps off the node was reported.
+	blocked bool
 }
 
 // facts are what the rules read about a node, gathered once per reconcile.
@@ -142,6 +148,9 @@ type facts struct {
 	// labelled: the node as the apiserver has it, every label on it, once a decision
 	// needed a label the cache does not keep.
 	labelled *corev1.Node
+	// blocked: the components of the rule decided last whose DaemonSets a taint of the
+	// node keeps off (rule.Untolerated).
+	blocked map[string]string
 }
 
 // Reconcile handles one node.
@@ -272,8 +281,9 @@ func (r *Reconciler) decide(ctx context.Context, f *facts, rl *rule.Rule, unmetS
 	if err != nil {
 		return rule.Decision{}, err
 	}
+	f.blocked = rl.Untolerated(labelled, f.dss, r.Config.OwnTaint(f.node))
 	return rule.Decide(rl, r.Config.Readiness(), rule.Input{Node: f.node, Pods: f.pods,
-		Expected: rl.ExpectedOn(labelled, f.dss), Now: r.Clock.Now(), UnmetSince: unmetSince}), nil
+		Expected: rl.ExpectedOn(labelled, f.dss), Blocked: f.blocked, Now: r.Clock.Now(), UnmetSince: unmetSince}), nil
 }
 
 // rule runs one rule on the node and returns when to look again (0: on the next event). It
@@ -306,6 +316,9 @@ func (r *Reconciler) rule(ctx context.Context, f *facts, rl *rule.Rule) (time.Du
 		return 0, err
 	}
 	r.track(ctx, f.node, rl, d.State.Holds())
+	if d.State.Holds() && len(f.blocked) > 0 {
+		r.reportBlocked(ctx, f.node, rl, st, f.blocked)
+	}
 	if !d.State.Holds() && d.Write != rule.WriteRegate {
 		r.unhold(f.node.Name, rl)
 	}
@@ -655,6 +668,24 @@ func (r *Reconciler) track(ctx context.Context, node *corev1.Node, rl *rule.Rule
 	r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonHeld, eventActionGate, "Rule %s: holding node with taint %s until its requirements hold", rl.Name, rl.Taint.Key)
 	log.FromContext(ctx).Info("Holding node", "node", klog.KObj(node), "rule", rl.Name)
 	return rs
+}
+
+// reportBlocked says once per node and rule, with a Warning event on the node, that a
+// component the rule waits for cannot land there: a taint of the node its DaemonSet does
+// not tolerate (a GPU pool's, a dedicated pool's). Left alone, the node waits for maxHold.
+func (r *Reconciler) reportBlocked(ctx context.Context, node *corev1.Node, rl *rule.Rule, rs *ruleState, blocked map[string]string) {
+	r.mu.Lock()
+	first := !rs.blocked
+	rs.blocked = true
+	r.mu.Unlock()
+	if !first {
+		return
+	}
+	for _, comp := range slices.Sorted(maps.Keys(blocked)) {
+		r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonComponentBlocked, eventActionGate,
+			"Rule %s: component %q cannot land on the node: %s; the node is held until the DaemonSet tolerates it or maxHold", rl.Name, comp, blocked[comp])
+		log.FromContext(ctx).Info("Component cannot land on the node", "node", klog.KObj(node), "rule", rl.Name, "component", comp, "why", blocked[comp])
+	}
 }
 
 // ruleStateLocked is the rule's entry on the node, new if there is none yet.

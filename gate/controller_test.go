@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -223,6 +224,17 @@ func TestReconcile(t *testing.T) {
 			objs:       []client.Object{testobj.Node(name, t0, testobj.Taints(gateTaint)), workload},
 			wantTaints: []corev1.Taint{gateTaint},
 			wantEvents: []string{"Normal " + ReasonHeld},
+		},
+		{
+			// A GPU pool's taint the init DaemonSet does not tolerate: its Pod never comes,
+			// and the hold says so once, on the node.
+			name: "no init pod, its DaemonSet kept off by another taint: held, and said so",
+			objs: []client.Object{testobj.Node(name, t0, testobj.Taints(gateTaint, corev1.Taint{Key: "nvidia.com/gpu", Effect: corev1.TaintEffectNoSchedule})),
+				&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "init", Namespace: "kube-system"}, Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"startup.k8s.io/component": "init"}},
+					Spec:       corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: gateTaint.Key, Operator: corev1.TolerationOpExists}}}}}}},
+			wantTaints: []corev1.Taint{gateTaint, {Key: "nvidia.com/gpu", Effect: corev1.TaintEffectNoSchedule}},
+			wantEvents: []string{"Normal " + ReasonHeld, "Warning " + ReasonComponentBlocked},
 		},
 		{
 			name:       "ready pod of a previous node with the same name does not release",

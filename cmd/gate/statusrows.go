@@ -84,7 +84,7 @@ func statusRows(cfg *config.Config, nodes []corev1.Node, pods []corev1.Pod, dss 
 				}
 				continue
 			}
-			in := rule.Input{Node: n, Pods: byNode[n.Name], Expected: rl.ExpectedOn(n, dss), Now: now}
+			in := rule.Input{Node: n, Pods: byNode[n.Name], Expected: rl.ExpectedOn(n, dss), Blocked: rl.Untolerated(n, dss, cfg.OwnTaint(n)), Now: now}
 			row, d := statusOf(running(rl), cfg.Readiness(), in)
 			if d.Replace {
 				row.WaitingOn = replaceStatus(rl, d, n, all, pools, now)

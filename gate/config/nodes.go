@@ -158,3 +158,23 @@ func (c *Config) LiftOrphan(n *corev1.Node, o Orphan) {
 	rule.LiftOrphan(c.Admitting(), n, o, c.PlacedAnnotation, c.Instance, c.CompletedAnnotation)
 	c.Admit(n)
 }
+
+// OwnTaint reports whether a taint of the node is the gate's: a rule's, or an orphan the
+// gate placed for a rule it no longer runs. Its releases and orphan lifts take these off,
+// so a DaemonSet that does not tolerate one is not kept off for good (rule.Untolerated).
+func (c *Config) OwnTaint(node *corev1.Node) func(corev1.Taint) bool {
+	orphans := c.Orphans(node)
+	return func(t corev1.Taint) bool {
+		for _, r := range c.EffectiveRules() {
+			if r.Taint.Key == t.Key && r.Taint.Effect == t.Effect {
+				return true
+			}
+		}
+		for _, o := range orphans {
+			if o.Taint.Key == t.Key && o.Taint.Effect == t.Effect {
+				return true
+			}
+		}
+		return false
+	}
+}

@@ -27,7 +27,10 @@ type Input struct {
 	// Expected names the rule's components whose DaemonSet targets the node although none
 	// of their Pods is there yet.
 	Expected map[string]bool
-	Now      time.Time
+	// Blocked says, for an expected component, why its DaemonSet cannot place a Pod there
+	// (Rule.Untolerated): the hold then names the taint in its reason.
+	Blocked map[string]string
+	Now     time.Time
 	// UnmetSince (continuous rules, after the first release) is when the caller first saw
 	// the requirements fail, or zero.
 	UnmetSince time.Time
@@ -359,6 +362,9 @@ func componentsReady(in Input, comps []compiledComponent, rd Readiness) (bool, t
 			unreadySince = latest(unreadySince, notReadySince(p))
 		}
 		if !has {
+			if why := in.Blocked[comp.Name]; in.Expected[comp.Name] && why != "" {
+				return false, time.Time{}, fmt.Sprintf("component %q cannot land on the node: %s", comp.Name, why), time.Time{}
+			}
 			if in.Expected[comp.Name] {
 				return false, time.Time{}, fmt.Sprintf("component %q: its DaemonSet targets the node, no Pod yet", comp.Name), time.Time{}
 			}

@@ -1,6 +1,7 @@
 package rule_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -114,5 +115,58 @@ func TestLabelOutside(t *testing.T) {
 				t.Errorf("LabelOutside = %q, %q; want %q, %q", gotDS, gotKey, tt.wantDS, tt.wantKey)
 			}
 		})
+	}
+}
+
+// TestUntolerated: a component whose DaemonSet does not tolerate another taint of the node
+// (a GPU pool's) is named with that taint, as the DaemonSet controller judges it: the
+// lifecycle taints it tolerates for every daemon Pod, PreferNoSchedule, the gate's own
+// taints and a second DaemonSet of the component that tolerates it leave it free.
+func TestUntolerated(t *testing.T) {
+	cfg := testobj.ValidConfig(t, nil)
+	r := cfg.EffectiveRules()[0]
+	gpu := corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ds := func(name string, spec corev1.PodSpec) appsv1.DaemonSet {
+		return appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system"},
+			Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"startup.k8s.io/component": "init"}}, Spec: spec}}}
+	}
+	tolerates := corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: gpu.Key, Operator: corev1.TolerationOpExists}}}
+	node := func(taints ...corev1.Taint) *corev1.Node { return testobj.Node("n", created, testobj.Taints(taints...)) }
+	tests := []struct {
+		name string
+		node *corev1.Node
+		dss  []appsv1.DaemonSet
+		want string // the component's entry, "" for none
+	}{
+		{"another pool's taint", node(gpu), []appsv1.DaemonSet{ds("init", corev1.PodSpec{})},
+			"daemonset kube-system/init does not tolerate taint nvidia.com/gpu=present:NoSchedule"},
+		{"tolerated", node(gpu), []appsv1.DaemonSet{ds("init", tolerates)}, ""},
+		{"a second DaemonSet of the component tolerates it", node(gpu), []appsv1.DaemonSet{ds("a", corev1.PodSpec{}), ds("b", tolerates)}, ""},
+		{"the gate's own taint", node(cfg.Taint), []appsv1.DaemonSet{ds("init", corev1.PodSpec{})}, ""},
+		{"lifecycle taints", node(corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute},
+			corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}), []appsv1.DaemonSet{ds("init", corev1.PodSpec{})}, ""},
+		{"network-unavailable, not on the host's network", node(corev1.Taint{Key: corev1.TaintNodeNetworkUnavailable, Effect: corev1.TaintEffectNoSchedule}),
+			[]appsv1.DaemonSet{ds("init", corev1.PodSpec{})}, "daemonset kube-system/init does not tolerate taint node.kubernetes.io/network-unavailable:NoSchedule"},
+		{"network-unavailable, on the host's network", node(corev1.Taint{Key: corev1.TaintNodeNetworkUnavailable, Effect: corev1.TaintEffectNoSchedule}),
+			[]appsv1.DaemonSet{ds("init", corev1.PodSpec{HostNetwork: true})}, ""},
+		{"PreferNoSchedule", node(corev1.Taint{Key: "soft", Effect: corev1.TaintEffectPreferNoSchedule}), []appsv1.DaemonSet{ds("init", corev1.PodSpec{})}, ""},
+		{"a DaemonSet that does not target the node", node(gpu), []appsv1.DaemonSet{ds("init", corev1.PodSpec{NodeSelector: map[string]string{"pool": "x"}})}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := r.Untolerated(tt.node, tt.dss, cfg.OwnTaint(tt.node))
+			if got["init"] != tt.want || (tt.want == "" && len(got) > 0) {
+				t.Errorf("Untolerated = %v, want init: %q", got, tt.want)
+			}
+		})
+	}
+	// The hold it causes names the taint.
+	n := node(gpu)
+	d := rule.Decide(r, cfg.Readiness(), rule.Input{Node: n, Expected: map[string]bool{"init": true},
+		Blocked: r.Untolerated(n, []appsv1.DaemonSet{ds("init", corev1.PodSpec{})}, cfg.OwnTaint(n)), Now: created.Add(time.Minute)})
+	if d.Release || !strings.Contains(d.Reason, "nvidia.com/gpu") {
+		t.Errorf("Decide: release %v, reason %q; want held, naming nvidia.com/gpu", d.Release, d.Reason)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
+	v1helper "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 )
@@ -623,6 +624,66 @@ func (r *Rule) ExpectedOn(node *corev1.Node, dss []appsv1.DaemonSet) map[string]
 		}
 	}
 	return out
+}
+
+// Untolerated names, for each component ExpectedOn finds, a taint of the node that keeps
+// every such DaemonSet of it off the node, as the DaemonSet controller judges it: a
+// NoSchedule or NoExecute taint its Pod template does not tolerate, beside the tolerations
+// that controller gives every daemon Pod. Taints own reports true for are left out: the
+// gate's own, which its releases lift. The component still holds the node (a startup taint
+// of someone else's may be about to go), but the hold is explained, not silent: a GPU
+// node's nvidia.com/gpu that a DaemonSet does not tolerate holds it until maxHold.
+func (r *Rule) Untolerated(node *corev1.Node, dss []appsv1.DaemonSet, own func(corev1.Taint) bool) map[string]string {
+	var out map[string]string
+	free := map[string]bool{}
+	for i := range dss {
+		ds := &dss[i]
+		comp := r.ComponentOf(ds)
+		if comp == "" || free[comp] {
+			continue
+		}
+		if ok, err := nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: ds.Spec.Template.Spec}).Match(node); err != nil || !ok {
+			continue
+		}
+		taint, blocked := untolerated(node, &ds.Spec.Template.Spec, own)
+		if !blocked {
+			free[comp] = true
+			delete(out, comp)
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		if _, named := out[comp]; !named {
+			out[comp] = fmt.Sprintf("daemonset %s/%s does not tolerate taint %s", ds.Namespace, ds.Name, taint.ToString())
+		}
+	}
+	return out
+}
+
+// daemonTolerations are those the DaemonSet controller adds to every daemon Pod (its
+// util.AddOrUpdateDaemonPodTolerations), so that a node's lifecycle taints never keep one
+// off; network-unavailable only for a Pod on the host's network.
+var daemonTolerations = []corev1.Toleration{
+	{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+	{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+	{Key: corev1.TaintNodeDiskPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodeMemoryPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodePIDPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+}
+
+var hostNetworkToleration = corev1.Toleration{Key: corev1.TaintNodeNetworkUnavailable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+
+// untolerated is the first taint of the node, not own, that keeps a daemon Pod of spec off it.
+func untolerated(node *corev1.Node, spec *corev1.PodSpec, own func(corev1.Taint) bool) (corev1.Taint, bool) {
+	tols := append(slices.Clone(spec.Tolerations), daemonTolerations...)
+	if spec.HostNetwork {
+		tols = append(tols, hostNetworkToleration)
+	}
+	return v1helper.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, tols, func(t *corev1.Taint) bool {
+		return (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) && (own == nil || !own(*t))
+	}, true)
 }
 
 // SelectorKeys are the node label keys the rule's node selector reads.
