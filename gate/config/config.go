@@ -52,9 +52,11 @@ const (
 )
 
 // DefaultOrphanGracePeriod is OrphanGracePeriod's default: longer than a rollout of the
-// gate's replicas takes, so that a replica still on the old rules never lifts the new
-// rules' taints as orphans, nor the reverse.
-const DefaultOrphanGracePeriod = 2 * time.Minute
+// gate's replicas may take (a Deployment's default progressDeadlineSeconds is 10m, and a
+// lease takeover follows), so that a replica still on the old rules never lifts the new
+// rules' taints as orphans, nor the reverse. A removed rule's taint stays that long on the
+// nodes it held; `gate release` lifts it sooner.
+const DefaultOrphanGracePeriod = 15 * time.Minute
 
 // DefaultExclude is Exclude's default: the AKS system pool (kubernetes.azure.com/mode=system)
 // and the control plane (node-role.kubernetes.io/control-plane), where the gate's own Pods
