@@ -64,6 +64,8 @@ func TestBadValuesFailInstall(t *testing.T) {
 		"pdb set as int64":  {map[string]any{"pdb": map[string]any{"minAvailable": int64(2)}}, "pdb.minAvailable must be below replicas"},
 		"rules in policy mode": {map[string]any{"mode": "policy", "config": map[string]any{"rules": []any{}}},
 			"pass `gate --print-policy --config F` as policyManifest"},
+		"taint key in policy mode": {map[string]any{"mode": "policy", "config": map[string]any{"taint": map[string]any{"key": "example.com/warming"}}},
+			"mode policy with config.taint"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := renderFiles(t, tc.values, nil)

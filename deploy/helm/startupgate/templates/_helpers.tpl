@@ -73,8 +73,12 @@ the gate then needs the Karpenter grants of rbac.yaml. */}}
 {{- if hasKey .Values.config "exclude" -}}
 {{- fail "config.exclude: set exclude at the top of the values; the chart renders it into the config, the webhook's objectSelector, the policy and the Deployment's affinity" -}}
 {{- end -}}
-{{- if and (eq .Values.mode "policy") (hasKey .Values.config "rules") (not .Values.policyManifest) -}}
-{{- fail "mode policy with config.rules: the chart renders the policy of the default rule only; pass `gate --print-policy --config F` as policyManifest (--set-file policyManifest=policy.yaml)" -}}
+{{- if and (eq .Values.mode "policy") (not .Values.policyManifest) -}}
+{{- range (list "rules" "taint" "nodeSelector" "completedAnnotation" "placedAnnotation" "instance") -}}
+{{- if hasKey $.Values.config . -}}
+{{- fail (printf "mode policy with config.%s: the chart renders the policy of the default config only; pass `gate --print-policy --config F` as policyManifest (--set-file policyManifest=policy.yaml)" .) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
@@ -98,4 +102,47 @@ do the webhook's and the policy's objectSelector.
 job the chart's ServiceMonitor gives them. The alerts and the dashboard read only it. */}}
 {{- define "startupgate.metricsJob" -}}
 {{- default (printf "%s-metrics" (include "startupgate.fullname" .)) .Values.alerts.job -}}
+{{- end -}}
+
+{{/* The taints the gate places at a node's CREATE, from config: each startup or continuous
+rule's, or the top-level default rule's. A condition rule's taint marks a node the gate's
+Pods should leave (an out-of-service node), so it is not among them. One per line,
+"key=value:Effect", each once. */}}
+{{- define "startupgate.gateTaints" -}}
+{{- $taints := list -}}
+{{- $rules := dig "rules" list .Values.config -}}
+{{- if $rules -}}
+{{- range $rules -}}
+{{- if and .taint (ne (toString (dig "mode" "" .)) "condition") -}}{{- $taints = append $taints .taint -}}{{- end -}}
+{{- end -}}
+{{- else -}}
+{{- $taints = append $taints (dig "taint" (dict) .Values.config) -}}
+{{- end -}}
+{{- $seen := dict -}}
+{{- range $taints -}}
+{{- $line := printf "%s=%s:%s" (.key | default "startup.k8s.io/initializing") (.value | default "wait") (.effect | default "NoSchedule") -}}
+{{- if not (hasKey $seen $line) }}{{ $_ := set $seen $line true }}
+{{ $line }}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The gate's Pods tolerate every taint it places (gateTaints), so that a gate whose
+excluded nodes are full still runs, and CriticalAddonsOnly, which AKS recommends for system
+pools and EKS and GKE guides use for theirs: without it the gate never lands on the pool
+exclude names. */}}
+{{- define "startupgate.tolerations" -}}
+{{- $seen := dict -}}
+{{- range (include "startupgate.gateTaints" . | trim | splitList "\n") }}
+{{- $kv := splitList ":" . -}}
+{{- $key := splitList "=" (first $kv) | first -}}
+{{- $effect := last $kv -}}
+{{- if not (hasKey $seen (printf "%s:%s" $key $effect)) }}{{ $_ := set $seen (printf "%s:%s" $key $effect) true }}
+- key: {{ $key }}
+  operator: Exists
+  effect: {{ $effect }}
+{{- end -}}
+{{- end }}
+- key: CriticalAddonsOnly
+  operator: Exists
 {{- end -}}
