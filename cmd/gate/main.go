@@ -41,6 +41,9 @@ func run(args []string) error {
 	if len(args) > 0 && args[0] == "convert" {
 		return runConvert(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	}
+	if len(args) > 0 && args[0] == "validate" {
+		return runValidate(args[1:], os.Stdin, os.Stdout, os.Stderr)
+	}
 	s, err := parse(args, os.Getenv, os.Stderr)
 	if err != nil {
 		return err
