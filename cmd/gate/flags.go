@@ -229,11 +229,13 @@ const usage = `Usage: gate [flags]
        gate release (--all | NODE...)
        gate status [NODE...] [-o wide|json]
        gate convert --from tainter|nrc FILE
+       gate validate FILE...
 
 The startupgate node startup gate. release removes every rule's taint now (e.g. before
 uninstalling); status shows, per node and rule, why the node is held, read live from the
 API with the controller's own decision code (read access only); convert prints the rules
-equal to a tainter or node-readiness-controller config (see gate convert --help).
+equal to a tainter or node-readiness-controller config (see gate convert --help); validate
+checks config files (a config, a ConfigMap, Helm values) as a gate would read them at start.
 Installed on the PATH as kubectl-startupgate, it also runs as "kubectl startupgate status".
 
 Flags:
