@@ -554,8 +554,8 @@ func (r *Reconciler) join(ctx context.Context, f *facts, rl *rule.Rule, d rule.D
 		return err
 	}
 	if d.Write == rule.WriteAdopt {
-		r.Recorder.Eventf(written, nil, corev1.EventTypeNormal, ReasonAdopted, eventActionRelease, "Rule %s: recorded the node as released: %s", rl.Name, d.Reason)
-		log.FromContext(ctx).Info("Recorded a node in service as released", "node", klog.KObj(written), "rule", rl.Name, "reason", d.Reason)
+		r.Recorder.Eventf(written, nil, corev1.EventTypeNormal, ReasonAdopted, eventActionRelease, "Rule %s: took the node over: %s", rl.Name, d.Reason)
+		log.FromContext(ctx).Info("Took a node over", "node", klog.KObj(written), "rule", rl.Name, "reason", d.Reason)
 		return nil
 	}
 	r.Recorder.Eventf(written, nil, corev1.EventTypeNormal, ReasonJoined, eventActionGate, "Rule %s: put taint %s on: %s", rl.Name, rl.Taint.Key, d.Reason)

@@ -288,6 +288,19 @@ var negativeControls = []negativeControl{
 		sc.Init[0].Ready = scenario.PodTimeline{Mode: scenario.ModeReady, After: 30 * time.Second}
 		sc.Timeout += time.Minute
 	}, want: check.KindBoundBeforeReinit},
+	// Renamed, while it holds re-gated nodes, to a rule that ignores reboots: the re-gate
+	// is dropped and the Pods that arrive during the warm-up land.
+	{file: "rule-renamed-while-regated", mutate: func(sc *scenario.Scenario) {
+		for i := range sc.Timeline {
+			if e := sc.Timeline[i].EditRule; e != nil {
+				e.OnReboot = string(rule.RebootIgnore)
+			}
+		}
+		sc.Expect.Events = nil
+		sc.Init[0].Ready = scenario.PodTimeline{Mode: scenario.ModeReady, After: 30 * time.Second}
+		sc.GateConfig.Rules[0].MaxHold.Duration = 0
+		sc.Timeout += time.Minute
+	}, want: check.KindBoundBeforeReinit},
 	// The NodePool without the gate's taint in startupTaints: Karpenter takes the taint for
 	// permanent and launches again for the Pods it thinks cannot fit the held nodes.
 	{file: "karpenter-scale-up", mutate: func(sc *scenario.Scenario) {

@@ -133,7 +133,9 @@ func TestUntolerated(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"startup.k8s.io/component": "init"}}, Spec: spec}}}
 	}
 	tolerates := corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: gpu.Key, Operator: corev1.TolerationOpExists}}}
-	node := func(taints ...corev1.Taint) *corev1.Node { return testobj.Node("n", created, testobj.Taints(taints...)) }
+	node := func(taints ...corev1.Taint) *corev1.Node {
+		return testobj.Node("n", created, testobj.Taints(taints...))
+	}
 	tests := []struct {
 		name string
 		node *corev1.Node

@@ -1,6 +1,7 @@
 package rule
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,13 +52,38 @@ type Boot struct {
 }
 
 // BootOf reads the node's boot state for the rule.
-func (r *Rule) BootOf(n *corev1.Node) Boot {
-	b := Boot{Recorded: n.Annotations[r.BootAnnotation()], Current: n.Status.NodeInfo.BootID}
-	at, awaited, _ := strings.Cut(n.Annotations[r.RegatedAnnotation()], ",")
+func (r *Rule) BootOf(n *corev1.Node) Boot { return bootUnder(n, r.CompletedAnnotation) }
+
+// bootUnder reads the boot records kept beside the completion annotation done.
+func bootUnder(n *corev1.Node, done string) Boot {
+	b := Boot{Recorded: n.Annotations[done+bootSuffix], Current: n.Status.NodeInfo.BootID}
+	at, awaited, _ := strings.Cut(n.Annotations[done+regatedSuffix], ",")
 	if s, err := strconv.ParseInt(at, 10, 64); err == nil {
 		b.RegatedAt, b.Awaited = time.Unix(s, 0), awaited
 	}
 	return b
+}
+
+// formerRegate is the re-gate a former name of the rule made with the taint the node
+// carries (its mark names the rule's taint), with that name's boot record: the rule takes
+// it over with the name's records (WriteAdopt), so that it holds the node on as that name
+// did, its maxHold counted from that re-gate, not from the Node's creation (a rename that
+// restarted the count released re-gated nodes before their warm-up).
+func (r *Rule) formerRegate(n *corev1.Node) (Boot, bool) {
+	if r.ReleasedAnnotation == "" {
+		return Boot{}, false
+	}
+	names := r.markers(n)
+	slices.Sort(names)
+	for _, name := range names {
+		if name == r.Name {
+			continue
+		}
+		if b := bootUnder(n, CompletionOf(r.ReleasedAnnotation, name)); !b.RegatedAt.IsZero() {
+			return b, true
+		}
+	}
+	return Boot{}, false
 }
 
 // RebootedAgain reports whether a re-gated node runs a boot other than the one its re-gate
@@ -93,4 +119,12 @@ func setAnnotation(n *corev1.Node, key, value string) {
 		n.Annotations = map[string]string{}
 	}
 	n.Annotations[key] = value
+}
+
+// takesRegate reports whether the rule, not having released the node under its name, holds
+// it by a former name's re-gate (formerRegate): its taint on, that name's re-gate mark
+// beside it.
+func (r *Rule) takesRegate(n *corev1.Node) bool {
+	_, ok := r.formerRegate(n)
+	return ok && r.HasTaint(n) && !r.Completed(n)
 }

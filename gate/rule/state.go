@@ -166,6 +166,8 @@ func (r *Rule) classifyFirst(n *corev1.Node, ev evidence) (State, string, eviden
 		return StateUntainted, "came up without the rule's taint (backfill's, if on)", ev
 	case r.GatesReboots() && ev.boot.Rebooted():
 		return StateHeldRebooted, fmt.Sprintf("booted again (boot %s) since readiness was seen on boot %s", ev.boot.Current, ev.boot.Recorded), ev
+	case r.GatesReboots() && r.takesRegate(n):
+		return StateInService, "re-gated under a former name of the rule: the rule takes the node over with that name's records, the re-gate's among them", ev
 	}
 	return StateHeld, "", ev
 }
@@ -181,6 +183,10 @@ func (r *Rule) classifyTainted(n *corev1.Node, ev evidence) (State, string, evid
 			return StateRegateDropped, "re-gated, and the rule no longer gates reboots: its taint comes off", ev
 		case b.RebootedAgain():
 			return StateRebootedAgain, fmt.Sprintf("re-gated for boot %s, the node booted again (boot %s)", b.Awaited, b.Current), ev
+		}
+		if fb, ok := r.formerRegate(n); ok && b.RegatedAt.IsZero() {
+			// The name back, its former name's re-gate: that re-gate's clock and boot.
+			ev.boot.RegatedAt, ev.boot.Awaited = fb.RegatedAt, fb.Awaited
 		}
 		return StateRegated, fmt.Sprintf("re-gated after the reboot to boot %s", b.Current), ev
 	}

@@ -136,6 +136,17 @@ func (w Write) needsSelector() bool {
 // hold (WriteJoin), or, on a node in service, as a release recorded (WriteAdopt). On a fresh
 // copy after a conflict, the node may have gone from one to the other: no write then.
 func (r *Rule) join(d Decision, n *corev1.Node, now time.Time) bool {
+	if d.Write == WriteAdopt && r.takesRegate(n) {
+		// The name's records, its re-gate's time and awaited boot among them: the node
+		// is then the rule's as it was the name's.
+		b, _ := r.formerRegate(n)
+		r.mark(n, now)
+		r.endFormerRegates(n) // the re-gate is the rule's now, as is its mark
+		r.takeMark(n)
+		r.adoptRecord(n, d)
+		setAnnotation(n, r.RegatedAnnotation(), regatedValue(b.RegatedAt, b.Awaited))
+		return true
+	}
 	if r.HasTaint(n) || r.Completed(n) || r.inService(n) != (d.Write == WriteAdopt) {
 		return false
 	}
@@ -169,6 +180,19 @@ func (r *Rule) adoptRecord(n *corev1.Node, d Decision) {
 	}
 	setAnnotation(n, r.BootAnnotation(), boot)
 	r.setEvidence(n, prints)
+}
+
+// takeMark moves the marks of the rule's taint to the rule's name: one taint, one mark, so
+// that a re-key sees the taint as the rule's, and no former name's mark is an orphan whose
+// lift takes the taint the rule holds.
+func (r *Rule) takeMark(n *corev1.Node) {
+	prefix := placedPrefixOf(r.PlacedAnnotation)
+	for _, name := range r.markers(n) {
+		if name != r.Name {
+			delete(n.Annotations, prefix+name)
+		}
+	}
+	r.place(n)
 }
 
 // record is what a rule recorded when it released a node: the boot, and the readiness.
