@@ -140,7 +140,7 @@ func (r *Rule) decideIn(st State, why string, ev evidence, rd Readiness, in Inpu
 	case StateRegated:
 		return r.decideRegated(rd, in, ev)
 	case StateReturned:
-		return r.afterRegistration(rd, in)
+		return r.afterRegistration(why, rd, in)
 	case StateRetainted, StateReleased:
 		if r.Mode == Continuous {
 			met, _, why, since := r.requirements(rd, in)
@@ -240,12 +240,12 @@ func released(d Decision) Decision {
 // afterRegistration decides a released node whose autoscaler put the rule's taint back when
 // it registered the node: off again while the requirements hold (they held at the release),
 // kept, and held like any node, while they do not.
-func (r *Rule) afterRegistration(rd Readiness, in Input) Decision {
+func (r *Rule) afterRegistration(back string, rd Readiness, in Input) Decision {
 	met, readyAt, why, _ := r.requirements(rd, in)
 	if !met {
-		return Decision{Reason: why + " (the autoscaler put the taint back at registration)"}
+		return Decision{Reason: why + " (" + back + ")"}
 	}
-	return released(Decision{Met: true, ReadyAt: readyAt, Reason: "the autoscaler put the taint back when it registered the node, after the release"})
+	return released(Decision{Met: true, ReadyAt: readyAt, Reason: back + ", after the release"})
 }
 
 // decideRegated waits for readiness of the boot the re-gate waits for: Ready on containers

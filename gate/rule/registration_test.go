@@ -40,7 +40,7 @@ func TestDecideAfterRegistration(t *testing.T) {
 		{name: "put back at registration, ready: off again", node: node(released, tainted, registered), pods: ready,
 			want: Decision{Release: true, Met: true, ReadyAt: t0}, reason: "put the taint back when it registered"},
 		{name: "put back at registration, not ready: held", node: node(released, tainted, registered), pods: []*corev1.Pod{podSince(false, t0)},
-			want: Decision{}, reason: "not ready (the autoscaler put the taint back at registration)"},
+			want: Decision{}, reason: "not ready (the autoscaler put the taint back when it registered the node"},
 		{name: "initialized node: an operator's taint, left alone", node: node(released, tainted, registered, initialized), pods: ready,
 			want: Decision{Met: true}, reason: "released"},
 		{name: "no autoscaler: left alone", node: node(released, tainted), pods: ready,

@@ -193,6 +193,11 @@ func (r *Rule) classifyTainted(n *corev1.Node, ev evidence) (State, string, evid
 	switch {
 	case r.Mode == Continuous:
 		return StateRetainted, "", ev
+	case r.Placed(n) && !(r.GatesReboots() && b.Rebooted()):
+		// Marked as this rule's, on a released node, with no re-gate: the rule put it back
+		// while it was a continuous rule. A startup rule now, it takes it off once the
+		// requirements hold, as it does a taint the autoscaler put back.
+		return StateReturned, "the rule put its taint back when it was a continuous rule", ev
 	case !AwaitingStartupTaints(n):
 		return StateForeign, "the rule released the node; its taint was put back by someone else, whose it is to remove", ev
 	case r.GatesReboots() && b.Rebooted():
