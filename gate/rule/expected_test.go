@@ -119,9 +119,10 @@ func TestLabelOutside(t *testing.T) {
 }
 
 // TestUntolerated: a component whose DaemonSet does not tolerate another taint of the node
-// (a GPU pool's) is named with that taint, as the DaemonSet controller judges it: the
-// lifecycle taints it tolerates for every daemon Pod, PreferNoSchedule, the gate's own
-// taints and a second DaemonSet of the component that tolerates it leave it free.
+// (a GPU pool's, a dedicated pool's) is named with that taint, as the DaemonSet controller
+// judges it; taints that go on their own (a new node's not-ready, a cloud provider's
+// uninitialized), PreferNoSchedule, the gate's own taints and a second DaemonSet of the
+// component that tolerates it leave it free.
 func TestUntolerated(t *testing.T) {
 	cfg := testobj.ValidConfig(t, nil)
 	r := cfg.EffectiveRules()[0]
@@ -149,10 +150,12 @@ func TestUntolerated(t *testing.T) {
 		{"the gate's own taint", node(cfg.Taint), []appsv1.DaemonSet{ds("init", corev1.PodSpec{})}, ""},
 		{"lifecycle taints", node(corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute},
 			corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}), []appsv1.DaemonSet{ds("init", corev1.PodSpec{})}, ""},
-		{"network-unavailable, not on the host's network", node(corev1.Taint{Key: corev1.TaintNodeNetworkUnavailable, Effect: corev1.TaintEffectNoSchedule}),
-			[]appsv1.DaemonSet{ds("init", corev1.PodSpec{})}, "daemonset kube-system/init does not tolerate taint node.kubernetes.io/network-unavailable:NoSchedule"},
-		{"network-unavailable, on the host's network", node(corev1.Taint{Key: corev1.TaintNodeNetworkUnavailable, Effect: corev1.TaintEffectNoSchedule}),
-			[]appsv1.DaemonSet{ds("init", corev1.PodSpec{HostNetwork: true})}, ""},
+		{"a dedicated pool's NoExecute", node(corev1.Taint{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoExecute}),
+			[]appsv1.DaemonSet{ds("init", corev1.PodSpec{})}, "daemonset kube-system/init does not tolerate taint dedicated=db:NoExecute"},
+		{"not-ready, which a new node carries until its network is up", node(corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}),
+			[]appsv1.DaemonSet{ds("init", corev1.PodSpec{})}, ""},
+		{"a cloud provider's, before it initializes the node", node(corev1.Taint{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule}),
+			[]appsv1.DaemonSet{ds("init", corev1.PodSpec{})}, ""},
 		{"PreferNoSchedule", node(corev1.Taint{Key: "soft", Effect: corev1.TaintEffectPreferNoSchedule}), []appsv1.DaemonSet{ds("init", corev1.PodSpec{})}, ""},
 		{"a DaemonSet that does not target the node", node(gpu), []appsv1.DaemonSet{ds("init", corev1.PodSpec{NodeSelector: map[string]string{"pool": "x"}})}, ""},
 	}

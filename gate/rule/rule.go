@@ -628,9 +628,10 @@ func (r *Rule) ExpectedOn(node *corev1.Node, dss []appsv1.DaemonSet) map[string]
 
 // Untolerated names, for each component ExpectedOn finds, a taint of the node that keeps
 // every such DaemonSet of it off the node, as the DaemonSet controller judges it: a
-// NoSchedule or NoExecute taint its Pod template does not tolerate, beside the tolerations
-// that controller gives every daemon Pod. Taints own reports true for are left out: the
-// gate's own, which its releases lift. The component still holds the node (a startup taint
+// NoSchedule or NoExecute taint its Pod template does not tolerate. Taints that go on their
+// own are left out (transient: among them every node.kubernetes.io/ taint, which that
+// controller's tolerations of every daemon Pod cover where they must), and so are those own
+// reports true for: the gate's own, which its releases lift. The component still holds the node (a startup taint
 // of someone else's may be about to go), but the hold is explained, not silent: a GPU
 // node's nvidia.com/gpu that a DaemonSet does not tolerate holds it until maxHold.
 func (r *Rule) Untolerated(node *corev1.Node, dss []appsv1.DaemonSet, own func(corev1.Taint) bool) map[string]string {
@@ -661,29 +662,25 @@ func (r *Rule) Untolerated(node *corev1.Node, dss []appsv1.DaemonSet, own func(c
 	return out
 }
 
-// daemonTolerations are those the DaemonSet controller adds to every daemon Pod (its
-// util.AddOrUpdateDaemonPodTolerations), so that a node's lifecycle taints never keep one
-// off; network-unavailable only for a Pod on the host's network.
-var daemonTolerations = []corev1.Toleration{
-	{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
-	{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
-	{Key: corev1.TaintNodeDiskPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-	{Key: corev1.TaintNodeMemoryPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-	{Key: corev1.TaintNodePIDPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-	{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+// untolerated is the first taint of the node, neither own nor transient, that a daemon Pod
+// of spec does not tolerate.
+func untolerated(node *corev1.Node, spec *corev1.PodSpec, own func(corev1.Taint) bool) (corev1.Taint, bool) {
+	return v1helper.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, spec.Tolerations, func(t *corev1.Taint) bool {
+		return (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) && !transient(*t) && (own == nil || !own(*t))
+	}, true)
 }
 
-var hostNetworkToleration = corev1.Toleration{Key: corev1.TaintNodeNetworkUnavailable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+// transientPrefixes are the key prefixes of taints that mark a phase of a node's life and
+// go on their own: the node lifecycle controller's (a new node is not-ready until its
+// network is up, and most init DaemonSets do not tolerate that), a cloud provider's before
+// its controller initializes the node, an autoscaler's startup, registration and
+// disruption taints. A DaemonSet kept off by one lands once it goes: the bench saw every
+// joining node reported blocked by not-ready before this list.
+var transientPrefixes = []string{"node.kubernetes.io/", "node.cloudprovider.kubernetes.io/", "karpenter.sh/", "readiness.k8s.io/",
+	"startup-taint.cluster-autoscaler.kubernetes.io/", "ignore-taint.cluster-autoscaler.kubernetes.io/", "ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler"}
 
-// untolerated is the first taint of the node, not own, that keeps a daemon Pod of spec off it.
-func untolerated(node *corev1.Node, spec *corev1.PodSpec, own func(corev1.Taint) bool) (corev1.Taint, bool) {
-	tols := append(slices.Clone(spec.Tolerations), daemonTolerations...)
-	if spec.HostNetwork {
-		tols = append(tols, hostNetworkToleration)
-	}
-	return v1helper.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, tols, func(t *corev1.Taint) bool {
-		return (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) && (own == nil || !own(*t))
-	}, true)
+func transient(t corev1.Taint) bool {
+	return slices.ContainsFunc(transientPrefixes, func(p string) bool { return strings.HasPrefix(t.Key, p) })
 }
 
 // SelectorKeys are the node label keys the rule's node selector reads.
