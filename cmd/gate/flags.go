@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"k8s.io/apimachinery/pkg/labels"
 	"os"
 	"strconv"
 	"strings"
@@ -58,6 +59,9 @@ type settings struct {
 	releaseCommand   bool
 	statusCommand    bool
 	statusNodes      []string
+	statusHeld       bool
+	statusRule       string
+	statusSelector   string
 	output           string
 	logLevel         string
 	// kubeContext is the kubeconfig context; fromCluster: status and release read the
@@ -151,6 +155,9 @@ func newFlagSet(s *settings, f *contractFlags, stderr io.Writer) *pflag.FlagSet 
 	}
 	if s.statusCommand {
 		fs.StringVarP(&s.output, "output", "o", "", "with status: output format, wide or json (default: a table)")
+		fs.BoolVar(&s.statusHeld, "held", false, "with status: only the rows whose taint is on the node (a rule's or an orphan's)")
+		fs.StringVar(&s.statusRule, "rule", "", "with status: only this rule's rows (an orphan's row names the rule that placed its taint)")
+		fs.StringVarP(&s.statusSelector, "selector", "l", "", "with status: only the nodes with these labels (label selector syntax)")
 	}
 	if s.statusCommand || s.releaseCommand {
 		fs.StringVar(&s.kubeContext, "context", "", "with status and release: the kubeconfig context to use (default: the current one)")
@@ -247,6 +254,9 @@ Flags:
 func (s *settings) positional(args []string) error {
 	if s.statusCommand {
 		s.statusNodes = args
+		if _, err := labels.Parse(s.statusSelector); err != nil {
+			return fmt.Errorf("status: -l %q: %w", s.statusSelector, err)
+		}
 		switch s.output {
 		case "", "wide", "json":
 			return nil

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/startupgate/startupgate/gate"
@@ -51,6 +53,8 @@ type StatusRow struct {
 	Deadline *metav1.Time `json:"deadline,omitempty"`
 	Taint    string       `json:"taint"`
 	DryRun   bool         `json:"dryRun,omitempty"`
+	// Holding: the row's taint is on the node (gate status --held).
+	Holding bool `json:"holding"`
 }
 
 // poolRead is a NodePool's annotations as `gate status` read them, or why it could not.
@@ -80,6 +84,7 @@ func statusRows(cfg *config.Config, nodes []corev1.Node, pods []corev1.Pod, dss 
 			}
 			if rl.Mode == rule.Condition {
 				if row, ok := conditionStatusOf(rl, n); ok {
+					row.Holding = rl.HasTaint(n)
 					rows = append(rows, suspendedRow(rl, row))
 				}
 				continue
@@ -89,10 +94,11 @@ func statusRows(cfg *config.Config, nodes []corev1.Node, pods []corev1.Pod, dss 
 			if d.Replace {
 				row.WaitingOn = replaceStatus(rl, d, n, all, pools, now)
 			}
+			row.Holding = rl.HasTaint(n)
 			rows = append(rows, suspendedRow(rl, row))
 		}
 		for _, o := range cfg.Orphans(n) {
-			rows = append(rows, StatusRow{Node: n.Name, Rule: o.Rule, State: StateOrphaned, Taint: o.Taint.ToString(),
+			rows = append(rows, StatusRow{Node: n.Name, Rule: o.Rule, State: StateOrphaned, Taint: o.Taint.ToString(), Holding: true,
 				WaitingOn: fmt.Sprintf("placed for a rule the gate no longer runs (removed, renamed, re-keyed or a dry run); lifted %s after the gate first saw it", cfg.OrphanGracePeriod.Duration)})
 		}
 	}
@@ -210,11 +216,12 @@ func releasedAfter(rl *rule.Rule, n *corev1.Node) time.Duration {
 // readStatus reads the named nodes (every node when names is empty), the init Pods and the
 // DaemonSets, and returns their Status. It only reads: nodes get and list, pods and
 // daemonsets list.
-func readStatus(ctx context.Context, c client.Reader, cfg *config.Config, now time.Time, names ...string) ([]StatusRow, error) {
+func readStatus(ctx context.Context, c client.Reader, cfg *config.Config, now time.Time, sel labels.Selector, names ...string) ([]StatusRow, error) {
 	nodes, err := gate.ReadNodes(ctx, c, names)
 	if err != nil {
 		return nil, err
 	}
+	nodes = slices.DeleteFunc(nodes, func(n corev1.Node) bool { return !sel.Matches(labels.Set(n.Labels)) })
 	pods, err := readInitPods(ctx, c, cfg)
 	if err != nil {
 		return nil, err
