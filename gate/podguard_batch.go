@@ -23,7 +23,7 @@ import (
 type batch[T any] struct {
 	// one reads one name; found false means the name is not there (a node deleted).
 	one func(ctx context.Context, name string) (v T, found bool, err error)
-	// all reads every name at once; a name not in it is read by missing.
+	// all reads every name at once (nil: never); a name not in it is read by missing.
 	all func(ctx context.Context) (map[string]T, error)
 	// missing is what a name the list did not give is: read it alone (a node the list's
 	// selector did not take), or nothing there (a node with no init Pods).
@@ -107,7 +107,7 @@ func (b *batch[T]) run(r *round[T]) {
 	b.next = nil // from here on, a caller's read must start after its call: the next round
 	b.lastStart = time.Now()
 	names := slices.Sorted(maps.Keys(r.names))
-	list := len(names) >= max(minList, b.listed/perList)
+	list := b.all != nil && len(names) >= max(minList, b.listed/perList)
 	b.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)

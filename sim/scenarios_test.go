@@ -288,16 +288,18 @@ var negativeControls = []negativeControl{
 		sc.Init[0].Ready = scenario.PodTimeline{Mode: scenario.ModeReady, After: 30 * time.Second}
 		sc.Timeout += time.Minute
 	}, want: check.KindBoundBeforeReinit},
-	// Renamed, while it holds re-gated nodes, to a rule that ignores reboots: the re-gate
-	// is dropped and the Pods that arrive during the warm-up land.
+	// Renamed with a maxHold of 1s, counted from the re-gate as it should be: the rule
+	// times out and releases the nodes a second after their re-gate, and the Pods that
+	// arrive during the warm-up (10 s, so that a loaded machine cannot close the window)
+	// land. No maxHold before the rename, so that the first hold waits out that warm-up.
 	{file: "rule-renamed-while-regated", mutate: func(sc *scenario.Scenario) {
 		for i := range sc.Timeline {
 			if e := sc.Timeline[i].EditRule; e != nil {
-				e.OnReboot = string(rule.RebootIgnore)
+				e.MaxHold = ptr.To(time.Second)
 			}
 		}
 		sc.Expect.Events = nil
-		sc.Init[0].Ready = scenario.PodTimeline{Mode: scenario.ModeReady, After: 30 * time.Second}
+		sc.Init[0].Ready = scenario.PodTimeline{Mode: scenario.ModeReady, After: 10 * time.Second}
 		sc.GateConfig.Rules[0].MaxHold.Duration = 0
 		sc.Timeout += time.Minute
 	}, want: check.KindBoundBeforeReinit},

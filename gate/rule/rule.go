@@ -592,6 +592,18 @@ func placedPrefixOf(key string) string {
 	return key[:i+1]
 }
 
+// SelectsPod reports whether the Pod is of one of the rule's components: in its namespace,
+// its labels matching its selector.
+func (r *Rule) SelectsPod(p *corev1.Pod) bool {
+	set := labels.Set(p.Labels)
+	for _, comp := range r.compiled().components {
+		if (comp.Namespace == "" || comp.Namespace == p.Namespace) && comp.selector.Matches(set) {
+			return true
+		}
+	}
+	return false
+}
+
 // ComponentOf names the component of this rule whose Pods the DaemonSet creates, or "": a
 // DaemonSet in the component's namespace whose Pod template labels match its selector.
 func (r *Rule) ComponentOf(ds *appsv1.DaemonSet) string {
