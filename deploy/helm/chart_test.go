@@ -77,8 +77,8 @@ func TestBadValuesFailInstall(t *testing.T) {
 }
 
 // TestRulesRollDeployment: the rules given as values are the ConfigMap's config.yaml, and a
-// change of rules changes the Pod template (checksum/config), so the Deployment rolls; the
-// rest of the Deployment stays as it was.
+// change of rules changes the Pod template (checksum/config), so the Deployment rolls, and
+// the rules' taints join its tolerations; the rest of the Deployment stays as it was.
 func TestRulesRollDeployment(t *testing.T) {
 	var rules map[string]any
 	if err := yaml.Unmarshal(readFile(t, "../examples/rules.yaml"), &rules); err != nil {
@@ -109,8 +109,16 @@ func TestRulesRollDeployment(t *testing.T) {
 	if sum0 == nil || sum0 == sum1 {
 		t.Errorf("checksum/config %v -> %v: a change of rules must change the Pod template", sum0, sum1)
 	}
+	// The rules' taints join the tolerations (TestTolerationsFromConfig checks which).
+	tol0, _, _ := unstructured.NestedSlice(d0.Object, "spec", "template", "spec", "tolerations")
+	tol1, _, _ := unstructured.NestedSlice(d1.Object, "spec", "template", "spec", "tolerations")
+	if len(tol1) <= len(tol0) {
+		t.Errorf("the rules' taints did not join the tolerations: %v -> %v", tol0, tol1)
+	}
+	unstructured.RemoveNestedField(d0.Object, "spec", "template", "spec", "tolerations")
+	unstructured.RemoveNestedField(d1.Object, "spec", "template", "spec", "tolerations")
 	if diff := cmp.Diff(normalize(t, d0), normalize(t, d1)); diff != "" {
-		t.Errorf("a change of rules changed more of the Deployment than its checksum (-before +after):\n%s", diff)
+		t.Errorf("a change of rules changed more of the Deployment than its checksum and tolerations (-before +after):\n%s", diff)
 	}
 }
 
