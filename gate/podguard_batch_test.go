@@ -91,7 +91,7 @@ func TestBatchListsABurst(t *testing.T) {
 		wg.Go(func() {
 			name := fmt.Sprint("n", i%10)
 			if v, found, err := b.get(ctx, name); err != nil || !found || v != name {
-				errs <- fmt.Errorf("get(%s) = %q, %v, %v", name, v, found, err)
+				errs <- fmt.Errorf("get(%s) = %q, %v: %w", name, v, found, err)
 			}
 		})
 	}
