@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,6 +34,8 @@ type batch[T any] struct {
 	timeout time.Duration // a round's reads
 
 	slots chan struct{} // rounds in flight
+
+	joined atomic.Int64 // calls of get so far (a test waits for a burst to have joined)
 
 	mu        sync.Mutex
 	next      *round[T]
@@ -78,6 +81,7 @@ func (b *batch[T]) get(ctx context.Context, name string) (T, bool, error) {
 	}
 	r.names[name] = true
 	b.mu.Unlock()
+	b.joined.Add(1)
 	select {
 	case <-r.done:
 	case <-ctx.Done():
