@@ -138,9 +138,10 @@ func (g *PodGuard) liveInitPods(ctx context.Context, nodeName string) ([]*corev1
 	if err != nil {
 		return listInitPods(ctx, OneReader(g.API), g.Config, nodeName)
 	}
+	continuous := slices.DeleteFunc(slices.Clone(g.Config.Enforced()), func(r *rule.Rule) bool { return r.Mode != rule.Continuous })
 	pods := make([]*corev1.Pod, 0, len(cached))
 	for _, c := range cached {
-		if !slices.ContainsFunc(g.Config.Enforced(), func(r *rule.Rule) bool { return r.Mode == rule.Continuous && r.SelectsPod(c) }) {
+		if !slices.ContainsFunc(continuous, func(r *rule.Rule) bool { return r.SelectsPod(c) }) {
 			continue // only a continuous rule's check reads them (decideContinuous)
 		}
 		p := &corev1.Pod{}
