@@ -20,6 +20,9 @@ import (
 
 var oosTaint = corev1.Taint{Key: "node.kubernetes.io/out-of-service", Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}
 
+// oosMark is the condition rule's mark of its taint, under the taint's record.
+var oosMark = config.DefaultTaintedAnnotation + "." + rule.RecordName(oosTaint)
+
 // conditionConfig: the default startup rule, and an out-of-service condition rule on a
 // preempted node that is not Ready.
 func conditionConfig(t *testing.T, mod func(*rule.Rule)) *config.Config {
@@ -64,7 +67,7 @@ func TestConditionRuleTaintsWhileMatching(t *testing.T) {
 	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != oosTaint.Key || n.Spec.Taints[0].TimeAdded == nil {
 		t.Fatalf("taints %+v, want the out-of-service taint with timeAdded", n.Spec.Taints)
 	}
-	if n.Annotations[config.DefaultTaintedAnnotation+".oos"] == "" {
+	if n.Annotations[oosMark] == "" {
 		t.Errorf("annotations %v: want the rule's mark", n.Annotations)
 	}
 	e.reconcile(t, "n") // matching still, tainted: nothing to do
@@ -81,7 +84,7 @@ func TestConditionRuleTaintsWhileMatching(t *testing.T) {
 	}
 	e.reconcile(t, "n")
 	n = getNode(t, e.c, "n")
-	if len(n.Spec.Taints) != 0 || n.Annotations[config.DefaultTaintedAnnotation+".oos"] != "" {
+	if len(n.Spec.Taints) != 0 || n.Annotations[oosMark] != "" {
 		t.Errorf("after the condition cleared: taints %v, annotations %v; want neither taint nor mark", n.Spec.Taints, n.Annotations)
 	}
 	want := []string{"Warning " + ReasonConditionTainted, "Normal " + ReasonConditionCleared}
@@ -97,7 +100,7 @@ func TestConditionRuleTaintsWhileMatching(t *testing.T) {
 // again on the fresh read, not just its write.
 func TestConditionWritesRecheckTheConditions(t *testing.T) {
 	cfg := conditionConfig(t, nil)
-	mark := testobj.NodeAnnotation(config.DefaultTaintedAnnotation+".oos", "1")
+	mark := testobj.NodeAnnotation(oosMark, "1")
 	recovered := func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }
 	for _, tc := range []struct {
 		name      string
@@ -144,7 +147,7 @@ func TestConditionLeftSelectorRechecks(t *testing.T) {
 		{"back, not matching", back, func(n *corev1.Node) { preempted(t0)(n); recovered(n) }, false, []string{"Normal " + ReasonConditionCleared}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			node := testobj.Node("n", t0, testobj.NodeAnnotation(releasedMark, "1"), testobj.NodeAnnotation(config.DefaultTaintedAnnotation+".oos", "1"),
+			node := testobj.Node("n", t0, testobj.NodeAnnotation(releasedMark, "1"), testobj.NodeAnnotation(oosMark, "1"),
 				testobj.Taints(oosTaint), tc.conditions)
 			e := newReconcilerEnv(t, cfg, false, tc.funcs(), node)
 			e.reconcile(t, "n")

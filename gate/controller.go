@@ -49,7 +49,7 @@ const (
 	// ReasonJoined: a rule put its taint on a node another rule holds (the rule came after
 	// the node's creation).
 	ReasonJoined = "StartupGateJoined"
-	// ReasonAdopted: a rule recorded a node the gate released under another rule or name
+	// ReasonAdopted: a rule recorded a node the gate released under another taint's record
 	// as released by it too.
 	ReasonAdopted = "StartupGateAdopted"
 	// ReasonSuspended: a suspended rule holds the node and will not release it until resumed.
@@ -161,6 +161,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	f := &facts{node: node, start: time.Now()}
+	if r.Config.Legacy(node) {
+		// Records an earlier release kept under the rules' names move to the rules' taints
+		// first: every decision below reads them there.
+		written, _, err := r.Writer.Write(ctx, node, r.Config.Migrate)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		f.node = written
+	}
 	// Orphans first: lifting one adds the taints admission adds now, which the rules and
 	// backfill then find on the node.
 	orphanAfter, orphanErr := r.orphans(ctx, f)
@@ -207,6 +216,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *Reconciler) orphans(ctx context.Context, f *facts) (time.Duration, error) {
 	orphans := r.Config.Orphans(f.node)
 	seen := r.seenOrphans(f.node, orphans)
+	if r.Config.Frozen(f.node) {
+		return 0, nil // seen, and lifted once the rule resumes and the grace has passed
+	}
 	var next time.Duration
 	for _, o := range orphans {
 		if wait := seen[o].Add(r.Config.OrphanGracePeriod.Duration).Sub(r.Clock.Now()); wait > 0 {
@@ -217,14 +229,14 @@ func (r *Reconciler) orphans(ctx context.Context, f *facts) (time.Duration, erro
 		}
 		written, wrote, err := r.Writer.Write(ctx, f.node, func(n *corev1.Node) { r.Config.LiftOrphan(n, o) })
 		if err != nil {
-			return 0, fmt.Errorf("lifting orphaned taint %s of rule %q from node %q: %w", o.Taint.ToString(), o.Rule, f.node.Name, err)
+			return 0, fmt.Errorf("lifting orphaned taint %s of rule %q from node %q: %w", o.Taint.ToString(), o.Record, f.node.Name, err)
 		}
 		f.node = written
 		if wrote {
-			orphansLiftedTotal.WithLabelValues(o.Rule).Inc()
+			orphansLiftedTotal.WithLabelValues(o.Record).Inc()
 			r.Recorder.Eventf(written, nil, corev1.EventTypeWarning, ReasonOrphanLifted, eventActionRelease,
-				"Removed taint %s, placed for rule %s, which the gate no longer runs (removed, renamed, re-keyed or a dry run)", o.Taint.ToString(), o.Rule)
-			log.FromContext(ctx).Info("Lifted an orphaned taint", "node", klog.KObj(written), "rule", o.Rule, "taint", o.Taint.ToString())
+				"Removed taint %s (record %s), which no rule of the gate has any more (removed, given a new taint, or a dry run)", o.Taint.ToString(), o.Record)
+			log.FromContext(ctx).Info("Lifted an orphaned taint", "node", klog.KObj(written), "record", o.Record, "taint", o.Taint.ToString())
 		}
 	}
 	return next, nil

@@ -66,7 +66,7 @@ var (
 	}, []string{"component"})
 	orphansLiftedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "startupgate_orphans_lifted_total",
-		Help: "Taints the gate placed for a rule it no longer runs (removed, renamed, re-keyed, a dry run) and lifted after the grace period, by the rule that placed them.",
+		Help: "Taints the gate placed that no rule has any more (a rule removed, given a new taint, or a dry run) and lifted after the grace period, by the record that placed them (the label rule names it).",
 	}, []string{"rule"})
 	nodeStates = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "startupgate_node_states",

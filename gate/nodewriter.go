@@ -111,6 +111,7 @@ func ReleaseNodes(ctx context.Context, c client.Client, cfg *config.Config, now 
 	w := &NodeWriter{Client: c, Reader: c}
 	var released []string
 	releaseAll := func(n *corev1.Node) {
+		cfg.Migrate(n)
 		for _, r := range cfg.Gating() {
 			if r.HasTaint(n) {
 				r.Release(n, now)

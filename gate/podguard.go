@@ -306,10 +306,10 @@ func (g *PodGuard) decideRebooted(ctx context.Context, rd *reads, node *corev1.N
 	return verdict{}, false
 }
 
-// adopted is the node as rule r sees it: itself, or, when the gate released it under
-// another name (a rename) and r has not recorded it as released yet, a copy with the
-// adoption r is about to write, the former name's boot and readiness records with it. A
-// reboot between the rename and the adoption is then the rule's to hold.
+// adopted is the node as rule r sees it: itself, or, when the gate released it under another
+// taint's record (r was added, or given a new taint) and r has not recorded it as released
+// yet, a copy with the adoption r is about to write, that record's boot and readiness with
+// it. A reboot before the adoption is then the rule's to hold.
 func adopted(r *rule.Rule, rd rule.Readiness, node *corev1.Node, pods []*corev1.Pod) *corev1.Node {
 	if r.Completed(node) {
 		return node

@@ -117,7 +117,7 @@ func TestBatchListsABurst(t *testing.T) {
 func TestPodGuardBurstSharesReads(t *testing.T) {
 	released := func(n *corev1.Node) {
 		testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1")(n)
-		testobj.NodeAnnotation(config.DefaultCompletedAnnotation+".cni", "1")(n)
+		testobj.NodeAnnotation(cniDone, "1")(n)
 		n.Status.NodeInfo.BootID = "b1"
 	}
 	for _, c := range []struct {

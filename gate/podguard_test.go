@@ -373,7 +373,7 @@ func podGuardFuzzEnv(tb testing.TB) (*PodGuard, *calls) {
 	})
 	released := func(n *corev1.Node) {
 		testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1")(n)
-		testobj.NodeAnnotation(config.DefaultCompletedAnnotation+".cni", "1")(n)
+		testobj.NodeAnnotation(cniDone, "1")(n)
 	}
 	cni := testobj.NodeLabel("pool", "cni")
 	objs := []client.Object{
@@ -770,7 +770,7 @@ func TestPodGuardOwnFailure(t *testing.T) {
 func TestPodGuardReadsPerBinding(t *testing.T) {
 	released := func(n *corev1.Node) {
 		testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1")(n)
-		testobj.NodeAnnotation(config.DefaultCompletedAnnotation+".cni", "1")(n)
+		testobj.NodeAnnotation(cniDone, "1")(n)
 	}
 	for _, c := range []struct {
 		name        string
@@ -859,7 +859,7 @@ func TestPodGuardContinuousExpected(t *testing.T) {
 			{Name: "csi", Selector: "startup.k8s.io/component=csi"},
 		}}}
 	})
-	node := testobj.Node("n", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation+".cni", "1"))
+	node := testobj.Node("n", t0, testobj.NodeAnnotation(cniDone, "1"))
 	csi := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "csi", Namespace: "kube-system"},
 		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"startup.k8s.io/component": "csi"}}}}}
 	// The cni component is Ready; the csi component's Pod was deleted, its DaemonSet stays.

@@ -24,6 +24,11 @@ var (
 	gpuRuleTaint = corev1.Taint{Key: "example.com/gpu-initializing", Effect: corev1.TaintEffectNoSchedule}
 	cniTaint     = corev1.Taint{Key: "example.com/cni-unready", Effect: corev1.TaintEffectNoSchedule}
 	shadowTaint  = corev1.Taint{Key: "example.com/shadow", Effect: corev1.TaintEffectNoSchedule}
+	// The rules' records, named after their taints (rule.RecordName), as the config keys them.
+	gpuDone    = config.DefaultCompletedAnnotation + "." + rule.RecordName(gpuRuleTaint)
+	cniDone    = config.DefaultCompletedAnnotation + "." + rule.RecordName(cniTaint)
+	shadowDone = config.DefaultCompletedAnnotation + "." + rule.RecordName(shadowTaint)
+	gpuPlaced  = rule.DefaultPlacedAnnotation + "." + rule.RecordName(gpuRuleTaint)
 )
 
 // rulesConfig: init on every gated node (the default rule, keeping completedAt), the GPU
@@ -81,7 +86,7 @@ func TestRulesValidate(t *testing.T) {
 	for _, r := range cfg.EffectiveRules() {
 		got = append(got, r.CompletedAnnotation)
 	}
-	want := []string{config.DefaultCompletedAnnotation, config.DefaultCompletedAnnotation + ".gpu", config.DefaultCompletedAnnotation + ".cni", config.DefaultCompletedAnnotation + ".shadow"}
+	want := []string{config.DefaultCompletedAnnotation, gpuDone, cniDone, shadowDone}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("completion annotations (-want +got):\n%s", diff)
 	}
@@ -131,8 +136,8 @@ func TestRulesReleaseEachOnItsOwn(t *testing.T) {
 	if w := e.calls.writes(); w != 2 {
 		t.Errorf("%d writes, want 2: one per released rule (default, cni)", w)
 	}
-	for ann, want := range map[string]bool{config.DefaultCompletedAnnotation: true, config.DefaultCompletedAnnotation + ".cni": true,
-		config.DefaultCompletedAnnotation + ".gpu": false, config.DefaultCompletedAnnotation + ".shadow": false} {
+	for ann, want := range map[string]bool{config.DefaultCompletedAnnotation: true, cniDone: true,
+		gpuDone: false, shadowDone: false} {
 		if _, got := n.Annotations[ann]; got != want {
 			t.Errorf("annotation %s present = %v, want %v", ann, got, want)
 		}
@@ -160,7 +165,7 @@ func TestRulesReleaseEachOnItsOwn(t *testing.T) {
 func TestContinuousRuleRetaints(t *testing.T) {
 	cfg := rulesConfig(t, nil)
 	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{},
-		testobj.Node("c", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1"), testobj.NodeAnnotation(config.DefaultCompletedAnnotation+".cni", "1")),
+		testobj.Node("c", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1"), testobj.NodeAnnotation(cniDone, "1")),
 		componentPod("cni-c", "c", "cni"))
 	before := counterValue(t, "startupgate_retaints_total", "rule", "cni")
 
@@ -184,9 +189,9 @@ func TestContinuousRuleRetaints(t *testing.T) {
 	setPodReady(t, e, "cni-c")
 	e.reconcile(t, "c")
 	n := getNode(t, e.c, "c")
-	if len(n.Spec.Taints) != 0 || n.Annotations[config.DefaultCompletedAnnotation+".cni"] != "1" {
+	if len(n.Spec.Taints) != 0 || n.Annotations[cniDone] != "1" {
 		t.Errorf("after readiness returned: taints %v, completion %q; want no taint and the first completion kept",
-			n.Spec.Taints, n.Annotations[config.DefaultCompletedAnnotation+".cni"])
+			n.Spec.Taints, n.Annotations[cniDone])
 	}
 	if w := e.calls.writes(); w != 2 {
 		t.Errorf("%d writes, want 2 (re-taint, release)", w)
@@ -204,7 +209,7 @@ func TestContinuousRuleRetaints(t *testing.T) {
 // has under another UID, is left to the next event; a failed read is the reconcile's error.
 func TestRetaintConfirmedAgainstAPIServer(t *testing.T) {
 	node := func(uid types.UID) *corev1.Node {
-		n := testobj.Node("c", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1"), testobj.NodeAnnotation(config.DefaultCompletedAnnotation+".cni", "1"))
+		n := testobj.Node("c", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1"), testobj.NodeAnnotation(cniDone, "1"))
 		n.UID = uid
 		return n
 	}
@@ -263,13 +268,13 @@ func TestRetaintConfirmedAgainstAPIServer(t *testing.T) {
 func TestNodeLeavesRuleSelector(t *testing.T) {
 	cfg := rulesConfig(t, nil)
 	inPool := testobj.Node("g", t0, testobj.NodeLabel("pool", "gpu"), testobj.Taints(gpuRuleTaint),
-		testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1"), testobj.NodeAnnotation(config.DefaultCompletedAnnotation+".cni", "1"),
-		testobj.NodeAnnotation(rule.DefaultPlacedAnnotation+".gpu", rule.PlacedValue(gpuRuleTaint, "")))
+		testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1"), testobj.NodeAnnotation(cniDone, "1"),
+		testobj.NodeAnnotation(gpuPlaced, rule.PlacedValue(gpuRuleTaint, "")))
 	left := inPool.DeepCopy()
 	delete(left.Labels, "pool")
 	byHand := left.DeepCopy()
 	byHand.Name = "h"
-	delete(byHand.Annotations, rule.DefaultPlacedAnnotation+".gpu")
+	delete(byHand.Annotations, gpuPlaced)
 	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, left, byHand, componentPod("cni-g", "g", "cni", testobj.ReadyAt(t0)),
 		componentPod("cni-h", "h", "cni", testobj.ReadyAt(t0)))
 
@@ -306,7 +311,7 @@ func setPodReady(t *testing.T, e *reconcilerEnv, name string) {
 // init Pods from the API; while the requirement holds it allows it.
 func TestPodGuardClosesContinuousWindow(t *testing.T) {
 	cfg := rulesConfig(t, func(c *config.Config) { c.Rules = c.Rules[:3] })
-	released := testobj.Node("c", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1"), testobj.NodeAnnotation(config.DefaultCompletedAnnotation+".cni", "1"))
+	released := testobj.Node("c", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1"), testobj.NodeAnnotation(cniDone, "1"))
 	for _, tc := range []struct {
 		name    string
 		cni     *corev1.Pod
@@ -332,7 +337,7 @@ func TestPodGuardClosesContinuousWindow(t *testing.T) {
 func TestReconcileReadsOnlyWhatARuleDecides(t *testing.T) {
 	cfg := rulesConfig(t, func(c *config.Config) { c.Rules = c.Rules[:2] }) // default and gpu, both startup
 	released := testobj.Node("r", t0, testobj.NodeLabel("pool", "gpu"),
-		testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1"), testobj.NodeAnnotation(config.DefaultCompletedAnnotation+".gpu", "1"))
+		testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1"), testobj.NodeAnnotation(gpuDone, "1"))
 	excluded := testobj.Node("x", t0, testobj.NodeLabel("kubernetes.azure.com/mode", "system"))
 	held := testobj.Node("h", t0, testobj.NodeLabel("pool", "gpu"), testobj.Taints(gateTaint, gpuRuleTaint))
 	for _, tc := range []struct {

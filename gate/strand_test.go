@@ -228,13 +228,12 @@ func TestRegateEndsWhenOnRebootIsIgnore(t *testing.T) {
 	}
 }
 
-// TestDerivedAnnotationKeysValidated: a rule's name becomes part of the annotation keys
-// the gate writes; a name that makes one of them invalid must fail validation, not every
-// release on every node.
+// TestDerivedAnnotationKeysValidated: a rule's completion annotation becomes part of the
+// annotation keys the gate writes (its boot, readiness, re-gate records); one that makes
+// one of them invalid must fail validation, not every release on every node.
 func TestDerivedAnnotationKeysValidated(t *testing.T) {
-	name := strings.Repeat("a", 45)
 	cfg := config.DefaultConfig()
-	cfg.Rules = []rule.Rule{{Name: name, Taint: gateTaint, OnReboot: rule.RebootGate,
+	cfg.Rules = []rule.Rule{{Name: "warm", Taint: gateTaint, OnReboot: rule.RebootGate, CompletedAnnotation: "example.com/" + strings.Repeat("a", 56),
 		Components: []rule.Component{{Name: "init", Selector: config.DefaultInitLabel}}}}
 	err := cfg.Validate()
 	if err == nil || !strings.Contains(err.Error(), "rules[0]") {
@@ -521,7 +520,7 @@ func TestRekeyWhileRegated(t *testing.T) {
 	settle(t, e, "n")
 	old, rl := cfg.EffectiveRules()[0], next.EffectiveRules()[0]
 	if n := getNode(t, e.c, "n"); old.HasTaint(n) || !rl.HasTaint(n) {
-		t.Fatalf("taints %v; want the old key lifted and the node held under the new one", n.Spec.Taints)
+		t.Fatalf("taints %v, annotations %v; want the old key lifted and the node held under the new one", n.Spec.Taints, n.Annotations)
 	}
 	restartInit(t, e.c, "init-n", true, e.clock.Now())
 	settle(t, e, "n")

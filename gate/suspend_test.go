@@ -70,7 +70,7 @@ func TestSuspendedRuleWritesNothing(t *testing.T) {
 		componentPod("cni-held", "held", "cni", testobj.ReadyAt(t0.Add(time.Minute))),
 		// Released by every rule, its CNI Pod no longer ready: a running cni rule re-taints.
 		testobj.Node("released", t0, testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1"),
-			testobj.NodeAnnotation(config.DefaultCompletedAnnotation+".cni", "1")),
+			testobj.NodeAnnotation(cniDone, "1")),
 		componentPod("cni-released", "released", "cni"),
 		// Came up untainted while idle: a running gate backfills it.
 		testobj.Node("untainted", t0),

@@ -69,6 +69,8 @@ type poolRead struct {
 func statusRows(cfg *config.Config, nodes []corev1.Node, pods []corev1.Pod, dss []appsv1.DaemonSet, pools map[string]poolRead, now time.Time) []StatusRow {
 	all := make([]*corev1.Node, len(nodes))
 	for i := range nodes {
+		// As the gate reads them: an earlier release's records where it moves them.
+		cfg.Migrate(&nodes[i])
 		all[i] = &nodes[i]
 	}
 	byNode := map[string][]*corev1.Pod{}
@@ -98,7 +100,7 @@ func statusRows(cfg *config.Config, nodes []corev1.Node, pods []corev1.Pod, dss 
 			rows = append(rows, suspendedRow(rl, row))
 		}
 		for _, o := range cfg.Orphans(n) {
-			rows = append(rows, StatusRow{Node: n.Name, Rule: o.Rule, State: StateOrphaned, Taint: o.Taint.ToString(), Holding: true,
+			rows = append(rows, StatusRow{Node: n.Name, Rule: o.Record, State: StateOrphaned, Taint: o.Taint.ToString(), Holding: true,
 				WaitingOn: fmt.Sprintf("placed for a rule the gate no longer runs (removed, renamed, re-keyed or a dry run); lifted %s after the gate first saw it", cfg.OrphanGracePeriod.Duration)})
 		}
 	}

@@ -128,8 +128,8 @@ type Config struct {
 	// or as the taint of a node that left its rule's selector, only a taint it marked:
 	// gates with disjoint node selectors and the same rule names never lift each other's.
 	Instance string `json:"instance,omitempty"`
-	// OrphanGracePeriod is how long a taint the gate placed for a rule that no longer
-	// exists (removed, renamed, its key changed, now a dry run) stays on before the gate
+	// OrphanGracePeriod is how long a taint the gate placed that no rule has any more (a
+	// rule removed, given a new key or effect, now a dry run) stays on before the gate
 	// lifts it, with an event; `gate status` shows it meanwhile. The grace lets a rollout
 	// that changes the rules finish, and an edit made by mistake be undone.
 	OrphanGracePeriod metav1.Duration `json:"orphanGracePeriod,omitempty"`
@@ -410,20 +410,56 @@ func (c *Config) ruleList(errs *rule.Errors) []*rule.Rule {
 	out := make([]*rule.Rule, len(c.Rules))
 	for i := range c.Rules {
 		r := c.Rules[i]
+		record := c.recordName(r.Taint)
 		switch {
 		case r.CompletedAnnotation != "":
 		case r.Mode == rule.Condition:
-			r.CompletedAnnotation = DefaultTaintedAnnotation + "." + r.Name
+			r.CompletedAnnotation = DefaultTaintedAnnotation + "." + record
+			r.LegacyCompleted = DefaultTaintedAnnotation + "." + r.Name
 		default:
-			r.CompletedAnnotation = c.CompletedAnnotation
-			if r.Name != DefaultRuleName {
-				r.CompletedAnnotation += "." + r.Name
-			}
+			r.CompletedAnnotation = rule.CompletionOf(c.CompletedAnnotation, record)
+			r.LegacyCompleted = rule.CompletionOf(c.CompletedAnnotation, r.Name)
 		}
-		r.PlacedAnnotation, r.Instance = c.PlacedAnnotation+"."+r.Name, c.Instance
+		r.PlacedAnnotation, r.PlacedBase, r.Instance = c.PlacedAnnotation+"."+record, c.PlacedAnnotation, c.Instance
+		r.LegacyPlaced = c.PlacedAnnotation + "." + r.Name
 		out[i] = &r
 	}
+	dropLegacyClashes(out)
 	return out
+}
+
+// recordName names the record of taint t (rule.RecordName): the config's top-level taint,
+// the contract's, keeps the default record and its bare completion annotation.
+func (c *Config) recordName(t corev1.Taint) string {
+	if t.Key == c.Taint.Key && t.Effect == c.Taint.Effect {
+		return rule.DefaultRecord
+	}
+	return rule.RecordName(t)
+}
+
+// dropLegacyClashes keeps the legacy keys (named after the rule, as an earlier release
+// kept them) only where they differ from the rule's own and are no other rule's record. A
+// rule named "default" has none: whose taint is not the contract's kept its record under the
+// bare completion annotation, which is the contract taint's record now (an upgrade reads it
+// as that taint's, which the rule then adopts from).
+func dropLegacyClashes(rules []*rule.Rule) {
+	current := map[string]bool{}
+	for _, r := range rules {
+		current[r.CompletedAnnotation], current[r.PlacedAnnotation] = true, true
+	}
+	for _, r := range rules {
+		if r.Name == DefaultRuleName {
+			// Its earlier keys, the bare completion annotation and placed.default, are the
+			// contract taint's record now, whichever rule holds that taint.
+			r.LegacyCompleted, r.LegacyPlaced = "", ""
+		}
+		if r.LegacyCompleted == r.CompletedAnnotation || current[r.LegacyCompleted] {
+			r.LegacyCompleted = ""
+		}
+		if r.LegacyPlaced == r.PlacedAnnotation || current[r.LegacyPlaced] {
+			r.LegacyPlaced = ""
+		}
+	}
 }
 
 // peers tells each rule what it knows of the others: the taints that hold a node from its
@@ -431,8 +467,9 @@ func (c *Config) ruleList(errs *rule.Errors) []*rule.Rule {
 // annotation the rules derive theirs from.
 func peers(rules []*rule.Rule, completed string) {
 	for _, r := range rules {
-		r.ReleasedAnnotation, r.PeerTaints = completed, nil
+		r.ReleasedAnnotation, r.PeerTaints, r.GateTaints, r.GateRecords = completed, nil, nil, nil
 		for _, p := range rules {
+			r.GateTaints, r.GateRecords = append(r.GateTaints, p.Taint), append(r.GateRecords, p.CompletedAnnotation)
 			if p != r && p.Mode != rule.Condition && !p.DryRun {
 				r.PeerTaints = append(r.PeerTaints, p.Taint)
 			}
@@ -445,7 +482,7 @@ func peers(rules []*rule.Rule, completed string) {
 func (c *Config) defaultRule(errs *rule.Errors) *rule.Rule {
 	r := &rule.Rule{Name: DefaultRuleName, Mode: rule.Startup, NodeSelector: c.NodeSelector, Taint: c.Taint,
 		Components: c.Components, MinHold: c.MinHold, MaxHold: c.MaxHold, TimeoutPolicy: c.TimeoutPolicy,
-		CompletedAnnotation: c.CompletedAnnotation, PlacedAnnotation: c.PlacedAnnotation + "." + DefaultRuleName, Instance: c.Instance}
+		CompletedAnnotation: c.CompletedAnnotation, PlacedAnnotation: c.PlacedAnnotation + "." + rule.DefaultRecord, PlacedBase: c.PlacedAnnotation, Instance: c.Instance}
 	if len(c.Components) == 0 {
 		errs.Add("components", "at least one required component is needed")
 	}
@@ -520,8 +557,8 @@ func (c *Config) Gated(node *corev1.Node) bool {
 	return false
 }
 
-// InService reports whether the gate released the node under some rule, maybe one since
-// renamed or removed (rule.InService): backfill leaves it alone, and the rules that have
+// InService reports whether the gate released the node under some taint's record, maybe one
+// no rule has any more (rule.InService): backfill leaves it alone, and the rules that have
 // not released it record it as released once their requirements hold.
 func (c *Config) InService(node *corev1.Node) bool {
 	return rule.InService(node, c.CompletedAnnotation)

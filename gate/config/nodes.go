@@ -32,9 +32,9 @@ func (c *Config) Admit(n *corev1.Node) (applies, tainted []*rule.Rule) {
 // kubelet or Karpenter may have registered it with another value, and the scheduler
 // compares with that one. A rule's taint on a node it does not hold (released, left
 // behind by a departure from its selector, put back by someone else) is not the gate's
-// hold. An orphan the gate has not lifted yet (Orphans: a rule's former key, or a removed
-// rule's taint, in its grace period) holds the node too: a re-keyed rule holds it by that
-// taint until the lift puts the new one on in the same write.
+// hold. An orphan the gate has not lifted yet (Orphans: a taint no rule has any more, in its
+// grace period) holds the node too: a rule given a new taint joins that hold, or admission's
+// taints go on in the lift's write.
 func (c *Config) HoldingTaint(node *corev1.Node, tolerations []corev1.Toleration) (corev1.Taint, bool) {
 	for _, r := range c.Gating() {
 		if !c.Holds(r, node) {
@@ -100,7 +100,7 @@ func (c *Config) TaintList() string {
 // these tolerations between the kubelet's new boot ID, which a quick reboot may report
 // without the node ever turning NotReady, and the re-gate write: a rule that gates reboots,
 // runs (not suspended), selects the node and has released it (or the gate did under another
-// name, which the rule is about to adopt), and whose taint is off.
+// taint's record, which the rule is about to adopt), and whose taint is off.
 func (c *Config) RebootExposed(node *corev1.Node, tolerations []corev1.Toleration) bool {
 	return len(c.RebootWindows(node, tolerations)) > 0
 }
@@ -109,7 +109,7 @@ func (c *Config) RebootExposed(node *corev1.Node, tolerations []corev1.Toleratio
 func (c *Config) RebootWindows(node *corev1.Node, tolerations []corev1.Toleration) []*rule.Rule {
 	var out []*rule.Rule
 	for _, r := range c.Admitting() {
-		released := r.Completed(node) || rule.InService(node, r.ReleasedAnnotation) // or under another name, not adopted yet
+		released := r.Completed(node) || rule.InService(node, r.ReleasedAnnotation) // or under another record, not adopted yet
 		if r.GatesReboots() && r.Matches(node) && released && !r.HasTaint(node) && !r.Tolerates(tolerations) {
 			out = append(out, r)
 		}
@@ -147,15 +147,14 @@ func (c *Config) Orphans(node *corev1.Node) []Orphan {
 	return rule.Orphans(owning, node, c.PlacedAnnotation, c.Instance)
 }
 
-// LiftOrphan lifts an orphaned taint (rule.LiftOrphan, which keeps the node held under a
-// re-keyed rule's new key) and in the same write adds the taints admission would add to the
-// node now (Admit). It changes nothing unless o is still an orphan of n (it runs again on a
+// LiftOrphan lifts an orphaned taint (rule.LiftOrphan) and in the same write adds the taints
+// admission would add to the node now (Admit): a node no rule has released stays held. It changes nothing unless o is still an orphan of n (it runs again on a
 // fresh copy after a conflict).
 func (c *Config) LiftOrphan(n *corev1.Node, o Orphan) {
-	if !slices.Contains(c.Orphans(n), o) {
+	if c.Frozen(n) || !slices.Contains(c.Orphans(n), o) {
 		return
 	}
-	rule.LiftOrphan(c.Admitting(), n, o, c.PlacedAnnotation, c.Instance, c.CompletedAnnotation)
+	rule.LiftOrphan(n, o, c.PlacedAnnotation, c.Instance, c.CompletedAnnotation)
 	c.Admit(n)
 }
 
@@ -177,4 +176,26 @@ func (c *Config) OwnTaint(node *corev1.Node) func(corev1.Taint) bool {
 		}
 		return false
 	}
+}
+
+// Legacy reports whether the node keeps a rule's record where an earlier release kept it,
+// under the rule's name (rule.Rule.Legacy): Migrate moves it before anything decides.
+func (c *Config) Legacy(n *corev1.Node) bool {
+	return slices.ContainsFunc(c.EffectiveRules(), func(r *rule.Rule) bool { return r.Legacy(n) })
+}
+
+// Migrate moves every rule's record from its legacy keys to the keys named after its taint
+// (rule.Rule.Migrate), in one write.
+func (c *Config) Migrate(n *corev1.Node) {
+	for _, r := range c.EffectiveRules() {
+		r.Migrate(n)
+	}
+}
+
+// Frozen reports whether the gate lifts no orphan from the node yet: a rule that selects it
+// is suspended (its holds stay, and a taint it placed before its taint changed may be the
+// one holding the node), or has no record of it yet (it has not joined the orphan's hold,
+// nor adopted the node from the orphan's record, which tells it the boot to re-gate).
+func (c *Config) Frozen(n *corev1.Node) bool {
+	return slices.ContainsFunc(c.Gating(), func(r *rule.Rule) bool { return r.Matches(n) && (r.Suspend || !r.Recorded(n)) })
 }

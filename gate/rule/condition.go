@@ -144,12 +144,12 @@ type ConditionDecision struct {
 }
 
 // DecideCondition says what a condition rule does about a node. It is pure. The rule lifts
-// only a taint it placed itself (its annotation, or the gate's mark under this or a former
-// name of the rule, is on the node), never one an operator put there by hand: the manual
+// only a taint it placed itself (its annotation, or the gate's mark of its taint, is on the
+// node), never one an operator put there by hand: the manual
 // out-of-service flow uses the same key. A node the rule no longer selects loses the taint
 // the rule placed, keepAfterClear or not: no rule would ever take it off.
 func DecideCondition(r *Rule, node *corev1.Node) ConditionDecision {
-	has, ours := r.HasTaint(node), r.Completed(node) || r.marked(node)
+	has, ours := r.HasTaint(node), r.Completed(node) || r.Placed(node)
 	if !r.Matches(node) {
 		if has && ours {
 			return ConditionDecision{Clear: true, Left: true, Reason: fmt.Sprintf("the node left the rule's selector %q: its taint comes off", r.NodeSelector)}
@@ -272,30 +272,10 @@ func (r *Rule) AddConditionTaint(n *corev1.Node, now time.Time) {
 	}
 	r.mark(n, now)
 	if r.PlacedAnnotation != "" {
-		// The gate's mark, as on every taint it places: a rule removed, renamed or
-		// re-keyed leaves an orphan the gate knows and lifts.
+		// The gate's mark, as on every taint it places: a rule removed, or given a new
+		// taint, leaves an orphan the gate knows and lifts.
 		setAnnotation(n, r.PlacedAnnotation, r.PlacedValue())
 	}
-}
-
-// marked reports whether a mark of the gate's on the node names the rule's taint: the
-// rule placed it, under its name or a former one.
-func (r *Rule) marked(n *corev1.Node) bool { return len(r.markers(n)) > 0 }
-
-// markers are the rule names whose marks on the node name the rule's taint: its own, and
-// its former names'.
-func (r *Rule) markers(n *corev1.Node) []string {
-	if r.PlacedAnnotation == "" {
-		return nil
-	}
-	prefix, v := placedPrefixOf(r.PlacedAnnotation), r.PlacedValue()
-	var names []string
-	for k, x := range n.Annotations {
-		if name, ok := strings.CutPrefix(k, prefix); ok && x == v {
-			names = append(names, name)
-		}
-	}
-	return names
 }
 
 // ClearConditionTaint takes off the rule's taint and its mark.

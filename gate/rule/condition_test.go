@@ -39,7 +39,7 @@ func TestDecideCondition(t *testing.T) {
 	keep := tainterRule
 	keep.KeepAfterClear = true
 	renamed := tainterRule
-	renamed.Name, renamed.PlacedAnnotation = "memory", DefaultPlacedAnnotation+".memory"
+	renamed.Name, renamed.PlacedAnnotation = "memory", DefaultPlacedAnnotation+".pressure" // the record, named after the taint, kept
 	narrowed := tainterRule
 	narrowed.NodeSelector, narrowed.PlacedAnnotation = "pool=gpu", DefaultPlacedAnnotation+".pressure"
 	narrowedKeep := narrowed
@@ -66,7 +66,7 @@ func TestDecideCondition(t *testing.T) {
 			ConditionDecision{Clear: true, Reason: "node condition NetworkInterfaceCard is Fine, not Kaput|Ruined"}},
 		{"cleared, a taint the rule did not place: never lifted", tainterRule, node(nic("Fine"), link, withPressureTaint),
 			ConditionDecision{Reason: "node condition NetworkInterfaceCard is Fine, not Kaput|Ruined"}},
-		{"cleared, placed by the rule under its former name: clear", renamed, node(nic("Fine"), link, withPressureTaint, withPlaced("pressure")),
+		{"cleared, placed by the rule before its rename: clear", renamed, node(nic("Fine"), link, withPressureTaint, withPlaced("pressure")),
 			ConditionDecision{Clear: true, Reason: "node condition NetworkInterfaceCard is Fine, not Kaput|Ruined"}},
 		{"still matching, left the selector: clear", narrowed, node(nic("Kaput"), link, withPressureTaint, withMark),
 			ConditionDecision{Clear: true, Left: true, Reason: `the node left the rule's selector "pool=gpu": its taint comes off`}},
@@ -248,7 +248,7 @@ func TestConditionTaintOrphaned(t *testing.T) {
 	if got := Orphans([]*Rule{rl}, n, DefaultPlacedAnnotation, ""); len(got) != 0 {
 		t.Errorf("orphans with the rule in force: %v, want none", got)
 	}
-	want := []Orphan{{Rule: "pressure", Taint: corev1.Taint{Key: "pressure", Effect: corev1.TaintEffectNoExecute}}}
+	want := []Orphan{{Record: "pressure", Taint: corev1.Taint{Key: "pressure", Effect: corev1.TaintEffectNoExecute}}}
 	if diff := cmp.Diff(want, Orphans(nil, n, DefaultPlacedAnnotation, "")); diff != "" {
 		t.Errorf("orphans with the rule removed (-want +got):\n%s", diff)
 	}

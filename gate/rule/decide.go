@@ -1,9 +1,7 @@
 package rule
 
 import (
-	"cmp"
 	"fmt"
-	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -117,11 +115,9 @@ func (r *Rule) decideIn(st State, why string, ev evidence, rd Readiness, in Inpu
 	switch st {
 	case StateHeld:
 		if r.GatesReboots() {
-			in.Stale = r.staleOn(in.Node, ev.record) // readiness seen on an earlier boot does not count
+			in.Stale = ev.record // readiness seen on an earlier boot does not count
 		}
 		return r.decideFirst(rd, in)
-	case StateRekeyed:
-		return r.decideRekeyed(why, rd, in)
 	case StateDryRun:
 		// As if the rule had tainted the node at creation: what a dry run reports.
 		return r.decideFirst(rd, in)
@@ -135,8 +131,8 @@ func (r *Rule) decideIn(st State, why string, ev evidence, rd Readiness, in Inpu
 		return Decision{Write: WriteJoin, Reason: why}
 	case StateReplacing:
 		return Decision{TimedOut: true, Replace: true, Reason: why}
-	case StateInService:
-		return r.decideInService(why, rd, in)
+	case StateAdopting:
+		return r.decideAdopting(why, rd, in)
 	case StateRegated:
 		return r.decideRegated(rd, in, ev)
 	case StateReturned:
@@ -163,36 +159,12 @@ func (r *Rule) decideIn(st State, why string, ev evidence, rd Readiness, in Inpu
 	return Decision{Reason: why}
 }
 
-// decideRekeyed decides as the rule did under the taint it placed before its key changed,
-// which holds the node until the orphan pass lifts it, and keeps only a write that records
-// readiness as not counting: a reboot while the node waits for the lift is seen as it
-// comes, and its warm-up, once the new key is on, counts. A release, a removal or a
-// re-taint waits for the lift, which puts the new key on (a release now would leave the
-// old key's taint behind, and the lift would then hold a released node).
-func (r *Rule) decideRekeyed(why string, rd Readiness, in Input) Decision {
-	former := *r
-	former.Taint, _, _ = ParsePlaced(in.Node.Annotations[r.PlacedAnnotation])
-	st, formerWhy, ev := former.classify(rd, in)
-	d := former.decideIn(st, formerWhy, ev, rd, in)
-	if d.Write != WriteStale {
-		// A timeout that would release waits for the lift as well: it is no timeout kept.
-		d.TimedOut = d.TimedOut && !d.Release
-		d.Write, d.Release, d.Taint, d.Replace = WriteNone, false, false, false
-	}
-	formerWhy = cmp.Or(d.Reason, formerWhy)
-	d.Reason = why + "; under it: " + string(st)
-	if formerWhy != "" {
-		d.Reason += " (" + formerWhy + ")"
-	}
-	return d
-}
-
-// decideInService decides about a node in service that the rule has not released: the rule
+// decideAdopting decides about a node in service that the rule has not released: the rule
 // records it as released (WriteAdopt), with no taint to take off. A startup rule does so at
 // once, since the node is in service whatever its readiness, and a rule that gates reboots
 // must know the boot; a continuous rule once its requirements hold, lest it put its taint
 // back on a node in service as its first act.
-func (r *Rule) decideInService(why string, rd Readiness, in Input) Decision {
+func (r *Rule) decideAdopting(why string, rd Readiness, in Input) Decision {
 	met, _, unmet, _ := r.requirements(rd, in)
 	if r.Mode == Continuous && !met {
 		return Decision{Reason: why + ": " + unmet}
@@ -252,20 +224,12 @@ func (r *Rule) afterRegistration(back string, rd Readiness, in Input) Decision {
 // the record does not hold, whatever the clocks say. maxHold counts from the re-gate, on
 // the gate's clock alone.
 func (r *Rule) decideRegated(rd Readiness, in Input, ev evidence) Decision {
-	if _, own := in.Node.Annotations[r.RegatedAnnotation()]; !own && ev.boot.Recorded != "" && ev.boot.Recorded == ev.boot.Current {
-		// A former name's re-gate, on a boot the rule has released since: the warm-up it
-		// waits for was seen, under the new name.
-		return released(Decision{Met: true, Reason: fmt.Sprintf("released on boot %s already: a former name's re-gate", ev.boot.Current)})
-	}
 	fresh := in
-	fresh.Stale = r.staleOn(in.Node, ev.record)
+	fresh.Stale = ev.record
 	if ev.record == nil {
 		// Re-gated by a gate before the evidence: what was Ready at or before its re-gate
-		// is the old boot's, as that gate judged it; so is what a former name of the rule
-		// recorded on another boot (a re-gate it holds on under its new name).
-		stale := readyBy(in.Pods, ev.boot.RegatedAt)
-		maps.Copy(stale, fresh.Stale)
-		fresh.Stale = stale
+		// is the old boot's, as that gate judged it.
+		fresh.Stale = readyBy(in.Pods, ev.boot.RegatedAt)
 	}
 	met, readyAt, why, _ := r.requirements(rd, fresh)
 	if met {

@@ -18,7 +18,13 @@ var cniTaint = corev1.Taint{Key: "example.com/cni-unready", Effect: corev1.Taint
 func compile(t *testing.T, r Rule) *Rule {
 	t.Helper()
 	if r.CompletedAnnotation == "" {
+		// Named after the rule, as a config that sets completedAnnotation per rule does:
+		// these tests are about one rule's record, whatever its keys; the config names
+		// records after taints (gate/config's records_test.go).
 		r.CompletedAnnotation = "startup.k8s.io/completedAt." + r.Name
+	}
+	if r.PlacedAnnotation == "" {
+		r.PlacedAnnotation = DefaultPlacedAnnotation + "." + r.Name
 	}
 	var errs Errors
 	r.Compile("", &errs)

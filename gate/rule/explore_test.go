@@ -26,7 +26,7 @@ import (
 //   - stranded: the warm-up has run on the boot the node runs, the init Pod is Ready, the
 //     rule runs, and its taint is still on;
 //   - released-while-suspended: the rule was suspended holding the node, is still
-//     suspended (and neither renamed nor re-keyed), and the node carries no taint.
+//     suspended (renamed or re-keyed since, or not), and the node carries no taint.
 //
 // Every violation must fall on one of the two limits concepts.md states.
 
@@ -82,15 +82,12 @@ func (w *world) warm() bool { return w.warmedBoot == w.boot }
 // ownTaint reports whether the node carries a taint of the rule as it is now: of its key, or
 // placed under its name.
 func (w *world) ownTaint() bool {
-	key, name := cniTaint.Key, "cni"
+	t := cniTaint
 	if w.rekeyed {
-		key = "example.com/cni-warming"
+		t = rekeyedTaint
 	}
-	if w.renamed {
-		name = "cni-renamed"
-	}
-	_, placed := w.node.Annotations[DefaultPlacedAnnotation+"."+name]
-	return placed && len(w.node.Spec.Taints) > 0 || slices.ContainsFunc(w.node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key })
+	_, placed := w.node.Annotations[DefaultPlacedAnnotation+"."+RecordName(t)]
+	return placed && len(w.node.Spec.Taints) > 0 || slices.ContainsFunc(w.node.Spec.Taints, func(x corev1.Taint) bool { return x.Key == t.Key })
 }
 
 // events change the world; each reports whether it applies.
@@ -101,7 +98,7 @@ var events = map[string]func(w *world) bool{
 		}
 		w.boot++
 		w.node.Status.NodeInfo.BootID = fmt.Sprintf("b%d", w.boot)
-		w.rebootedUnseen = w.rebootedUnseen || w.node.Annotations[cniRegated] != "" || w.node.Annotations[renamedDone+regatedSuffix] != ""
+		w.rebootedUnseen = w.rebootedUnseen || w.node.Annotations[exDone+regatedSuffix] != "" || w.node.Annotations[rekeyedDone+regatedSuffix] != ""
 		if w.restartUnseen {
 			w.limit = limitEarly
 		}
@@ -120,7 +117,7 @@ var events = map[string]func(w *world) bool{
 			return false
 		}
 		w.ready, w.shownReady, w.warmedBoot = true, true, w.boot
-		w.restartUnseen = w.restartUnseen || w.node.Annotations[cniDone] != "" || w.node.Annotations[renamedDone] != ""
+		w.restartUnseen = w.restartUnseen || w.node.Annotations[exDone] != "" || w.node.Annotations[rekeyedDone] != ""
 		return true
 	},
 	"crash-restart": func(w *world) bool {
@@ -137,33 +134,34 @@ var events = map[string]func(w *world) bool{
 		return true
 	},
 	"onReboot": func(w *world) bool { w.ignore = !w.ignore; return true },
-	// A rule renamed or re-keyed is another rule to the gate: the hold the suspension kept
-	// was its former self's.
-	"rekey":  func(w *world) bool { w.rekeyed, w.heldSuspended = !w.rekeyed, false; return true },
-	"rename": func(w *world) bool { w.renamed, w.heldSuspended = !w.renamed, false; return true },
+	// A rename keeps the record; a re-key leaves the old taint an orphan, which the gate
+	// does not lift while the rule is suspended (config.Frozen): the hold stays either way.
+	"rekey":  func(w *world) bool { w.rekeyed = !w.rekeyed; return true },
+	"rename": func(w *world) bool { w.renamed = !w.renamed; return true },
 }
 
-// renamedDone is the completion annotation of the rule renamed cni-renamed.
-const renamedDone = "startup.k8s.io/completedAt.cni-renamed"
+// rekeyedTaint is the rule's taint once re-keyed; exDone and rekeyedDone are the completion
+// annotations of the two taints' records, as the config names them (RecordName): a rename
+// keeps the record.
+var (
+	rekeyedTaint = corev1.Taint{Key: "example.com/cni-warming", Effect: corev1.TaintEffectNoSchedule}
+	exDone       = "startup.k8s.io/completedAt." + RecordName(cniTaint)
+	rekeyedDone  = "startup.k8s.io/completedAt." + RecordName(rekeyedTaint)
+)
 
 // orphanLift is the gate's orphan pass once the grace period has passed, an event of its
 // own: the gate's own rule.Orphans and rule.LiftOrphan, over the one rule in force, and
 // the rule's taint, as admission would add it now.
 func (e *explorer) orphanLift(w *world) bool {
 	r := e.rule(w)
-	owner := r
-	if e.liftSuspended && r.Suspend {
-		owner = e.rules[[4]bool{false, w.ignore, w.rekeyed, w.renamed}] // as if it did not hold its old key
+	if r.Matches(w.node) && (r.Suspend && !e.liftSuspended || !r.Suspend && !r.Recorded(w.node)) {
+		return false // config.Frozen
 	}
-	orphans := Orphans([]*Rule{owner}, w.node, DefaultPlacedAnnotation, "")
-	var admitting []*Rule
-	if !r.Suspend {
-		admitting = []*Rule{r}
-	}
+	orphans := Orphans([]*Rule{r}, w.node, DefaultPlacedAnnotation, "")
 	for _, o := range orphans {
-		LiftOrphan(admitting, w.node, o, DefaultPlacedAnnotation, "", "startup.k8s.io/completedAt")
-		for _, a := range admitting {
-			a.AddTaint(w.node) // what admission adds now, as config.LiftOrphan does
+		LiftOrphan(w.node, o, DefaultPlacedAnnotation, "", "startup.k8s.io/completedAt")
+		if !r.Suspend {
+			r.AddTaint(w.node) // what admission adds now, as config.LiftOrphan does
 		}
 	}
 	return len(orphans) > 0
@@ -187,15 +185,21 @@ func newExplorer(t *testing.T) *explorer {
 				for _, renamed := range []bool{false, true} {
 					e.rules[[4]bool{suspend, ignore, rekeyed, renamed}] = rebootRule(t, func(r *Rule) {
 						r.Suspend, r.ReleasedAnnotation = suspend, "startup.k8s.io/completedAt"
+						r.GateRecords = []string{"startup.k8s.io/completedAt." + RecordName(cniTaint)}
+						if rekeyed {
+							r.GateRecords = []string{rekeyedDone}
+						}
 						if ignore {
 							r.OnReboot = RebootIgnore
 						}
 						if rekeyed {
-							r.Taint.Key = "example.com/cni-warming"
+							r.Taint = rekeyedTaint
 						}
 						if renamed {
 							r.Name = "cni-renamed"
 						}
+						r.CompletedAnnotation = "startup.k8s.io/completedAt." + RecordName(r.Taint)
+						r.PlacedAnnotation = DefaultPlacedAnnotation + "." + RecordName(r.Taint)
 					})
 				}
 			}
@@ -230,9 +234,8 @@ func (e *explorer) decide(w *world, fresh bool) {
 		if e.defect != nil {
 			d = e.defect(d, view)
 		}
-		// Rebooted again while re-gated, the rule re-keyed or not (rekeyed decides as the
-		// rule did under its former key, its stale write included).
-		againAt := d.State == StateRebootedAgain || d.State == StateRekeyed && d.Write == WriteStale
+		// Rebooted again while re-gated.
+		againAt := d.State == StateRebootedAgain
 		if againAt && w.rebootedUnseen && w.warm() {
 			w.limit = limitStranded
 		}
@@ -264,18 +267,17 @@ func (e *explorer) judge(w *world) string {
 	switch {
 	case !w.warm() && !e.tainted(w) && st != StateRebooted:
 		return "early"
-	case w.warm() && w.ready && e.tainted(w) && st != StateRekeyed && !orphaned(r, w.node):
-		// Re-keyed, the old key's taint holds the node until the orphan pass: its bound; so
-		// does an orphan (the rule, renamed and re-keyed, has released the node on its own).
+	case w.warm() && w.ready && e.tainted(w) && !orphaned(r, w.node):
+		// Re-keyed, the old key's taint holds the node until the orphan pass: its bound.
 		return "stranded"
 	}
 	return ""
 }
 
-// orphaned reports whether the gate's taint on the node is an orphan the next orphan pass
-// lifts: not the rule's own, and placed for a rule the gate no longer runs as it was.
+// orphaned reports whether a taint of the gate's on the node is an orphan the next orphan
+// pass lifts: placed under a taint the rule no longer has.
 func orphaned(r *Rule, n *corev1.Node) bool {
-	return !r.HasTaint(n) && len(Orphans([]*Rule{r}, n, DefaultPlacedAnnotation, "")) > 0
+	return len(Orphans([]*Rule{r}, n, DefaultPlacedAnnotation, "")) > 0
 }
 
 // exploration is what one walk found.
@@ -287,7 +289,7 @@ type exploration struct {
 // explore walks every path of up to depth events from a node just released.
 func (e *explorer) explore(t *testing.T, depth int) exploration {
 	t.Helper()
-	start := &world{node: node(tainted, annotated(cniPlaced, PlacedValue(cniTaint, "")), onBoot("b0")), ready: true, shownReady: true}
+	start := &world{node: node(tainted, annotated(DefaultPlacedAnnotation+"."+RecordName(cniTaint), PlacedValue(cniTaint, "")), onBoot("b0")), ready: true, shownReady: true}
 	e.decide(start, true)
 	if r := e.rule(start); r.HasTaint(start.node) {
 		t.Fatalf("start: not released: %v", start.node.Annotations)
@@ -365,9 +367,9 @@ func TestExploreCatchesDefects(t *testing.T) {
 	}{
 		// Reboot (re-gated), suspend, re-key, the orphan pass: the suspended rule's hold lifted.
 		{name: "a suspended rule's old key lifted as an orphan", want: "released-while-suspended", liftSuspended: true},
-		// Rename, reboot: the new name never recorded the release, and misses the reboot.
-		{name: "a renamed rule that does not take the node over", want: "early", defect: func(d Decision, _ *corev1.Pod) Decision {
-			if d.State == StateInService {
+		// Re-key, reboot: the new taint's record never recorded the release, and misses the reboot.
+		{name: "a re-keyed rule that does not adopt the node", want: "early", defect: func(d Decision, _ *corev1.Pod) Decision {
+			if d.State == StateAdopting {
 				return Decision{State: d.State, Reason: "left alone"}
 			}
 			return d

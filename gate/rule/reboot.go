@@ -1,7 +1,6 @@
 package rule
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,28 +63,6 @@ func bootUnder(n *corev1.Node, done string) Boot {
 	return b
 }
 
-// formerRegate is the re-gate a former name of the rule made with the taint the node
-// carries (its mark names the rule's taint), with that name's boot record: the rule takes
-// it over with the name's records (WriteAdopt), so that it holds the node on as that name
-// did, its maxHold counted from that re-gate, not from the Node's creation (a rename that
-// restarted the count released re-gated nodes before their warm-up).
-func (r *Rule) formerRegate(n *corev1.Node) (Boot, bool) {
-	if r.ReleasedAnnotation == "" {
-		return Boot{}, false
-	}
-	names := r.markers(n)
-	slices.Sort(names)
-	for _, name := range names {
-		if name == r.Name {
-			continue
-		}
-		if b := bootUnder(n, CompletionOf(r.ReleasedAnnotation, name)); !b.RegatedAt.IsZero() {
-			return b, true
-		}
-	}
-	return Boot{}, false
-}
-
 // RebootedAgain reports whether a re-gated node runs a boot other than the one its re-gate
 // waits for.
 func (b Boot) RebootedAgain() bool {
@@ -119,12 +96,4 @@ func setAnnotation(n *corev1.Node, key, value string) {
 		n.Annotations = map[string]string{}
 	}
 	n.Annotations[key] = value
-}
-
-// takesRegate reports whether the rule, not having released the node under its name, holds
-// it by a former name's re-gate (formerRegate): its taint on, that name's re-gate mark
-// beside it.
-func (r *Rule) takesRegate(n *corev1.Node) bool {
-	_, ok := r.formerRegate(n)
-	return ok && r.HasTaint(n) && !r.Completed(n)
 }

@@ -176,31 +176,35 @@ func TestTransitions(t *testing.T) {
 			pods: []*corev1.Pod{gen(0, true)}, state: StateHeld, after: StateHeld},
 		{name: "came up untainted, init Ready: nothing written (backfill's)", node: node(onBoot("b1")), pods: []*corev1.Pod{gen(0, true)},
 			state: StateUntainted, after: StateUntainted},
-		{name: "released under another name (renamed), init Ready: recorded as released, boot and readiness",
+		{name: "released under another record, init Ready: recorded as released, boot and readiness",
 			rule: func(r *Rule) { r.ReleasedAnnotation = "startup.k8s.io/completedAt" }, node: node(annotated("startup.k8s.io/completedAt", "1"), onBoot("b1")),
-			pods: []*corev1.Pod{gen(0, true)}, state: StateInService, write: WriteAdopt, after: StateReleased},
+			pods: []*corev1.Pod{gen(0, true)}, state: StateAdopting, write: WriteAdopt, after: StateReleased},
 		{name: "released under another rule, this one's init not Ready: recorded as released all the same",
 			rule: func(r *Rule) { r.ReleasedAnnotation = "startup.k8s.io/completedAt" }, node: node(annotated("startup.k8s.io/completedAt.gpu", "1"), onBoot("b1")),
-			pods: []*corev1.Pod{gen(0, false)}, state: StateInService, write: WriteAdopt, after: StateReleased},
-		{name: "released under a former name on an earlier boot: the former record taken, then re-gated",
+			pods: []*corev1.Pod{gen(0, false)}, state: StateAdopting, write: WriteAdopt, after: StateReleased},
+		{name: "released under another record on an earlier boot: that record taken, then re-gated",
 			rule: func(r *Rule) { r.ReleasedAnnotation = "startup.k8s.io/completedAt" },
 			node: node(annotated("startup.k8s.io/completedAt.old", "1"), annotated("startup.k8s.io/completedAt.old_bootID", "b1"),
 				annotated("startup.k8s.io/completedAt.old_readiness", fp(0)), onBoot("b2")),
-			pods: []*corev1.Pod{gen(0, true)}, state: StateInService, write: WriteAdopt, after: StateRebooted},
-		{name: "re-gated under a former name: taken over with its records, the re-gate's among them",
-			rule: func(r *Rule) { r.Name, r.ReleasedAnnotation = "warm", "startup.k8s.io/completedAt" },
-			node: node(regatedFor("b2"), onBoot("b2")), pods: []*corev1.Pod{gen(0, true)}, state: StateInService, write: WriteAdopt, after: StateRegated},
+			pods: []*corev1.Pod{gen(0, true)}, state: StateAdopting, write: WriteAdopt, after: StateRebooted},
+		{name: "re-gated under another taint's record, now an orphan: adopted, then re-gated under the rule's own taint",
+			rule: func(r *Rule) { r.Taint.Key, r.ReleasedAnnotation = "example.com/warming", "startup.k8s.io/completedAt" },
+			node: node(func(n *corev1.Node) {
+				annotated("startup.k8s.io/completedAt.old", "1")(n)
+				annotated("startup.k8s.io/completedAt.old_bootID", "b1")(n)
+				annotated("startup.k8s.io/completedAt.old_readiness", fp(0))(n)
+				annotated("startup.k8s.io/completedAt.old_regatedAt", strconv.FormatInt(t0.Unix(), 10)+",b2")(n)
+				annotated(DefaultPlacedAnnotation+".old", PlacedValue(cniTaint, ""))(n)
+				tainted(n)
+			}, onBoot("b2")),
+			pods: []*corev1.Pod{gen(0, true)}, state: StateAdopting, write: WriteAdopt, after: StateRebooted},
 		{name: "only another rule's boot record: not in service", rule: func(r *Rule) { r.ReleasedAnnotation = "startup.k8s.io/completedAt" },
 			node: node(annotated("startup.k8s.io/completedAt_bootID", "b1"), onBoot("b1")), pods: []*corev1.Pod{gen(0, true)},
 			state: StateUntainted, after: StateUntainted},
-		{name: "re-gated under a former name, no record of its own: the former name's readiness does not count",
-			rule: func(r *Rule) { r.ReleasedAnnotation = "startup.k8s.io/completedAt" },
-			node: node(annotated(cniDone, "1"), annotated("startup.k8s.io/completedAt.old", "1"), annotated("startup.k8s.io/completedAt.old_bootID", "b1"),
-				annotated("startup.k8s.io/completedAt.old_readiness", fp(0)), tainted, annotated(DefaultPlacedAnnotation+".old", PlacedValue(cniTaint, "")), onBoot("b2")),
-			pods: []*corev1.Pod{gen(0, true)}, state: StateRegated, after: StateRegated},
-		{name: "a former name's re-gate, on a boot the rule released since: released",
-			node: node(releasedOn("b2", 1), tainted, annotated(DefaultPlacedAnnotation+".old", PlacedValue(cniTaint, "")), onBoot("b2")),
-			pods: []*corev1.Pod{gen(1, true)}, state: StateRegated, write: WriteRelease, after: StateReleased},
+		{name: "held under a taint no rule has (an orphan): the rule joins the hold",
+			rule: func(r *Rule) { r.Taint.Key = "example.com/warming" },
+			node: node(tainted, annotated(DefaultPlacedAnnotation+".old", PlacedValue(cniTaint, "")), onBoot("b1")), pods: []*corev1.Pod{gen(0, true)},
+			state: StateJoining, write: WriteJoin, after: StateHeld},
 		{name: "another rule holds the node, this one's taint not on: joins the hold",
 			rule: func(r *Rule) {
 				r.PeerTaints = []corev1.Taint{{Key: "example.com/gpu", Effect: corev1.TaintEffectNoSchedule}}
@@ -216,14 +220,6 @@ func TestTransitions(t *testing.T) {
 			node: node(annotated(cniDone, "1"), annotated(cniBoot, "b1"), tainted, placed,
 				annotated(cniRegated, strconv.FormatInt(t0.Add(time.Hour).Unix(), 10)+",b2"), onBoot("b2")),
 			pods: []*corev1.Pod{gen(1, true)}, state: StateRegated, after: StateRegated},
-		{name: "re-gated, taint key changed: held under the old key until the gate lifts it", rule: func(r *Rule) { r.Taint.Key = "example.com/warming" },
-			node: node(regatedFor("b2"), onBoot("b2")), pods: []*corev1.Pod{gen(0, true)}, state: StateRekeyed, after: StateRekeyed},
-		{name: "re-gated, taint key changed, rebooted again: the new boot noted as under the old key", rule: func(r *Rule) { r.Taint.Key = "example.com/warming" },
-			node: node(regatedFor("b2"), onBoot("b3")), pods: []*corev1.Pod{gen(1, false)}, state: StateRekeyed, write: WriteStale, after: StateRekeyed},
-		{name: "re-gated, taint key changed, fresh readiness: no release until the lift", rule: func(r *Rule) { r.Taint.Key = "example.com/warming" },
-			node: node(regatedFor("b2"), onBoot("b2")), pods: []*corev1.Pod{gen(1, true)}, state: StateRekeyed, after: StateRekeyed},
-		{name: "held, taint key changed: held under the old key until the gate lifts it", rule: func(r *Rule) { r.Taint.Key = "example.com/warming" },
-			node: node(tainted, placed, onBoot("b1")), pods: []*corev1.Pod{gen(0, true)}, state: StateRekeyed, after: StateRekeyed},
 		{name: "held, new containers Ready after stale readiness: released", node: node(tainted, placed, annotated(cniBoot, "b2"), annotated(cniEvidence, fp(0)), onBoot("b2")),
 			pods: []*corev1.Pod{gen(1, true)}, state: StateHeld, write: WriteRelease, after: StateReleased},
 	}
@@ -321,10 +317,6 @@ func TestRegatedMaxHold(t *testing.T) {
 			now: regateAt.Add(5 * time.Minute), want: Decision{TimedOut: true}},
 		{name: "passed, release", rule: func(r *Rule) { r.MaxHold = metav1.Duration{Duration: 5 * time.Minute} },
 			now: regateAt.Add(5 * time.Minute), want: Decision{Release: true, TimedOut: true}},
-		{name: "passed, release, key changed: waits for the lift, not timed out", rule: func(r *Rule) {
-			r.MaxHold = metav1.Duration{Duration: 5 * time.Minute}
-			r.Taint.Key = "example.com/warming"
-		}, now: regateAt.Add(5 * time.Minute), want: Decision{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Decide(rebootRule(t, tc.rule), Readiness{}, Input{Node: node(regatedFor("b2"), onBoot("b2")), Pods: []*corev1.Pod{gen(0, true)}, Now: tc.now})

@@ -1,6 +1,7 @@
 package rule
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -116,17 +117,21 @@ type Rule struct {
 	// SettleTime (continuous rules) is how long requirements must fail before the taint
 	// goes back on; default DefaultSettleTime.
 	SettleTime metav1.Duration `json:"settleTime,omitempty"`
-	// CompletedAnnotation is written on the Node when the rule first releases it. The gate
-	// defaults it: the contract's startup.k8s.io/completedAt for the rule named "default",
-	// startup.k8s.io/completedAt.<name> for every other. A condition rule writes it with its
-	// taint and removes it with it (default startup.k8s.io/taintedAt.<name>): it marks a
-	// taint the rule placed, the only kind the rule ever lifts.
+	// CompletedAnnotation is written on the Node when the rule first releases it; the rule's
+	// record (record.go) is kept beside it. The gate defaults it after the rule's taint, not
+	// its name: the contract's startup.k8s.io/completedAt for the config's top-level taint,
+	// startup.k8s.io/completedAt.<RecordName> for every other. A condition rule writes it
+	// with its taint and removes it with it (default startup.k8s.io/taintedAt.<RecordName>):
+	// it marks a taint the rule placed, the only kind the rule ever lifts.
 	CompletedAnnotation string `json:"completedAnnotation,omitempty"`
 	// PlacedAnnotation is the mark the rule writes with every taint it places, valued
-	// PlacedValue: <placedAnnotation>.<name> of the config (default
-	// startup.k8s.io/placed.<name>). The gate lifts only taints it placed, and by the mark
-	// knows the taints of a rule that no longer exists.
+	// PlacedValue: <placedAnnotation>.<record> of the config (default
+	// startup.k8s.io/placed.<RecordName>). The gate lifts only taints it placed, and by the
+	// mark knows the taints no rule owns any more.
 	PlacedAnnotation string `json:"-"`
+	// PlacedBase is the config's placedAnnotation, which every mark's key extends with the
+	// record's name (default DefaultPlacedAnnotation).
+	PlacedBase string `json:"-"`
 	// Instance is the config's instance: the name of this gate among several in one
 	// cluster, part of every mark's value, so that a gate lifts only the taints it placed.
 	Instance string `json:"-"`
@@ -134,11 +139,22 @@ type Rule struct {
 	// creation, suspended ones included (the config sets them): a node that carries one is
 	// held, not in service, and a rule that finds it without its own taint joins the hold.
 	PeerTaints []corev1.Taint `json:"-"`
+	// GateTaints are the taints of every rule of the config, whatever its mode (the config
+	// sets them): a marked taint among none of them is an orphan's.
+	GateTaints []corev1.Taint `json:"-"`
+	// GateRecords are the completion annotations of every rule of the config (the config
+	// sets them): a record under any other is no rule's.
+	GateRecords []string `json:"-"`
 	// ReleasedAnnotation is the completion annotation the gate's rules derive theirs from
-	// (the config's; the rules' own are it, or it with ".<name>"): a node that carries one
-	// was released by the gate under some rule, maybe one since renamed or removed, and is
-	// in service.
+	// (the config's; the rules' own are it, or it with ".<record>"): a node that carries one
+	// was released by the gate under some taint, maybe one no rule has any more, and is in
+	// service.
 	ReleasedAnnotation string `json:"-"`
+	// LegacyCompleted and LegacyPlaced are the keys an earlier release kept the rule's
+	// record under, named after the rule rather than its taint (set by the config when they
+	// differ): Migrate moves them.
+	LegacyCompleted string `json:"-"`
+	LegacyPlaced    string `json:"-"`
 	// Match (condition rules) are the node conditions that must all be present and match
 	// for the taint to be on.
 	Match []Match `json:"match,omitempty"`
@@ -206,7 +222,7 @@ func (r *Rule) CompileSelectors(at string, errs *Errors) {
 		r.OnReboot = RebootIgnore
 	}
 	if r.PlacedAnnotation == "" {
-		r.PlacedAnnotation = DefaultPlacedAnnotation + "." + r.Name
+		r.PlacedAnnotation = DefaultPlacedAnnotation + "." + RecordName(r.Taint)
 	}
 	out := &compiled{}
 	r.validateName(field, errs)
@@ -277,7 +293,7 @@ func (r *Rule) validateAnnotationKeys(field func(string) string, errs *Errors) {
 	}
 	for _, key := range derived {
 		for _, msg := range validation.IsQualifiedName(key) {
-			errs.Add(field("name"), "%q: makes the annotation key %q, which the apiserver refuses: %s (shorten the name or the completion annotation)", r.Name, key, msg)
+			errs.Add(field("completedAnnotation"), "%q: makes the annotation key %q, which the apiserver refuses: %s (shorten the completion annotation)", r.CompletedAnnotation, key, msg)
 		}
 	}
 }
@@ -543,23 +559,7 @@ func metaTime(now time.Time) metav1.Time { return metav1.NewTime(now.Truncate(ti
 // RemoveTaint removes every entry that matches the rule's key and effect, and nothing else,
 // with the marks that say a rule placed that taint.
 func (r *Rule) RemoveTaint(n *corev1.Node) {
-	r.endFormerRegates(n)
-	Lift(n, r.Taint, placedPrefixOf(r.PlacedAnnotation), r.PlacedValue())
-}
-
-// endFormerRegates ends the re-gates that former names of the rule made with the taint it
-// takes off: a rule renamed while it held a re-gated node lifts its former name's taint, and
-// the former name's re-gate mark would otherwise, the name back, read as a re-gate whose
-// taint an operator removed.
-func (r *Rule) endFormerRegates(n *corev1.Node) {
-	if r.ReleasedAnnotation == "" {
-		return
-	}
-	for _, name := range r.markers(n) {
-		if name != r.Name {
-			delete(n.Annotations, CompletionOf(r.ReleasedAnnotation, name)+regatedSuffix)
-		}
-	}
+	Lift(n, r.Taint, r.placedPrefix(), r.PlacedValue())
 }
 
 // Lift removes every entry of taint t (matched on key and effect) from the node, and the
@@ -582,15 +582,9 @@ func Lift(n *corev1.Node, t corev1.Taint, markPrefix, mark string) {
 	}
 }
 
-// placedPrefixOf is the prefix every rule's mark shares, "<placedAnnotation>.", read off one
-// rule's mark key.
-func placedPrefixOf(key string) string {
-	i := strings.LastIndex(key, ".")
-	if i < 0 {
-		return key
-	}
-	return key[:i+1]
-}
+// placedPrefix is the prefix every mark of the config shares, "<placedAnnotation>.": the
+// config's (PlacedBase), or the default's.
+func (r *Rule) placedPrefix() string { return cmp.Or(r.PlacedBase, DefaultPlacedAnnotation) + "." }
 
 // SelectsPod reports whether the Pod is of one of the rule's components: in its namespace,
 // its labels matching its selector.

@@ -29,28 +29,23 @@ const (
 	// StateLeft: the rule placed its taint on the node and no longer selects it (its labels
 	// or the rule's selector changed): the taint comes off.
 	StateLeft State = "left-selector"
-	// StateRekeyed: the rule's taint changed (its key or effect) while the rule held the
-	// node, and the taint it placed before is still on. That taint holds the node until the
-	// gate lifts it as an orphan, after the grace period, putting the new one on in the same
-	// write; until then the rule writes nothing (a re-gated node would otherwise read as one
-	// whose re-gate was removed by hand, and be recorded as released).
-	StateRekeyed State = "rekeyed"
 	// StateUntainted: the rule selects the node and has not released it, its taint is not
 	// on (the node came up without it), and the gate has neither released nor held it:
 	// backfill's to decide.
 	StateUntainted State = "untainted"
-	// StateJoining: the rule selects the node and has not released it, its taint is not on,
-	// the node is not in service, and another rule's taint holds it (this rule was added,
-	// enforced, resumed or began to select the node after its creation): the rule puts its
-	// taint on too (one write), and holds the node like one it tainted at creation.
+	// StateJoining: the rule selects the node and has no record of it, its taint is not on,
+	// the node is not in service, and another taint the gate placed holds it (this rule was
+	// added, enforced, resumed, given a new taint or began to select the node after its
+	// creation): the rule puts its taint on too (one write), and holds the node like one it
+	// tainted at creation.
 	StateJoining State = "joining"
-	// StateInService: the rule selects the node and has not released it, its taint is not
-	// on, and the gate released the node, under another rule or another name (the rule was
-	// renamed, added, enforced or resumed after the release): the node is in service. The
-	// rule records it as released (one write; a continuous rule once its requirements
-	// hold), with the boot and readiness the former rule recorded, so that it gates the
-	// node's reboots and a continuous rule watches it.
-	StateInService State = "in-service"
+	// StateAdopting: the rule selects the node and has no record of it, its taint is not on,
+	// and the gate released the node under another taint's record (the rule was added,
+	// enforced, resumed or given a new taint after the release): the node is in service.
+	// The rule records it as released (one write; a continuous rule once its requirements
+	// hold), with the boot and readiness the other record holds, so that it gates the node's
+	// reboots and a continuous rule watches it.
+	StateAdopting State = "adopting"
 	// StateHeld: the rule's taint is on and the rule has not released the node yet.
 	StateHeld State = "held"
 	// StateReplacing: held, its maximum hold passed under timeoutPolicy replace, and the
@@ -102,7 +97,7 @@ const (
 // does not tolerate the taint) is early.
 func (s State) Holds() bool {
 	switch s {
-	case StateHeld, StateHeldRebooted, StateRetainted, StateReturned, StateRebooted, StateRegated, StateRebootedAgain, StateRekeyed, StateJoining, StateReplacing:
+	case StateHeld, StateHeldRebooted, StateRetainted, StateReturned, StateRebooted, StateRegated, StateRebootedAgain, StateJoining, StateReplacing:
 		return true
 	}
 	return false
@@ -143,8 +138,6 @@ func (r *Rule) classify(rd Readiness, in Input) (State, string, evidence) {
 		return StateLeft, fmt.Sprintf("the node left the rule's selector %q: its taint comes off", r.NodeSelector), ev
 	case !r.Matches(n):
 		return StateOutside, "the rule does not select the node", ev
-	case r.rekeyed(n):
-		return StateRekeyed, fmt.Sprintf("held under the rule's former taint (%s), which the gate lifts as an orphan, its new taint on", n.Annotations[r.PlacedAnnotation]), ev
 	case r.HasTaint(n) && r.Replacing(n):
 		return StateReplacing, "replacing: its NodeClaim is deleted, and Karpenter removes the node", ev
 	case !r.Completed(n):
@@ -159,15 +152,13 @@ func (r *Rule) classify(rd Readiness, in Input) (State, string, evidence) {
 func (r *Rule) classifyFirst(n *corev1.Node, ev evidence) (State, string, evidence) {
 	switch {
 	case !r.HasTaint(n) && r.inService(n):
-		return StateInService, "the gate released the node under another rule or name: the rule records it as released", ev
+		return StateAdopting, "the gate released the node under another taint: the rule records it as released", ev
 	case !r.HasTaint(n) && r.heldByPeer(n):
-		return StateJoining, "another rule holds the node, which came up without this rule's taint: it goes on too", ev
+		return StateJoining, "another of the gate's taints holds the node, which came up without this rule's: it goes on too", ev
 	case !r.HasTaint(n):
 		return StateUntainted, "came up without the rule's taint (backfill's, if on)", ev
 	case r.GatesReboots() && ev.boot.Rebooted():
 		return StateHeldRebooted, fmt.Sprintf("booted again (boot %s) since readiness was seen on boot %s", ev.boot.Current, ev.boot.Recorded), ev
-	case r.GatesReboots() && r.takesRegate(n):
-		return StateInService, "re-gated under a former name of the rule: the rule takes the node over with that name's records, the re-gate's among them", ev
 	}
 	return StateHeld, "", ev
 }
@@ -175,18 +166,12 @@ func (r *Rule) classifyFirst(n *corev1.Node, ev evidence) (State, string, eviden
 // classifyTainted: a released node that carries the rule's taint again.
 func (r *Rule) classifyTainted(n *corev1.Node, ev evidence) (State, string, evidence) {
 	b := ev.boot
-	// A taint the gate placed under a former name of the rule, on a node the rule released:
-	// that name's re-gate, which the rule holds on under its new name.
-	if _, marked := n.Annotations[r.RegatedAnnotation()]; marked || r.marked(n) && !r.Placed(n) {
+	if _, marked := n.Annotations[r.RegatedAnnotation()]; marked {
 		switch {
 		case !r.GatesReboots():
 			return StateRegateDropped, "re-gated, and the rule no longer gates reboots: its taint comes off", ev
 		case b.RebootedAgain():
 			return StateRebootedAgain, fmt.Sprintf("re-gated for boot %s, the node booted again (boot %s)", b.Awaited, b.Current), ev
-		}
-		if fb, ok := r.formerRegate(n); ok && b.RegatedAt.IsZero() {
-			// The name back, its former name's re-gate: that re-gate's clock and boot.
-			ev.boot.RegatedAt, ev.boot.Awaited = fb.RegatedAt, fb.Awaited
 		}
 		return StateRegated, fmt.Sprintf("re-gated after the reboot to boot %s", b.Current), ev
 	}
@@ -232,33 +217,40 @@ func (r *Rule) classifyReleased(rd Readiness, in Input, ev evidence) (State, str
 // freshlyReady reports whether the rule's requirements hold on readiness the record does
 // not hold.
 func (r *Rule) freshlyReady(rd Readiness, in Input, record map[string]bool) bool {
-	in.Stale = r.staleOn(in.Node, record)
+	in.Stale = record
 	met, _, _, _ := r.requirements(rd, in)
 	return met
 }
 
-// rekeyed reports whether the rule's mark on the node names a taint of this gate other than
-// the rule's, which the node still carries, and the rule's own is not on: the rule placed
-// it under a key it no longer has.
-func (r *Rule) rekeyed(n *corev1.Node) bool {
-	t, instance, ok := ParsePlaced(n.Annotations[r.PlacedAnnotation])
-	if !ok || instance != r.Instance || (t.Key == r.Taint.Key && t.Effect == r.Taint.Effect) || r.HasTaint(n) {
-		return false
-	}
-	return carries(n, t)
+// heldByPeer reports whether the node carries another taint that holds it from creation: one
+// of the gate's other rules', or one the gate placed that no rule owns any more (an orphan in
+// its grace period, as after a rule's taint changed): it is held, not in service.
+func (r *Rule) heldByPeer(n *corev1.Node) bool {
+	return slices.ContainsFunc(r.PeerTaints, func(t corev1.Taint) bool { return carries(n, t) }) || r.heldByMark(n)
 }
 
-// heldByPeer reports whether the node carries a taint of another of the gate's rules that
-// hold nodes from creation: it is held, not in service.
-func (r *Rule) heldByPeer(n *corev1.Node) bool {
-	return slices.ContainsFunc(r.PeerTaints, func(t corev1.Taint) bool { return carries(n, t) })
+// heldByMark reports whether the node carries a taint that a mark of this gate says it
+// placed and that is no rule's (GateTaints).
+func (r *Rule) heldByMark(n *corev1.Node) bool {
+	prefix := r.placedPrefix()
+	for k, v := range n.Annotations {
+		t, instance, ok := ParsePlaced(v)
+		if ok && strings.HasPrefix(k, prefix) && instance == r.Instance && carries(n, t) && !sameTaint(r.Taint, t) &&
+			!slices.ContainsFunc(r.GateTaints, func(g corev1.Taint) bool { return sameTaint(g, t) }) {
+			return true
+		}
+	}
+	return false
 }
+
+// sameTaint reports whether two taints are one: the same key and effect.
+func sameTaint(a, b corev1.Taint) bool { return a.Key == b.Key && a.Effect == b.Effect }
 
 // inService reports whether the gate released the node under some rule (InService).
 func (r *Rule) inService(n *corev1.Node) bool { return InService(n, r.ReleasedAnnotation) }
 
 // InService reports whether the node carries the completion annotation base, or base with
-// ".<name>": the gate, whose rules derive theirs from base, released it under some rule.
+// ".<record>": the gate, whose rules derive theirs from base, released it under some taint.
 func InService(n *corev1.Node, base string) bool {
 	for k := range n.Annotations {
 		if completionOf(k, base) {
@@ -269,8 +261,8 @@ func InService(n *corev1.Node, base string) bool {
 }
 
 // completionOf reports whether key is a completion annotation derived from base: base
-// itself, or base with ".<name>". A rule name has no "_", with which the boot and readiness
-// records' suffixes start.
+// itself, or base with ".<record>". A record's name has no "_", with which the boot and
+// readiness records' suffixes start.
 func completionOf(key, base string) bool {
 	name, ok := strings.CutPrefix(key, base)
 	return base != "" && ok && (name == "" || name[0] == '.' && !strings.Contains(name, "_"))

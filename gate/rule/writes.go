@@ -105,7 +105,7 @@ func (r *Rule) Apply(d Decision, n *corev1.Node, now time.Time) bool {
 		}
 		if _, recorded := n.Annotations[r.BootAnnotation()]; d.State == StateBootUnrecorded && !recorded {
 			// Released before the rule gated reboots (onReboot was ignore when it adopted
-			// the node, or it was renamed since): what a former name recorded counts.
+			// the node): what other records hold counts.
 			r.adoptRecord(n, d)
 		} else {
 			setAnnotation(n, r.BootAnnotation(), d.Boot)
@@ -136,17 +136,6 @@ func (w Write) needsSelector() bool {
 // hold (WriteJoin), or, on a node in service, as a release recorded (WriteAdopt). On a fresh
 // copy after a conflict, the node may have gone from one to the other: no write then.
 func (r *Rule) join(d Decision, n *corev1.Node, now time.Time) bool {
-	if d.Write == WriteAdopt && r.takesRegate(n) {
-		// The name's records, its re-gate's time and awaited boot among them: the node
-		// is then the rule's as it was the name's.
-		b, _ := r.formerRegate(n)
-		r.mark(n, now)
-		r.endFormerRegates(n) // the re-gate is the rule's now, as is its mark
-		r.takeMark(n)
-		r.adoptRecord(n, d)
-		setAnnotation(n, r.RegatedAnnotation(), regatedValue(b.RegatedAt, b.Awaited))
-		return true
-	}
 	if r.HasTaint(n) || r.Completed(n) || r.inService(n) != (d.Write == WriteAdopt) {
 		return false
 	}
@@ -158,41 +147,31 @@ func (r *Rule) join(d Decision, n *corev1.Node, now time.Time) bool {
 		return true
 	}
 	r.mark(n, now)
-	if r.GatesReboots() && d.Boot != "" {
+	if d.Boot != "" {
+		// A rule that ignores reboots keeps the boot too: it may gate them later, and the
+		// records it takes this from go now.
 		r.adoptRecord(n, d)
 	}
+	r.dropUnowned(n)
 	return true
 }
 
 // adoptRecord records the boot and readiness of a node in service that the rule adopts: the
-// boot it runs and the readiness ready now, with what rules of other (or former) names
-// recorded when they released the node. When one released it on another boot, the node
-// rebooted since: the record is theirs, boot and readiness, so that the rule sees the
-// reboot next and re-gates the node unless its warm-up has run again.
+// boot it runs and the readiness ready now, with what the other records hold. When one was
+// made on another boot, the node rebooted since: the record is that one's, boot and
+// readiness, so that the rule sees the reboot next and re-gates the node unless its warm-up
+// has run again.
 func (r *Rule) adoptRecord(n *corev1.Node, d Decision) {
 	boot, prints := d.Boot, slices.Clone(d.Prints)
-	former := r.formerRecords(n)
-	for _, f := range former {
+	others := r.otherRecords(n)
+	for _, f := range others {
 		prints = append(prints, f.evidence...)
 	}
-	if i := slices.IndexFunc(former, func(f record) bool { return f.boot != d.Boot }); i >= 0 {
-		boot, prints = former[i].boot, prints[len(d.Prints):]
+	if i := slices.IndexFunc(others, func(f record) bool { return f.boot != d.Boot }); i >= 0 {
+		boot, prints = others[i].boot, prints[len(d.Prints):]
 	}
 	setAnnotation(n, r.BootAnnotation(), boot)
 	r.setEvidence(n, prints)
-}
-
-// takeMark moves the marks of the rule's taint to the rule's name: one taint, one mark, so
-// that a re-key sees the taint as the rule's, and no former name's mark is an orphan whose
-// lift takes the taint the rule holds.
-func (r *Rule) takeMark(n *corev1.Node) {
-	prefix := placedPrefixOf(r.PlacedAnnotation)
-	for _, name := range r.markers(n) {
-		if name != r.Name {
-			delete(n.Annotations, prefix+name)
-		}
-	}
-	r.place(n)
 }
 
 // record is what a rule recorded when it released a node: the boot, and the readiness.
@@ -201,9 +180,8 @@ type record struct {
 	evidence []string
 }
 
-// formerRecords are the records other rules of the gate made when they released the node
-// (rules of other names, or former names of this one).
-func (r *Rule) formerRecords(n *corev1.Node) []record {
+// otherRecords are the records the gate keeps on the node for other taints.
+func (r *Rule) otherRecords(n *corev1.Node) []record {
 	var out []record
 	for _, k := range slices.Sorted(maps.Keys(n.Annotations)) {
 		done, isBoot := strings.CutSuffix(k, bootSuffix)
@@ -213,27 +191,6 @@ func (r *Rule) formerRecords(n *corev1.Node) []record {
 		out = append(out, record{boot: n.Annotations[k], evidence: fingerprints(n.Annotations[done+evidenceSuffix])})
 	}
 	return out
-}
-
-// staleOn is the readiness that does not count for a hold of the node: the rule's own
-// record (nil: none), and what other rules recorded on a boot other than the one the node
-// runs (a former name's re-gate, which the rule holds on under its new name).
-func (r *Rule) staleOn(n *corev1.Node, own map[string]bool) map[string]bool {
-	var former []string
-	for _, f := range r.formerRecords(n) {
-		if f.boot != n.Status.NodeInfo.BootID {
-			former = append(former, f.evidence...)
-		}
-	}
-	if len(former) == 0 {
-		return own
-	}
-	stale := map[string]bool{} // own is the decision's record: not written to
-	maps.Copy(stale, own)
-	for _, p := range former {
-		stale[p] = true
-	}
-	return stale
 }
 
 // stale records prints as readiness that does not count on the boot the node runs now: a

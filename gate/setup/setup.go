@@ -332,6 +332,10 @@ func nodeTrim(cfg *config.Config, keep gate.CachedLabels) func(any) (any, error)
 	conditions := map[corev1.NodeConditionType]bool{}
 	for _, rl := range cfg.EffectiveRules() {
 		prefixes = append(prefixes, rl.CompletedAnnotation)
+		if rl.LegacyCompleted != "" {
+			// An earlier release's record, which the controller moves to the rule's.
+			prefixes = append(prefixes, rl.LegacyCompleted)
+		}
 		for _, t := range rl.ConditionTypes() {
 			conditions[t] = true
 		}
