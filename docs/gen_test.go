@@ -22,6 +22,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/startupgate/startupgate/gate/rule"
+
 	"github.com/startupgate/startupgate/internal/golden"
 )
 
@@ -49,6 +51,7 @@ func TestGeneratedReference(t *testing.T) {
 		{"reference/config.md", genConfig},
 		{"reference/scenario.md", genScenario},
 		{"reference/flags.md", genFlags},
+		{"reference/states.md", genStates},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			compareGenerated(t, tc.file, tc.gen(t))
@@ -131,6 +134,31 @@ func genScenario(t *testing.T) string {
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", f.key, g.typeText(f.owner, f.expr), cell(text))
 	})
 	b.WriteString(types.String())
+	return b.String()
+}
+
+// genStates renders the state machine's table, rule.Table: the one place that says what each
+// state means for the taint, the hold, the controller and `gate status`.
+func genStates(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, generatedNote, "`rule.Table` (gate/rule/table.go)")
+	b.WriteString("# States\n\nA node's state under one rule, as `rule.StateOf` names it from the node, its Pods and the rule; " +
+		"the controller decides in it, the Pod guard denies a binding in a state that holds, and `gate status` shows its phase. " +
+		"A state that asks for a write leaves the node, once written, in a lasting one. Quiet: read from the node alone, a rule " +
+		"that does not gate reboots has nothing to do there, and the controller reads no Pods for it.\n\n")
+	b.WriteString("| state | taint | the rule holds the node | quiet | `gate status` | write |\n|---|---|---|---|---|---|\n")
+	quiet := map[rule.Quiet]string{rule.Busy: "", rule.Always: "yes", rule.StartupOnly: "startup rules"}
+	for _, r := range rule.Table {
+		holds := map[bool]string{true: "yes", false: "no"}[r.Holds]
+		if r.HoldsNote != "" {
+			holds += " (" + r.HoldsNote + ")"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | `%s` | %s |\n", r.State, r.Taint, holds, quiet[r.Quiet], r.Phase, r.Write)
+	}
+	fmt.Fprintf(&b, "\n`gate status` shows `%s` for a held node past `maxHold` under `timeoutPolicy: keep`, `%s` for a dry run's node "+
+		"whose requirements hold, and for a condition rule's node `%s`, `%s`, `%s`, `%s` or `%s`; a taint no rule has any more is `%s`.\n",
+		rule.PhaseTimedOut, rule.PhaseWouldRelease, rule.PhaseTainted, rule.PhaseMatching, rule.PhaseClearing, rule.PhaseKept, rule.PhaseWouldTaint, rule.PhaseOrphaned)
 	return b.String()
 }
 

@@ -312,7 +312,7 @@ func (r *Reconciler) rule(ctx context.Context, f *facts, rl *rule.Rule) (time.Du
 	case rl.DryRun:
 		return r.dryRun(ctx, f, rl)
 	}
-	if st, _ := rule.StateOf(rl, r.Config.Readiness(), rule.Input{Node: f.node}); quiet(rl, st) {
+	if st, _ := rule.StateOf(rl, r.Config.Readiness(), rule.Input{Node: f.node}); rl.Quiet(st) {
 		// Decided on the node alone, without reading its Pods: most Node events concern
 		// nodes no rule has anything to do about.
 		r.unhold(f.node.Name, rl)
@@ -361,21 +361,6 @@ func (r *Reconciler) noteState(node *corev1.Node, rl *rule.Rule, st rule.State) 
 	}
 	rs.state = st
 	nodeStates.WithLabelValues(rl.Name, string(st)).Inc()
-}
-
-// quiet reports whether a rule in state st, read from the node alone, has nothing to do:
-// the state cannot depend on the Pods (a rule that gates reboots reads their evidence).
-func quiet(rl *rule.Rule, st rule.State) bool {
-	if rl.GatesReboots() {
-		return false
-	}
-	switch st {
-	case rule.StateOutside, rule.StateUntainted, rule.StateForeign:
-		return true
-	case rule.StateReleased:
-		return rl.Mode == rule.Startup
-	}
-	return false
 }
 
 // act makes the decision's write, with its event and log line, or says why it holds.

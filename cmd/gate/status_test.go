@@ -90,10 +90,10 @@ func TestStatusOnEmbeddedPlane(t *testing.T) {
 		got = append(got, row{r.Node, r.Rule, r.State, r.WaitingOn})
 	}
 	want := []row{
-		{"status-dry", "candidate", StateWouldHold, "no init pod on the node yet"},
-		{"status-held", "default", StateHeld, "no init pod on the node yet"},
-		{"status-released", "default", StateReleased, ""},
-		{"status-slow", "slow", StateTimedOut, "maximum hold 1s reached: no init pod on the node yet"},
+		{"status-dry", "candidate", string(rule.PhaseWouldHold), "no init pod on the node yet"},
+		{"status-held", "default", string(rule.PhaseHeld), "no init pod on the node yet"},
+		{"status-released", "default", string(rule.PhaseReleased), ""},
+		{"status-slow", "slow", string(rule.PhaseTimedOut), "maximum hold 1s reached: no init pod on the node yet"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("gate status rows (-want +got):\n%s\n%s", diff, out.String())
@@ -116,10 +116,10 @@ func node(name string, labels, annotations map[string]string, taints ...corev1.T
 func TestGoldenStatusTable(t *testing.T) {
 	deadline := metav1.NewTime(time.Date(2026, 11, 23, 5, 30, 0, 0, time.UTC))
 	rows := []StatusRow{
-		{Node: "gpu-0", Rule: "default", Mode: "startup", State: StateReleased, HeldFor: metav1.Duration{Duration: 42 * time.Second}, Taint: "startup.k8s.io/initializing=wait:NoSchedule"},
-		{Node: "gpu-0", Rule: "gpu", Mode: "startup", State: StateHeld, HeldFor: metav1.Duration{Duration: 3 * time.Minute},
+		{Node: "gpu-0", Rule: "default", Mode: "startup", State: string(rule.PhaseReleased), HeldFor: metav1.Duration{Duration: 42 * time.Second}, Taint: "startup.k8s.io/initializing=wait:NoSchedule"},
+		{Node: "gpu-0", Rule: "gpu", Mode: "startup", State: string(rule.PhaseHeld), HeldFor: metav1.Duration{Duration: 3 * time.Minute},
 			WaitingOn: `component "gpu-driver" not ready`, Deadline: &deadline, Taint: "startup.k8s.io/gpu-initializing:NoSchedule"},
-		{Node: "gpu-0", Rule: "storage", Mode: "startup", State: StateWouldHold, HeldFor: metav1.Duration{Duration: 3 * time.Minute},
+		{Node: "gpu-0", Rule: "storage", Mode: "startup", State: string(rule.PhaseWouldHold), HeldFor: metav1.Duration{Duration: 3 * time.Minute},
 			WaitingOn: "no init pod on the node yet", Taint: "startup.k8s.io/csi-initializing:NoSchedule", DryRun: true},
 	}
 	for _, tc := range []struct{ golden, format string }{{"table", ""}, {"wide", "wide"}} {
@@ -164,7 +164,7 @@ func TestConditionStatusRows(t *testing.T) {
 	for _, r := range statusRows(&cfg, nodes, nil, nil, nil, time.Now()) {
 		got[r.Node] = r.State
 	}
-	want := map[string]string{"tainted": StateTainted, "waiting": StateMatching, "kept": StateKept, "by-hand": StateTainted}
+	want := map[string]string{"tainted": string(rule.PhaseTainted), "waiting": string(rule.PhaseMatching), "kept": string(rule.PhaseKept), "by-hand": string(rule.PhaseTainted)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("states (-want +got):\n%s", diff)
 	}
@@ -184,11 +184,11 @@ func TestSuspendedStatusRows(t *testing.T) {
 	for _, r := range statusRows(&cfg, nodes, nil, nil, nil, time.Now()) {
 		got[r.Node], waiting[r.Node] = r.State, r.WaitingOn
 	}
-	want := map[string]string{"held": StateSuspended, "joined-while-suspended": StateSuspended, "released": StateReleased}
+	want := map[string]string{"held": string(rule.PhaseSuspended), "joined-while-suspended": string(rule.PhaseSuspended), "released": string(rule.PhaseReleased)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("states (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(waiting["held"], "running, it would be "+StateHeld) {
+	if !strings.Contains(waiting["held"], "running, it would be "+string(rule.PhaseHeld)) {
 		t.Errorf("held node's reason = %q, want what the running rule would do", waiting["held"])
 	}
 }

@@ -18,25 +18,6 @@ import (
 	"github.com/startupgate/startupgate/gate/rule"
 )
 
-// States a node can be in for one rule, as `gate status` shows them.
-const (
-	StateHeld         = "held"          // the rule's taint is on, first hold
-	StateTimedOut     = "timed-out"     // max hold passed, the keep policy holds it
-	StateReleased     = "released"      // the rule released it (completion annotation set)
-	StateRetainted    = "re-tainted"    // a continuous rule put its taint back
-	StateUntainted    = "untainted"     // the rule applies, but the node came up without its taint
-	StateWouldHold    = "would-hold"    // dry run: the rule would hold it
-	StateWouldRelease = "would-release" // dry run: the rule would have released it
-	StateTainted      = "tainted"       // a condition rule's conditions match, its taint is on
-	StateMatching     = "matching"      // they match, the taint is not on yet (budget, or write pending)
-	StateKept         = "kept"          // they stopped matching; keepAfterClear keeps the taint
-	StateClearing     = "clearing"      // they stopped matching; the taint comes off
-	StateWouldTaint   = "would-taint"   // dry run: the conditions match
-	StateSuspended    = "suspended"     // the rule is suspended: it writes nothing until resumed
-	StateRegated      = "regated"       // the node rebooted after its release; held for the new boot
-	StateOrphaned     = "orphaned"      // the gate placed the taint for a rule it no longer runs; lifted after the grace period
-)
-
 // StatusRow is one node and one rule that applies to it: why the node is held, read with
 // the same pure decision the controller uses.
 type StatusRow struct {
@@ -100,8 +81,8 @@ func statusRows(cfg *config.Config, nodes []corev1.Node, pods []corev1.Pod, dss 
 			rows = append(rows, suspendedRow(rl, row))
 		}
 		for _, o := range cfg.Orphans(n) {
-			rows = append(rows, StatusRow{Node: n.Name, Rule: o.Record, State: StateOrphaned, Taint: o.Taint.ToString(), Holding: true,
-				WaitingOn: fmt.Sprintf("placed for a rule the gate no longer runs (removed, renamed, re-keyed or a dry run); lifted %s after the gate first saw it", cfg.OrphanGracePeriod.Duration)})
+			rows = append(rows, StatusRow{Node: n.Name, Rule: o.Record, State: string(rule.PhaseOrphaned), Taint: o.Taint.ToString(), Holding: true,
+				WaitingOn: fmt.Sprintf("placed for a taint no rule has any more (a rule removed, given a new taint, or a dry run); lifted %s after the gate first saw it", cfg.OrphanGracePeriod.Duration)})
 		}
 	}
 	return rows
@@ -130,36 +111,30 @@ func replaceStatus(rl *rule.Rule, d rule.Decision, n *corev1.Node, all []*corev1
 	return d.Reason + "; " + rp.Reason
 }
 
-// statusOf is the row of a node under a rule: its state (rule.StateOf, through the decision
-// the controller makes in it) and what it waits on, with the decision.
+// statusOf is the row of a node under a rule: its phase (rule.PhaseOf, the state machine's
+// table read through the decision the controller makes in it) and what it waits on, with
+// the decision.
 func statusOf(rl *rule.Rule, rd rule.Readiness, in rule.Input) (StatusRow, rule.Decision) {
 	n := in.Node
 	d := rule.Decide(rl, rd, in)
+	phase := rule.PhaseOf(d)
 	row := StatusRow{Node: n.Name, Rule: rl.Name, Mode: string(rl.Mode), Taint: rl.Taint.ToString(), DryRun: rl.DryRun,
-		State: string(d.State), WaitingOn: d.Reason, HeldFor: metav1.Duration{Duration: in.Now.Sub(n.CreationTimestamp.Time).Round(time.Second)}}
-	switch d.State {
-	case rule.StateDryRun:
-		row.State = StateWouldHold
-		if d.Release {
-			row.State, row.WaitingOn = StateWouldRelease, ""
-		}
-	case rule.StateRegated, rule.StateRebootedAgain:
-		row.State = StateRegated
-		if at := rl.BootOf(n).RegatedAt; !at.IsZero() { // zero: re-gated under a former name
+		State: string(phase), WaitingOn: d.Reason, HeldFor: metav1.Duration{Duration: in.Now.Sub(n.CreationTimestamp.Time).Round(time.Second)}}
+	switch phase {
+	case rule.PhaseWouldRelease:
+		row.WaitingOn = ""
+	case rule.PhaseRegated:
+		if at := rl.BootOf(n).RegatedAt; !at.IsZero() {
 			row.HeldFor = metav1.Duration{Duration: in.Now.Sub(at).Round(time.Second)}
 		}
-	case rule.StateReleased, rule.StateRestarted, rule.StateBootUnrecorded, rule.StateRebootedReady:
-		row.State, row.WaitingOn, row.HeldFor = StateReleased, "", metav1.Duration{Duration: releasedAfter(rl, n)}
-	case rule.StateHeld, rule.StateHeldRebooted:
-		row.State = StateHeld
-		switch {
-		case d.TimedOut && !d.Release:
-			row.State = StateTimedOut
-		case d.Release:
+	case rule.PhaseReleased:
+		row.WaitingOn, row.HeldFor = "", metav1.Duration{Duration: releasedAfter(rl, n)}
+	case rule.PhaseHeld:
+		if d.Release {
 			row.WaitingOn = "requirements hold; release pending"
 		}
 	}
-	if rl.MaxHold.Duration > 0 && (row.State == StateHeld || row.State == StateWouldHold) {
+	if rl.MaxHold.Duration > 0 && (phase == rule.PhaseHeld || phase == rule.PhaseWouldHold) {
 		row.Deadline = &metav1.Time{Time: n.CreationTimestamp.Add(rl.MaxHold.Duration)}
 	}
 	return row, d
@@ -169,41 +144,31 @@ func statusOf(rl *rule.Rule, rd rule.Readiness, in rule.Input) (StatusRow, rule.
 // ran: the operator who froze it sees what resuming will change. A node the rule has
 // released keeps its row, since the rule had nothing more to do there.
 func suspendedRow(rl *rule.Rule, row StatusRow) StatusRow {
-	if !rl.Suspend || row.State == StateReleased {
+	if !rl.Suspend || row.State == string(rule.PhaseReleased) {
 		return row
 	}
 	was := row.State
 	if row.WaitingOn != "" {
 		was += ": " + row.WaitingOn
 	}
-	row.State, row.WaitingOn = StateSuspended, "writes nothing until resumed; running, it would be "+was
+	row.State, row.WaitingOn = string(rule.PhaseSuspended), "writes nothing until resumed; running, it would be "+was
 	return row
 }
 
-// conditionStatusOf is a condition rule's row, for a node whose conditions match or that
-// carries the rule's taint; other nodes have nothing to say about the rule.
+// conditionStatusOf is a condition rule's row (rule.ConditionPhase), for a node whose
+// conditions match or that carries the rule's taint; other nodes have nothing to say about
+// the rule.
 func conditionStatusOf(rl *rule.Rule, n *corev1.Node) (StatusRow, bool) {
 	d := rule.DecideCondition(rl, n)
-	row := StatusRow{Node: n.Name, Rule: rl.Name, Mode: string(rl.Mode), Taint: rl.Taint.ToString(), DryRun: rl.DryRun, WaitingOn: d.Reason}
+	phase, ok := rl.ConditionPhase(n, d)
+	row := StatusRow{Node: n.Name, Rule: rl.Name, Mode: string(rl.Mode), Taint: rl.Taint.ToString(), DryRun: rl.DryRun, WaitingOn: d.Reason, State: string(phase)}
 	switch {
-	case rl.DryRun && d.Match:
-		row.State = StateWouldTaint
-	case rl.DryRun:
-		return row, false
-	case d.Match && rl.HasTaint(n):
-		row.State = StateTainted
-	case d.Match:
-		row.State, row.WaitingOn = StateMatching, d.Reason+"; not tainted yet: the eviction budget, or the write is pending"
-	case d.Clear && rl.HasTaint(n):
-		row.State = StateClearing
-	case rl.HasTaint(n) && rl.Completed(n):
-		row.State = StateKept
-	case rl.HasTaint(n):
-		row.State, row.WaitingOn = StateTainted, "the taint was not placed by the rule (set by hand?); the rule never lifts it"
-	default:
-		return row, false
+	case phase == rule.PhaseMatching:
+		row.WaitingOn = d.Reason + "; not tainted yet: the eviction budget, or the write is pending"
+	case phase == rule.PhaseTainted && !d.Match:
+		row.WaitingOn = "the taint was not placed by the rule (set by hand?); the rule never lifts it"
 	}
-	return row, true
+	return row, ok
 }
 
 // releasedAfter is creation to the rule's release, from its completion annotation.

@@ -95,13 +95,7 @@ const (
 // Holds reports whether a rule in this state holds the node: its taint is on, or must come
 // back, and it stays until the rule's requirements hold. A binding to such a node (which
 // does not tolerate the taint) is early.
-func (s State) Holds() bool {
-	switch s {
-	case StateHeld, StateHeldRebooted, StateRetainted, StateReturned, StateRebooted, StateRegated, StateRebootedAgain, StateJoining, StateReplacing:
-		return true
-	}
-	return false
-}
+func (s State) Holds() bool { return rows[s].Holds }
 
 // StateOf names the node's state under the rule, with why in words (for `gate status` and
 // events). It is pure. A suspended rule's node is StateSuspended whatever else holds: its
