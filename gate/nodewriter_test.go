@@ -155,7 +155,7 @@ func TestWriteRelease(t *testing.T) {
 	if diff := cmp.Diff([]corev1.Taint{notReadyTaint, gpuTaint}, stored.Spec.Taints); diff != "" {
 		t.Errorf("stored taints mismatch (-want +got):\n%s", diff)
 	}
-	wantAnn := map[string]string{"keep.me/x": "y", config.DefaultCompletedAnnotation: strconv.FormatInt(now.Unix(), 10)}
+	wantAnn := map[string]string{"keep.me/x": "y", config.DefaultCompletedAnnotation: strconv.FormatInt(now.Unix(), 10), unwarmed: "true"}
 	if diff := cmp.Diff(wantAnn, stored.Annotations); diff != "" {
 		t.Errorf("stored annotations mismatch (-want +got):\n%s", diff)
 	}
@@ -445,31 +445,31 @@ func TestReleaseMutation(t *testing.T) {
 			name:     "only the gate taint",
 			node:     testobj.Node("n", t0, testobj.Taints(gateTaint)),
 			wantTnt:  nil,
-			wantAnns: map[string]string{config.DefaultCompletedAnnotation: nowStr},
+			wantAnns: map[string]string{config.DefaultCompletedAnnotation: nowStr, unwarmed: "true"},
 		},
 		{
 			name:     "other taints kept in order",
 			node:     testobj.Node("n", t0, testobj.Taints(gpuTaint, gateTaint, notReadyTaint, foreignTaint)),
 			wantTnt:  []corev1.Taint{gpuTaint, notReadyTaint, foreignTaint},
-			wantAnns: map[string]string{config.DefaultCompletedAnnotation: nowStr},
+			wantAnns: map[string]string{config.DefaultCompletedAnnotation: nowStr, unwarmed: "true"},
 		},
 		{
 			name:     "gate taint registered with another value is removed",
 			node:     testobj.Node("n", t0, testobj.Taints(corev1.Taint{Key: config.DefaultTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule})),
 			wantTnt:  nil,
-			wantAnns: map[string]string{config.DefaultCompletedAnnotation: nowStr},
+			wantAnns: map[string]string{config.DefaultCompletedAnnotation: nowStr, unwarmed: "true"},
 		},
 		{
 			name:     "duplicate gate taints are all removed",
 			node:     testobj.Node("n", t0, testobj.Taints(gateTaint, foreignTaint, gateTaint)),
 			wantTnt:  []corev1.Taint{foreignTaint},
-			wantAnns: map[string]string{config.DefaultCompletedAnnotation: nowStr},
+			wantAnns: map[string]string{config.DefaultCompletedAnnotation: nowStr, unwarmed: "true"},
 		},
 		{
 			name:     "same key, other effect is not the gate's taint",
 			node:     testobj.Node("n", t0, testobj.Taints(corev1.Taint{Key: config.DefaultTaintKey, Effect: corev1.TaintEffectNoExecute}, gateTaint)),
 			wantTnt:  []corev1.Taint{{Key: config.DefaultTaintKey, Effect: corev1.TaintEffectNoExecute}},
-			wantAnns: map[string]string{config.DefaultCompletedAnnotation: nowStr},
+			wantAnns: map[string]string{config.DefaultCompletedAnnotation: nowStr, unwarmed: "true"},
 		},
 		{
 			name:     "completedAt already present is never overwritten",
@@ -487,7 +487,7 @@ func TestReleaseMutation(t *testing.T) {
 			name:     "other annotations kept",
 			node:     testobj.Node("n", t0, testobj.Taints(gateTaint), testobj.NodeAnnotation("a/b", "c")),
 			wantTnt:  nil,
-			wantAnns: map[string]string{"a/b": "c", config.DefaultCompletedAnnotation: nowStr},
+			wantAnns: map[string]string{"a/b": "c", config.DefaultCompletedAnnotation: nowStr, unwarmed: "true"},
 		},
 	}
 	for _, tc := range tests {
@@ -640,3 +640,6 @@ func TestWriteCancelledIsAnError(t *testing.T) {
 		t.Fatalf("Write = %v, %v, %v; want no node and the cancellation", written, wrote, err)
 	}
 }
+
+// unwarmed marks a first release by hand: it did not rest on the rule's requirements.
+const unwarmed = config.DefaultCompletedAnnotation + "_unwarmed"

@@ -106,8 +106,8 @@ func (r *Reconciler) replaceHeld(ctx context.Context, node *corev1.Node, rl *rul
 	log.FromContext(ctx).Info("Node timed out, kept held", "node", klog.KObj(node), "rule", rl.Name, "nodepool", pool, "reason", rp.Reason)
 }
 
-// replaceView gathers what DecideReplace reads (rule.ViewOf): the cached Nodes, the nodes
-// this process marked and the cache does not show marked yet, and the pool's guard from the
+// replaceView gathers what DecideReplace reads (rule.ViewOf): the Nodes as the apiserver has
+// them, the nodes this process marked and a lagging read does not show marked yet, and the pool's guard from the
 // apiserver (the NodePool as read, for the guard's write, is returned too; nil when it was
 // not read). A read that fails is an error, for the reconcile's retry: a node kept held on
 // it would wait for its next change. A NodePool that is gone (or Karpenter's CRDs with it)
@@ -124,8 +124,10 @@ func (r *Reconciler) replaceView(ctx context.Context, node *corev1.Node, rl *rul
 	} else if err != nil {
 		return rule.ReplaceView{}, nil, fmt.Errorf("reading NodePool %s for node %q: %w", name, node.Name, err)
 	}
+	// From the apiserver, not the cache: the replacements in flight are the marks every
+	// replica wrote, the last one of a leader that just stopped among them.
 	list := &corev1.NodeList{}
-	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.apiReader().List(ctx, list); err != nil {
 		return rule.ReplaceView{}, nil, fmt.Errorf("listing nodes for rule %q's replacements (node %q): %w", rl.Name, node.Name, err)
 	}
 	nodes := make([]*corev1.Node, len(list.Items))

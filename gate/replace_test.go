@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -250,5 +251,28 @@ func TestReplaceConfirmsReadinessFirst(t *testing.T) {
 	}
 	if a := getNode(t, api, "a"); rl.Replacing(a) || rl.HasTaint(a) {
 		t.Errorf("a: annotations %v, taints %v; want released, not marked for replacement", a.Annotations, a.Spec.Taints)
+	}
+}
+
+// TestReplaceBudgetReadFromTheAPI (issue 72, defect 6): the replacements in flight are read
+// from the apiserver. A leader that stopped just after marking node a for replacement left
+// the mark where every replica sees it, but the new leader's cache does not show it yet: on
+// 424467d the new leader counted from its cache, found none in flight, and deleted b's
+// NodeClaim too, past maxReplacing 1.
+func TestReplaceBudgetReadFromTheAPI(t *testing.T) {
+	cfg := replaceConfig(t)
+	rl := cfg.EffectiveRules()[0]
+	objs := append([]client.Object{karpenterObject("NodePool", "pool")}, claimedNode("a", "pool")...)
+	objs = append(objs, claimedNode("b", "pool")...)
+	e := newReconcilerEnv(t, cfg, false, interceptor.Funcs{}, objs...)
+	live := append([]client.Object{karpenterObject("NodePool", "pool")}, claimedNode("b", "pool")...)
+	a := claimedNode("a", "pool")
+	marked := a[0].(*corev1.Node)
+	marked.Annotations = map[string]string{rl.ReplacedAnnotation(): strconv.FormatInt(t0.Add(5*time.Minute).Unix(), 10)}
+	api, _ := newFakeClient(interceptor.Funcs{}, append(live, a...)...)
+	e.r.Reader = api
+	e.reconcile(t, "b")
+	if !claimExists(t, e.c, "claim-b") {
+		t.Errorf("b's NodeClaim deleted while a's replacement, marked by the leader before, is in flight (maxReplacing 1)")
 	}
 }

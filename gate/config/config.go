@@ -652,3 +652,24 @@ func ParseTaint(s string) (corev1.Taint, error) {
 	k, v, _ := strings.Cut(kv, "=")
 	return corev1.Taint{Key: k, Value: v, Effect: corev1.TaintEffect(effect)}, nil
 }
+
+// InRules writes a config that describes its default rule in the top-level fields as the
+// same rule in Rules, named "default", the top-level fields back at their defaults: the form
+// an edit of one rule among several needs. A config with Rules is left as it is. The rule
+// keeps its record unless the top-level taint was not the default one (the contract's taint,
+// whose record is the bare completion annotation, is the default's).
+func (c *Config) InRules() {
+	if len(c.Rules) > 0 {
+		return
+	}
+	r := rule.Rule{Name: DefaultRuleName, Mode: rule.Startup, NodeSelector: c.NodeSelector, Taint: c.Taint,
+		Components: c.Components, MinHold: c.MinHold, MaxHold: c.MaxHold, TimeoutPolicy: c.TimeoutPolicy}
+	if c.RequiredCondition != "" {
+		r.Conditions = []rule.ConditionRequirement{rule.ParseConditionRequirement(c.RequiredCondition)}
+	}
+	def := DefaultConfig()
+	c.Taint, c.NodeSelector, c.Components, c.RequiredCondition = def.Taint, def.NodeSelector, def.Components, def.RequiredCondition
+	c.MinHold, c.MaxHold, c.TimeoutPolicy = def.MinHold, def.MaxHold, def.TimeoutPolicy
+	c.Rules = []rule.Rule{r}
+	c.compiled = nil
+}

@@ -214,3 +214,21 @@ func TestUpgradeFromNameKeyedRecords(t *testing.T) {
 		})
 	}
 }
+
+// TestInRulesKeepsTheRule: the default rule written out as a rule is the same rule, with the
+// same record: an edit of it that changes nothing changes nothing.
+func TestInRulesKeepsTheRule(t *testing.T) {
+	top := validConfig(t, func(c *Config) {
+		c.MaxHold, c.TimeoutPolicy, c.RequiredCondition = metav1.Duration{Duration: time.Minute}, rule.TimeoutKeep, "Ready=True"
+	})
+	in := *top
+	in.InRules()
+	if err := in.Validate(); err != nil {
+		t.Fatalf("Validate() after InRules = %v", err)
+	}
+	a, b := top.EffectiveRules()[0], in.EffectiveRules()[0]
+	if a.CompletedAnnotation != b.CompletedAnnotation || a.PlacedAnnotation != b.PlacedAnnotation || a.NodeSelector != b.NodeSelector ||
+		a.MaxHold != b.MaxHold || a.TimeoutPolicy != b.TimeoutPolicy || len(b.Conditions) != 1 {
+		t.Errorf("InRules: %+v; was %+v", b, a)
+	}
+}

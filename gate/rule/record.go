@@ -78,7 +78,20 @@ func (r *Rule) dropUnowned(n *corev1.Node) {
 
 // recordKeys are the suffixes of the annotations kept beside a completion annotation, the
 // completion itself first.
-var recordKeys = []string{"", bootSuffix, evidenceSuffix, regatedSuffix, replacedSuffix}
+var recordKeys = []string{"", bootSuffix, evidenceSuffix, regatedSuffix, replacedSuffix, unwarmedSuffix}
+
+// unwarmedSuffix marks a record whose release did not rest on the rule's requirements: a
+// release by hand (`gate release`), a backfill undone, an adoption, a timeout. The storm
+// guard of timeoutPolicy replace does not count such a release as a node that warmed.
+const unwarmedSuffix = "_unwarmed"
+
+// markUnwarmed records, with a first completion made now, that it did not rest on the rule's
+// requirements.
+func (r *Rule) markUnwarmed(n *corev1.Node, first bool) {
+	if first {
+		setAnnotation(n, r.CompletedAnnotation+unwarmedSuffix, "true")
+	}
+}
 
 // Legacy reports whether the node carries a key of the record an earlier release kept under
 // the rule's name (Migrate moves it).

@@ -141,11 +141,12 @@ func (r *Rule) ViewOf(node *corev1.Node, nodes []*corev1.Node, marked map[string
 }
 
 // completedAfter reports whether the rule released the node after t (its completion
-// annotation holds unix seconds). A replace rule never releases on a timeout, so such a node
-// warmed.
+// annotation holds unix seconds) on its requirements: a node released unwarmed (by hand, a
+// backfill undone, an adoption, a timeout) says nothing of whether the pool's nodes warm.
 func (r *Rule) completedAfter(n *corev1.Node, t time.Time) bool {
 	s, err := strconv.ParseInt(n.Annotations[r.CompletedAnnotation], 10, 64)
-	return err == nil && time.Unix(s, 0).After(t)
+	_, unwarmed := n.Annotations[r.CompletedAnnotation+unwarmedSuffix]
+	return err == nil && !unwarmed && time.Unix(s, 0).After(t)
 }
 
 // ReplaceAction is what a timed-out node of a replace rule gets.

@@ -268,3 +268,34 @@ func TestNodeClaimOf(t *testing.T) {
 		t.Errorf("a node with no owner has a NodeClaim")
 	}
 }
+
+// TestWarmedOnlyOnRequirements (issue 72, defect 6): the storm guard of timeoutPolicy
+// replace stops after timeouts in a row until a node of the pool warms. A node released by
+// hand (`gate release`), a backfill undone or an adoption did not warm: on 424467d each
+// counted as warmed, so releasing a stuck node by hand restarted a stopped storm. A
+// release on the requirements counts.
+func TestWarmedOnlyOnRequirements(t *testing.T) {
+	r := compile(t, Rule{Name: "cni", Taint: cniTaint, Components: []Component{{Name: "cni", Namespace: "kube-system", Selector: "app=cni"}}})
+	last, now := t0, t0.Add(time.Hour)
+	byHand := node(tainted)
+	r.Release(byHand, now)
+	adopted := node(annotated("startup.k8s.io/completedAt", "1"))
+	r.ReleasedAnnotation = "startup.k8s.io/completedAt"
+	if !r.Apply(Decide(r, Readiness{}, Input{Node: adopted, Now: now}), adopted, now) || !r.Completed(adopted) {
+		t.Fatalf("adoption not written: %v", adopted.Annotations)
+	}
+	warmed := node(tainted)
+	pods := []*corev1.Pod{gen(0, true)}
+	d := Decide(r, Readiness{}, Input{Node: warmed, Pods: pods, Now: now})
+	if !d.Release || !r.Apply(d, warmed, now) {
+		t.Fatalf("release on readiness: %+v", d)
+	}
+	for name, c := range map[string]struct {
+		n    *corev1.Node
+		want bool
+	}{"released by hand": {byHand, false}, "adopted": {adopted, false}, "released on its requirements": {warmed, true}} {
+		if got := r.completedAfter(c.n, last); got != c.want {
+			t.Errorf("%s: counted as warmed %v, want %v (annotations %v)", name, got, c.want, c.n.Annotations)
+		}
+	}
+}

@@ -532,8 +532,10 @@ func (r *Rule) Placed(n *corev1.Node) bool {
 // released keeps its original completion time: it is set exactly once. It is the release
 // whatever the readiness (`gate release`); the controller's is Apply's.
 func (r *Rule) Release(n *corev1.Node, now time.Time) {
+	first := !r.Completed(n)
 	r.RemoveTaint(n)
 	r.mark(n, now)
+	r.markUnwarmed(n, first)
 	delete(n.Annotations, r.RegatedAnnotation())
 	delete(n.Annotations, r.ReplacedAnnotation())
 	if id := n.Status.NodeInfo.BootID; r.GatesReboots() && id != "" {

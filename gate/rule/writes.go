@@ -69,8 +69,10 @@ func (r *Rule) Apply(d Decision, n *corev1.Node, now time.Time) bool {
 	}
 	switch d.Write {
 	case WriteRelease:
+		first := !r.Completed(n)
 		r.RemoveTaint(n)
 		r.mark(n, now)
+		r.markUnwarmed(n, first && !d.Met)
 		delete(n.Annotations, r.RegatedAnnotation())
 		delete(n.Annotations, r.ReplacedAnnotation())
 		if r.GatesReboots() && d.Boot != "" {
@@ -146,6 +148,7 @@ func (r *Rule) join(d Decision, n *corev1.Node, now time.Time) bool {
 		r.place(n)
 		return true
 	}
+	r.markUnwarmed(n, !r.Completed(n))
 	r.mark(n, now)
 	if d.Boot != "" {
 		// A rule that ignores reboots keeps the boot too: it may gate them later, and the
