@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,12 +38,9 @@ func (rn *run) bounds() check.Bounds {
 // edits give them: a node that carries one is held.
 func (rn *run) holdingTaints() []string {
 	out := rn.bounds().StartupTaints
-	for _, r := range rn.cfg.Enforced() {
-		for _, s := range rn.sc.Timeline {
-			if e := s.EditRule; r.Mode == rule.Startup && e != nil && e.Rule == r.Name && e.TaintKey != "" {
-				out = append(out, e.TaintKey+":"+string(r.Taint.Effect))
-			}
-		}
+	startup := slices.DeleteFunc(rn.cfg.Enforced(), func(r *rule.Rule) bool { return r.Mode != rule.Startup })
+	for _, t := range rn.sc.EditTaints(startup) {
+		out = append(out, t.Key+":"+string(t.Effect))
 	}
 	return out
 }

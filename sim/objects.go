@@ -33,12 +33,8 @@ func (rn *run) setup(ctx context.Context) error {
 	var taints []corev1.Taint
 	for _, r := range rn.cfg.EffectiveRules() {
 		taints = append(taints, r.Taint)
-		for _, s := range rn.sc.Timeline {
-			if e := s.EditRule; e != nil && e.Rule == r.Name && e.TaintKey != "" {
-				taints = append(taints, corev1.Taint{Key: e.TaintKey, Effect: r.Taint.Effect})
-			}
-		}
 	}
+	taints = append(taints, rn.sc.EditTaints(rn.cfg.EffectiveRules())...)
 	for _, ds := range rn.sc.DaemonSetObjects(rn.ns, taints) {
 		if _, err := cs.AppsV1().DaemonSets(rn.ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating daemonset %s: %w", ds.Name, err)

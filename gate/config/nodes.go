@@ -193,9 +193,11 @@ func (c *Config) Migrate(n *corev1.Node) {
 }
 
 // Frozen reports whether the gate lifts no orphan from the node yet: a rule that selects it
-// is suspended (its holds stay, and a taint it placed before its taint changed may be the
-// one holding the node), or has no record of it yet (it has not joined the orphan's hold,
-// nor adopted the node from the orphan's record, which tells it the boot to re-gate).
+// is suspended, made a dry run or not (suspend wins: its holds stay, and a taint it placed
+// before its taint changed may be the one holding the node), or a rule that holds nodes from
+// creation has no record of it yet (it has not joined the orphan's hold, nor adopted the node
+// from the orphan's record, which tells it the boot to re-gate).
 func (c *Config) Frozen(n *corev1.Node) bool {
-	return slices.ContainsFunc(c.Gating(), func(r *rule.Rule) bool { return r.Matches(n) && (r.Suspend || !r.Recorded(n)) })
+	return slices.ContainsFunc(c.EffectiveRules(), func(r *rule.Rule) bool { return r.Suspend && r.Matches(n) }) ||
+		slices.ContainsFunc(c.Admitting(), func(r *rule.Rule) bool { return r.Matches(n) && !r.Recorded(n) })
 }

@@ -8,9 +8,11 @@
 //     every k of the scenario's run in turn, and restarted;
 //   - stale views: the gate's Node or Pod watch delivering late over a window the seed
 //     chooses, or cut over and over so that its informers re-list and skip versions;
-//   - config transitions: an operator's edit of a rule (suspend, onReboot, dry run, a
-//     selector that no longer matches, a rename, a new taint key, a removal) at a moment
-//     the seed chooses, undone or not.
+//   - config transitions: one to three operators' edits, each a pair of valid configs
+//     drawn over every field of a rule (the top-level default rule among them): its name,
+//     taint key and effect, mode, components, selector, maxHold, timeoutPolicy, onReboot,
+//     suspend and dry run, and a rule added or removed, at moments the seed chooses, each
+//     undone or not.
 //
 // Every run is judged by the simulator's invariants (sim/check: no early Pod, no stranded
 // node, no foreign taint lost, no release before readiness, ...) and by a bound on the
@@ -20,12 +22,16 @@
 package explore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/startupgate/startupgate/gate/rule"
@@ -64,6 +70,8 @@ type Case struct {
 	Seed  uint64 `json:"seed"`
 	// What says in words what the perturbation is.
 	What string `json:"what"`
+	// Fields are the config fields a transition's edits changed, in order.
+	Fields []string `json:"fields,omitempty"`
 	// Scenario is the perturbed scenario.
 	Scenario *scenario.Scenario `json:"-"`
 	// Off runs the case with no gate at all: a negative control's.
@@ -116,10 +124,15 @@ func failsOpen(sc *scenario.Scenario) []string {
 	return failOpen
 }
 
-// takesHold reports whether an edit takes a rule's hold away from nodes it held.
+// takesHold reports whether an edit takes a rule's hold away from nodes it held, or loosens
+// what the hold waits for, on purpose: a selector changed, a dry run, a removal, onReboot
+// ignore, a suspension for good, an effect that no longer keeps Pods off, a maxHold or a
+// timeout policy that may end holds sooner, fewer components, another mode. A rename, a new
+// taint key and an added rule take nothing away: the runs of those are judged in full.
 func takesHold(e *scenario.EditRule) bool {
 	return e.NodeSelector != nil || e.DryRun != nil && *e.DryRun || e.Remove || e.OnReboot == string(rule.RebootIgnore) ||
-		e.Suspend != nil && *e.Suspend && e.For == 0
+		e.Suspend != nil && *e.Suspend && e.For == 0 || e.Effect != "" || e.MaxHold != nil || e.TimeoutPolicy != "" ||
+		e.Components != nil || e.Mode != ""
 }
 
 // Replay is the command that runs the case again. A case an interrupt cut short before it
@@ -168,7 +181,10 @@ func inProcess(sc *scenario.Scenario) bool {
 func Make(base *scenario.Scenario, kind Kind, index int, seed uint64, writes int) (Case, bool) {
 	sc := prepare(base)
 	c := Case{Base: base.Name, Kind: kind, Index: index, Seed: seed, Scenario: sc}
-	rng := rand.New(rand.NewPCG(seed, uint64(index)<<8|uint64(slices.Index(Kinds, kind))))
+	// The base's name in the stream: each scenario draws its own edits and moments.
+	h := fnv.New64a()
+	h.Write([]byte(base.Name))
+	rng := rand.New(rand.NewPCG(seed^h.Sum64(), uint64(index)<<8|uint64(slices.Index(Kinds, kind))))
 	span := lastStep(base) + 2*time.Second
 	at := func() time.Duration { return time.Duration(rng.Int64N(int64(span))) }
 	var step scenario.Step
@@ -198,17 +214,30 @@ func Make(base *scenario.Scenario, kind Kind, index int, seed uint64, writes int
 		c.UntaintedOnly = failsOpen(sc)
 		c.What = fmt.Sprintf("connections cut every %s for %s from %s", d.Every, d.Duration, step.At.Round(time.Millisecond))
 	case Transition:
-		e, ok := edit(sc, rng)
-		if !ok {
+		es, fields := edits(sc, rng)
+		if len(es) == 0 {
 			return c, false
 		}
-		step = scenario.Step{At: at(), EditRule: e}
-		// The edit restarts every replica (Reconfigure): the outage is a crash point's.
-		c.DownOnly, c.UntaintedOnly = gateDown, failsOpen(sc)
-		c.What = fmt.Sprintf("at %s: %s", step.At.Round(time.Millisecond), describe(e))
-		if takesHold(e) {
-			c.Unjudged = liftsHold
+		// In the order drawn: a later edit may name a rule an earlier one renamed or added.
+		times := make([]time.Duration, len(es))
+		for i := range times {
+			times[i] = at()
 		}
+		slices.Sort(times)
+		var whats []string
+		for i, e := range es {
+			step := scenario.Step{At: times[i], EditRule: e}
+			sc.Timeline = append(sc.Timeline, step)
+			whats = append(whats, fmt.Sprintf("at %s: %s", step.At.Round(time.Millisecond), describe(e)))
+			if takesHold(e) {
+				c.Unjudged = liftsHold
+			}
+		}
+		slices.SortStableFunc(sc.Timeline, func(a, b scenario.Step) int { return cmp.Compare(a.At, b.At) })
+		// An edit restarts every replica (Reconfigure): the outage is a crash point's.
+		c.DownOnly, c.UntaintedOnly = gateDown, failsOpen(sc)
+		c.What, c.Fields = strings.Join(whats, "; "), fields
+		return c, true
 	default:
 		return c, false
 	}
@@ -241,48 +270,96 @@ func lastStep(sc *scenario.Scenario) time.Duration {
 	return last
 }
 
-// edit draws an operator's edit of one of the scenario's rules: one that a run of the
-// base can meet (a rule that exists all run long, which no step of the base removes or
-// renames; a removal only of one rule of several; onReboot only on a startup rule with a
-// component). Half are undone after a while.
-func edit(sc *scenario.Scenario, rng *rand.Rand) (*scenario.EditRule, bool) {
-	rules := slices.DeleteFunc(slices.Clone(sc.GateConfig.Rules), func(r rule.Rule) bool { return !lasts(sc, r.Name) })
-	if len(rules) == 0 {
-		return nil, false // the default rule, which an edit of rules cannot name, or none that lasts
+// edits draws one to three operators' edits of the scenario's rules (the top-level default
+// rule named "default"), each a field of a rule changed to another value the config takes,
+// checked by applying the sequence to the scenario's config and validating it. It returns
+// the edits and the fields they change; none when no rule lasts the run (a step of the base
+// removes or renames it). A rule a step of the base names keeps its name: renamed or removed,
+// that step would name a rule that no longer runs.
+func edits(sc *scenario.Scenario, rng *rand.Rand) ([]*scenario.EditRule, []string) {
+	cfg := sc.GateConfig
+	cfg.Rules = slices.Clone(cfg.Rules)
+	cfg.InRules()
+	var out []*scenario.EditRule
+	var fields []string
+	n := 1 + rng.IntN(3)
+	for tries := 0; len(out) < n && tries < 20; tries++ {
+		lasting := slices.DeleteFunc(slices.Clone(cfg.Rules), func(r rule.Rule) bool { return !lasts(sc, r.Name) })
+		if len(lasting) == 0 {
+			break
+		}
+		r := lasting[rng.IntN(len(lasting))]
+		e, field := drawEdit(r, len(cfg.Rules), !namedByStep(sc, r.Name), rng)
+		next := cfg
+		next.Rules = slices.Clone(cfg.Rules)
+		if !e.Apply(&next, func(sel string) string { return sel }) || next.Validate() != nil {
+			continue
+		}
+		// Only the last edit may be undone: its undo then meets only the edits before it,
+		// which its check included.
+		if len(out) == n-1 && !e.Remove && e.Add == "" && e.Rename == "" && rng.IntN(2) == 0 {
+			e.For = time.Duration(2+rng.IntN(8)) * time.Second
+		}
+		cfg = next
+		out, fields = append(out, e), append(fields, field)
 	}
-	r := rules[rng.IntN(len(rules))]
+	return out, fields
+}
+
+// Fields are the config fields a transition's edit may change, each named as the config
+// names it (add and remove: a rule).
+var Fields = []string{"name", "taint.key", "taint.effect", "mode", "components", "nodeSelector", "maxHold",
+	"timeoutPolicy", "onReboot", "suspend", "dryRun", "add", "remove"}
+
+// drawEdit draws one edit of rule r, one of rules rules: a field and a new value for it.
+// renames says whether r may be renamed or removed.
+func drawEdit(r rule.Rule, rules int, renames bool, rng *rand.Rand) (*scenario.EditRule, string) {
 	e := &scenario.EditRule{Rule: r.Name}
-	// A rule a step of the base names (a suspension, an edit) keeps its name: renamed or
-	// removed, that step would name a rule that no longer runs.
-	named := !namedByStep(sc, r.Name)
-	choices := []func(){
-		func() { e.Suspend = ptr.To(true) },
-		func() { e.DryRun = ptr.To(!r.DryRun) },
-		func() { e.NodeSelector = ptr.To("startupgate.io/explore-none=true") },
-	}
-	if named {
-		choices = append(choices, func() { e.Rename = r.Name + "-renamed" })
-	}
-	choices = append(choices, func() { e.TaintKey = r.Taint.Key + "-rekeyed" })
-	if (r.Mode == "" || r.Mode == rule.Startup) && len(r.Components) > 0 {
-		choices = append(choices, func() {
-			e.OnReboot = map[bool]string{true: string(rule.RebootIgnore), false: string(rule.RebootGate)}[r.OnReboot == rule.RebootGate]
+	field := Fields[rng.IntN(len(Fields))]
+	switch field {
+	case "name":
+		if !renames {
+			return drawEdit(r, rules, renames, rng)
+		}
+		e.Rename = r.Name + "-renamed"
+	case "taint.key":
+		e.TaintKey = r.Taint.Key + "-rekeyed"
+	case "taint.effect":
+		e.Effect = string(map[bool]corev1.TaintEffect{true: corev1.TaintEffectPreferNoSchedule, false: corev1.TaintEffectNoSchedule}[r.Taint.Effect == corev1.TaintEffectNoSchedule])
+	case "mode":
+		e.Mode = string(map[bool]rule.Mode{true: rule.Continuous, false: rule.Startup}[r.Mode == "" || r.Mode == rule.Startup])
+	case "components":
+		e.Components = slices.Clone(r.Components)
+		if len(e.Components) > 1 {
+			e.Components = e.Components[:len(e.Components)-1]
+		} else if len(e.Components) == 1 {
+			e.Components[0].Name += "-renamed" // the same Pods, under another name
+		}
+	case "nodeSelector":
+		e.NodeSelector = ptr.To(map[bool]string{true: "startupgate.io/explore-none=true", false: ""}[rng.IntN(2) == 0])
+	case "maxHold":
+		d := []time.Duration{r.MaxHold.Duration / 2, 2 * r.MaxHold.Duration, 0, 20 * time.Second}[rng.IntN(4)]
+		e.MaxHold = &d
+	case "timeoutPolicy":
+		policies := slices.DeleteFunc([]rule.TimeoutPolicy{rule.TimeoutRelease, rule.TimeoutKeep, rule.TimeoutReplace}, func(p rule.TimeoutPolicy) bool {
+			return p == r.TimeoutPolicy || p == "" && r.TimeoutPolicy == rule.TimeoutRelease
 		})
+		e.TimeoutPolicy = string(policies[rng.IntN(len(policies))])
+	case "onReboot":
+		e.OnReboot = string(map[bool]rule.RebootPolicy{true: rule.RebootIgnore, false: rule.RebootGate}[r.OnReboot == rule.RebootGate])
+	case "suspend":
+		e.Suspend = ptr.To(!r.Suspend)
+	case "dryRun":
+		e.DryRun = ptr.To(!r.DryRun)
+	case "add":
+		e.Add = r.Name + "-added"
+	case "remove":
+		if rules < 2 || !renames {
+			return drawEdit(r, rules, renames, rng)
+		}
+		e.Remove = true
 	}
-	if len(rules) > 1 && named {
-		choices = append(choices, func() { e.Remove = true })
-	}
-	if (r.Mode == "" || r.Mode == rule.Startup) && r.MaxHold.Duration > 0 {
-		// To and from replace, while nodes are held, timed out or being replaced.
-		choices = append(choices, func() {
-			e.TimeoutPolicy = map[bool]string{true: string(rule.TimeoutKeep), false: string(rule.TimeoutReplace)}[r.TimeoutPolicy == rule.TimeoutReplace]
-		})
-	}
-	choices[rng.IntN(len(choices))]()
-	if !e.Remove && e.Rename == "" && rng.IntN(2) == 0 {
-		e.For = time.Duration(2+rng.IntN(8)) * time.Second
-	}
-	return e, true
+	return e, field
 }
 
 // lasts reports whether the rule of that name is in force all through the scenario's run:
@@ -307,19 +384,31 @@ func describe(e *scenario.EditRule) string {
 	var what string
 	switch {
 	case e.Suspend != nil:
-		what = "suspend"
+		what = fmt.Sprintf("suspend: %v", *e.Suspend)
 	case e.DryRun != nil:
 		what = fmt.Sprintf("dryRun: %v", *e.DryRun)
+	case e.NodeSelector != nil && *e.NodeSelector == "":
+		what = "selector cleared to every node"
 	case e.NodeSelector != nil:
 		what = "selector narrowed to no node"
 	case e.Rename != "":
 		what = "renamed " + e.Rename
 	case e.TaintKey != "":
 		what = "taint key " + e.TaintKey
+	case e.Effect != "":
+		what = "taint effect " + e.Effect
+	case e.Mode != "":
+		what = "mode: " + e.Mode
+	case e.Components != nil:
+		what = fmt.Sprintf("components: %d", len(e.Components))
+	case e.MaxHold != nil:
+		what = "maxHold: " + e.MaxHold.String()
 	case e.OnReboot != "":
 		what = "onReboot: " + e.OnReboot
 	case e.Remove:
 		what = "removed"
+	case e.Add != "":
+		what = "rule " + e.Add + " added beside it"
 	case e.TimeoutPolicy != "":
 		what = "timeoutPolicy: " + e.TimeoutPolicy
 	}

@@ -3,6 +3,7 @@ package explore
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -29,8 +30,9 @@ func loadSuite(t *testing.T) []*scenario.Scenario {
 }
 
 // TestPlan: a plan perturbs every scenario the explorer applies to with every kind that
-// applies to it, each case adding exactly one step to its base, crash points only within
-// the base's writes; the same seed gives the same plan.
+// applies to it, each case adding exactly one step to its base (a transition: one per edit,
+// one to three), crash points only within the base's writes; the same seed gives the same
+// plan.
 func TestPlan(t *testing.T) {
 	scs := loadSuite(t)
 	writes := map[string]int{}
@@ -43,11 +45,14 @@ func TestPlan(t *testing.T) {
 		kinds[c.Kind]++
 		bases[c.Base] = true
 		i := slices.IndexFunc(scs, func(sc *scenario.Scenario) bool { return sc.Name == c.Base })
-		if got, want := len(c.Scenario.Timeline), len(scs[i].Timeline)+1; got != want {
-			t.Errorf("%s %s: %d steps, want the base's %d and one more", c.Kind, c.Base, got, want-1)
+		added := addedSteps(scs[i], c.Scenario)
+		if want := max(1, len(c.Fields)); len(added) != want || len(c.Fields) > 3 {
+			t.Errorf("%s %s: %d steps added, want %d (fields %v)", c.Kind, c.Base, len(added), want, c.Fields)
 		}
-		if act := c.Scenario.Timeline[len(c.Scenario.Timeline)-1].Action(); act == nil {
-			t.Errorf("%s %s: the added step has no one action", c.Kind, c.Base)
+		for _, st := range added {
+			if st.Action() == nil {
+				t.Errorf("%s %s: an added step has no one action", c.Kind, c.Base)
+			}
 		}
 		if (c.Kind == CrashBefore || c.Kind == CrashAfter) && (c.Index < 1 || c.Index > 5) {
 			t.Errorf("%s %s: crash point at write %d of 5", c.Kind, c.Base, c.Index)
@@ -60,14 +65,14 @@ func TestPlan(t *testing.T) {
 		if !Applies(scs[i]) {
 			t.Errorf("%s: perturbed, though the explorer does not apply to it", c.Base)
 		}
-		if e := c.Scenario.Timeline[len(c.Scenario.Timeline)-1].EditRule; e != nil && !lasts(scs[i], e.Rule) {
-			t.Errorf("%s %s: edits rule %s, which the base removes or renames", c.Kind, c.Base, e.Rule)
-		}
-		if e := c.Scenario.Timeline[len(c.Scenario.Timeline)-1].EditRule; e != nil && (e.Remove || e.Rename != "") &&
-			slices.ContainsFunc(scs[i].Timeline, func(s scenario.Step) bool {
-				return s.SuspendRule != nil && s.SuspendRule.Rule == e.Rule || s.EditRule != nil && s.EditRule.Rule == e.Rule
-			}) {
-			t.Errorf("%s %s: %s, a rule a step of the base names", c.Kind, c.Base, c.What)
+		for _, st := range added {
+			e := st.EditRule
+			if e != nil && (e.Remove || e.Rename != "") &&
+				slices.ContainsFunc(scs[i].Timeline, func(s scenario.Step) bool {
+					return s.SuspendRule != nil && s.SuspendRule.Rule == e.Rule || s.EditRule != nil && s.EditRule.Rule == e.Rule
+				}) {
+				t.Errorf("%s %s: %s, a rule a step of the base names", c.Kind, c.Base, c.What)
+			}
 		}
 	}
 	for _, k := range Kinds {
@@ -90,6 +95,60 @@ func TestPlan(t *testing.T) {
 	if base := scs[0].Timeline; len(base) != len(loadSuite(t)[0].Timeline) {
 		t.Errorf("planning changed a base scenario's timeline")
 	}
+}
+
+// addedSteps are the steps of perturbed that its base lacks.
+func addedSteps(base, perturbed *scenario.Scenario) []scenario.Step {
+	var out []scenario.Step
+	for _, s := range perturbed.Timeline {
+		if !slices.ContainsFunc(base.Timeline, func(b scenario.Step) bool { return reflect.DeepEqual(b, s) }) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestGeneratedEdits: the transitions' edits cover every field of a rule (Fields), on the
+// scenarios with the top-level default rule as on those with rules, single and in
+// sequences, and every sequence applied to its scenario's config validates.
+func TestGeneratedEdits(t *testing.T) {
+	scs := loadSuite(t)
+	fields, lengths, bases := map[string]int{}, map[int]int{}, map[string]bool{}
+	for _, c := range Plan(scs, nil, 12, 0, 3) {
+		if c.Kind != Transition {
+			continue
+		}
+		bases[c.Base] = true
+		lengths[len(c.Fields)]++
+		for _, f := range c.Fields {
+			fields[f]++
+		}
+		cfg := c.Scenario.GateConfig
+		cfg.Rules = slices.Clone(cfg.Rules)
+		for _, st := range addedSteps(scs[slices.IndexFunc(scs, func(sc *scenario.Scenario) bool { return sc.Name == c.Base })], c.Scenario) {
+			if !st.EditRule.Apply(&cfg, func(s string) string { return s }) {
+				t.Errorf("%s: %s: the edit names no rule of the config", c.Base, c.What)
+			}
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("%s: %s: %v", c.Base, c.What, err)
+		}
+	}
+	for _, f := range Fields {
+		if fields[f] == 0 {
+			t.Errorf("no edit of %s", f)
+		}
+	}
+	defaultRule := 0
+	for _, sc := range scs {
+		if bases[sc.Name] && len(sc.GateConfig.Rules) == 0 {
+			defaultRule++
+		}
+	}
+	if defaultRule == 0 || lengths[2]+lengths[3] == 0 {
+		t.Errorf("%d scenarios of the default rule edited, sequences %v: want some of each", defaultRule, lengths)
+	}
+	t.Logf("edits by field %v; sequences by length %v; %d scenarios, %d of them the default rule's", fields, lengths, len(bases), defaultRule)
 }
 
 // TestControls: every invariant has its negative control, built from the suite.

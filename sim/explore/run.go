@@ -213,6 +213,7 @@ func Table(w io.Writer, results []Result) {
 		}
 	}
 	fmt.Fprintf(w, "| **all** | | **%d** | **%d** |\n", total, totalBad)
+	writeFields(w, results)
 	writeTimedOut(w, results)
 	var controls []string
 	for _, r := range results {
@@ -233,6 +234,32 @@ func Table(w io.Writer, results []Result) {
 	sort.SliceStable(bad, func(i, j int) bool { return bad[i].Case.Kind < bad[j].Case.Kind })
 	for _, r := range bad {
 		fmt.Fprintf(w, "\n- %s %s (%s), seed %d: %s\n  replay: `%s`\n", r.Case.Kind, r.Case.Base, r.Case.What, r.Case.Seed, failure(r), r.Case.Replay())
+	}
+}
+
+// writeFields writes, for the config transitions, how many runs edited each field (a run of
+// a sequence counts once for each field it edits) and how many of those broke an invariant.
+func writeFields(w io.Writer, results []Result) {
+	runs, bad := map[string]int{}, map[string]int{}
+	edits := 0
+	for _, r := range results {
+		if r.Control != "" || r.Case.Kind != Transition {
+			continue
+		}
+		edits += len(r.Case.Fields)
+		for _, f := range r.Case.Fields {
+			runs[f]++
+			if r.Violated() {
+				bad[f]++
+			}
+		}
+	}
+	if edits == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%d generated config edits:\n\n| field | runs | violations |\n|---|---:|---:|\n", edits)
+	for _, f := range Fields {
+		fmt.Fprintf(w, "| %s | %d | %d |\n", f, runs[f], bad[f])
 	}
 }
 

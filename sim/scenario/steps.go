@@ -5,6 +5,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/startupgate/startupgate/gate/rule"
 )
 
 // Step is one timeline entry: at an offset from the start, exactly one action.
@@ -208,6 +210,16 @@ type EditRule struct {
 	// TimeoutPolicy sets the rule's timeoutPolicy (release, keep or replace); away from
 	// replace, the replacement budget's fields are cleared with it.
 	TimeoutPolicy string `yaml:"timeoutPolicy"`
+	// Effect gives the rule's taint a new effect.
+	Effect string `yaml:"effect"`
+	// Mode switches the rule to startup or continuous (to continuous, onReboot goes back to
+	// ignore, which only a startup rule may leave).
+	Mode string `yaml:"mode"`
+	// Components replaces the rule's components.
+	Components []rule.Component `yaml:"components"`
+	// Add adds a rule of this name beside Rule: a copy of it, its taint key with "-added"
+	// appended. Undone, it is removed again.
+	Add string `yaml:"add"`
 	// For, if set, is how long the edit lasts before it is undone.
 	For time.Duration `yaml:"for"`
 }

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/startupgate/startupgate/gate/rule"
 )
 
 // defaultAndValidate fills the defaults and rejects what cannot run, one concern at a time.
@@ -215,8 +217,11 @@ func (e *EditRule) validate() error {
 	switch {
 	case e.Rule == "":
 		return fmt.Errorf("editRule.rule is required")
-	case e.OnReboot == "" && e.Suspend == nil && e.DryRun == nil && !e.Remove && e.Rename == "" && e.TaintKey == "" && e.NodeSelector == nil && e.MaxHold == nil:
+	case e.OnReboot == "" && e.Suspend == nil && e.DryRun == nil && !e.Remove && e.Rename == "" && e.TaintKey == "" && e.NodeSelector == nil && e.MaxHold == nil &&
+		e.TimeoutPolicy == "" && e.Effect == "" && e.Mode == "" && e.Components == nil && e.Add == "":
 		return fmt.Errorf("editRule: set at least one change")
+	case e.Mode != "" && e.Mode != string(rule.Startup) && e.Mode != string(rule.Continuous):
+		return fmt.Errorf("editRule.mode %q: want startup or continuous", e.Mode)
 	case e.OnReboot != "" && e.OnReboot != "ignore" && e.OnReboot != "gate":
 		return fmt.Errorf("editRule.onReboot %q: want ignore or gate", e.OnReboot)
 	case e.For < 0 || e.MaxHold != nil && *e.MaxHold < 0:
