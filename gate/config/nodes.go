@@ -192,12 +192,18 @@ func (c *Config) Migrate(n *corev1.Node) {
 	}
 }
 
-// Frozen reports whether the gate lifts no orphan from the node yet: a rule that selects it
-// is suspended, made a dry run or not (suspend wins: its holds stay, and a taint it placed
-// before its taint changed may be the one holding the node), or a rule that holds nodes from
-// creation has no record of it yet (it has not joined the orphan's hold, nor adopted the node
-// from the orphan's record, which tells it the boot to re-gate).
+// Frozen reports whether the gate lifts no orphan from the node yet: a suspended rule, made a
+// dry run or not (suspend wins), selects it (its holds stay, and a taint it placed before
+// its taint changed, or a re-gate under a record it had, may be the one holding the node; a
+// mark does not say which rule placed it), or a rule that holds nodes from creation has no
+// record of it yet (it has not joined the orphan's hold, nor adopted the node from the
+// orphan's record, which tells it the boot to re-gate). While a rule is suspended, then, no
+// orphan on the nodes it selects comes off, a condition rule's old key among them.
 func (c *Config) Frozen(n *corev1.Node) bool {
-	return slices.ContainsFunc(c.EffectiveRules(), func(r *rule.Rule) bool { return r.Suspend && r.Matches(n) }) ||
-		slices.ContainsFunc(c.Admitting(), func(r *rule.Rule) bool { return r.Matches(n) && !r.Recorded(n) })
+	return c.SuspendedOn(n) || slices.ContainsFunc(c.Admitting(), func(r *rule.Rule) bool { return r.Matches(n) && !r.Recorded(n) })
+}
+
+// SuspendedOn reports whether a suspended rule, made a dry run or not, selects the node.
+func (c *Config) SuspendedOn(n *corev1.Node) bool {
+	return slices.ContainsFunc(c.EffectiveRules(), func(r *rule.Rule) bool { return r.Suspend && r.Matches(n) })
 }

@@ -51,11 +51,13 @@ func RecordName(t corev1.Taint) string {
 // on.
 func (r *Rule) Recorded(n *corev1.Node) bool { return r.Completed(n) || r.HasTaint(n) }
 
-// dropUnowned removes the records of the gate's that no rule of the config keeps (their
-// taint gone from every rule: GateRecords) and whose taint is off (no mark): the rule
-// adopting the node has taken what they held, and a rule given their taint again later
-// adopts the node afresh rather than read a record nothing kept up to date. A record whose
-// taint is still on (an orphan in its grace period) stays with it: the taint's hold is its.
+// dropUnowned removes what the records no rule of the config keeps (their taint gone from
+// every rule: GateRecords) hold beside their completion, when their taint is off (no mark):
+// the rule adopting the node has taken it, and a rule given their taint again later finds
+// its completion with no boot or readiness, and records them afresh from the records kept
+// up to date (StateBootUnrecorded) rather than read stale ones. The completion stays: it is
+// written once (the contract's completedAt among them). A record whose taint is still on
+// (an orphan in its grace period) stays whole: the taint's hold is its.
 func (r *Rule) dropUnowned(n *corev1.Node) {
 	if r.ReleasedAnnotation == "" || len(r.GateRecords) == 0 {
 		return
@@ -70,7 +72,7 @@ func (r *Rule) dropUnowned(n *corev1.Node) {
 		if done != r.ReleasedAnnotation {
 			record = strings.TrimPrefix(done, r.ReleasedAnnotation+".")
 		}
-		if _, marked := n.Annotations[marks+record]; !marked {
+		if _, marked := n.Annotations[marks+record]; !marked && k != done {
 			delete(n.Annotations, k)
 		}
 	}

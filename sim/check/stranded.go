@@ -57,7 +57,9 @@ func strandedBy(n *corev1.Node, pods []*corev1.Pod, cfg *config.Config, t corev1
 	for _, o := range cfg.Orphans(n) {
 		marked = marked || o.Taint.Key == t.Key && o.Taint.Effect == t.Effect
 	}
-	if marked {
+	// An orphan on a node a suspended rule selects waits by design (config.Frozen): the
+	// suspension is the reason `gate status` shows.
+	if marked && !cfg.SuspendedOn(n) {
 		return "placed by the gate for a rule it no longer runs, and still on", true
 	}
 	return "", false

@@ -289,7 +289,7 @@ func edits(sc *scenario.Scenario, rng *rand.Rand) ([]*scenario.EditRule, []strin
 			break
 		}
 		r := lasting[rng.IntN(len(lasting))]
-		e, field := drawEdit(r, len(cfg.Rules), !namedByStep(sc, r.Name), rng)
+		e, field := drawEdit(r, len(lasting), !namedByStep(sc, r.Name), rng)
 		next := cfg
 		next.Rules = slices.Clone(cfg.Rules)
 		if !e.Apply(&next, func(sel string) string { return sel }) || next.Validate() != nil {
@@ -311,7 +311,8 @@ func edits(sc *scenario.Scenario, rng *rand.Rand) ([]*scenario.EditRule, []strin
 var Fields = []string{"name", "taint.key", "taint.effect", "mode", "components", "nodeSelector", "maxHold",
 	"timeoutPolicy", "onReboot", "suspend", "dryRun", "add", "remove"}
 
-// drawEdit draws one edit of rule r, one of rules rules: a field and a new value for it.
+// drawEdit draws one edit of rule r, one of rules that last the run: a field and a new
+// value for it (a removal only of one of several, lest a removal by the base leave none).
 // renames says whether r may be renamed or removed.
 func drawEdit(r rule.Rule, rules int, renames bool, rng *rand.Rand) (*scenario.EditRule, string) {
 	e := &scenario.EditRule{Rule: r.Name}
@@ -338,7 +339,10 @@ func drawEdit(r rule.Rule, rules int, renames bool, rng *rand.Rand) (*scenario.E
 	case "nodeSelector":
 		e.NodeSelector = ptr.To(map[bool]string{true: "startupgate.io/explore-none=true", false: ""}[rng.IntN(2) == 0])
 	case "maxHold":
-		d := []time.Duration{r.MaxHold.Duration / 2, 2 * r.MaxHold.Duration, 0, 20 * time.Second}[rng.IntN(4)]
+		// Shortened, lengthened, cleared or set: never the value it has.
+		values := slices.DeleteFunc([]time.Duration{r.MaxHold.Duration / 2, 2 * r.MaxHold.Duration, 0, 20 * time.Second},
+			func(d time.Duration) bool { return d == r.MaxHold.Duration })
+		d := values[rng.IntN(len(values))]
 		e.MaxHold = &d
 	case "timeoutPolicy":
 		policies := slices.DeleteFunc([]rule.TimeoutPolicy{rule.TimeoutRelease, rule.TimeoutKeep, rule.TimeoutReplace}, func(p rule.TimeoutPolicy) bool {

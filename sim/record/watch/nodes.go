@@ -61,9 +61,12 @@ func (r *Recorder) node(old, cur *corev1.Node) {
 	}
 }
 
-// released: the node has its completion and not the gate's taint.
+// released: the node has its completion and not the gate's taint. A node the gate released
+// under any record is in service: a rule added since adopts it (state adopting) and does not
+// hold it, so it is released before that rule writes its own completion.
 func (r *Recorder) released(n *corev1.Node) bool {
-	return r.config().Released(n) && !r.config().HasTaint(n)
+	cfg := r.config()
+	return (cfg.Released(n) || cfg.InService(n)) && !cfg.HasTaint(n)
 }
 
 // rules records, per rule, what this version shows: completion annotations that change
