@@ -21,6 +21,7 @@ import (
 
 	"github.com/startupgate/startupgate/gate"
 	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/gate/rule"
 	"github.com/startupgate/startupgate/sim/gateundertest"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
@@ -78,7 +79,8 @@ func TestWebhookPolicyEquivalenceRules(t *testing.T) {
 		{name: "system", labels: map[string]string{"kubernetes.azure.com/mode": "system", "accelerator": "nvidia"}, want: taints(0, 0, 0)},
 		{name: "storage-dry-run", labels: map[string]string{"storage": "csi"}, want: taints(1, 0, 1)},
 		{name: "init-released", labels: nvidia, annotations: map[string]string{config.DefaultCompletedAnnotation: "1"}, want: taints(0, 1, 1)},
-		{name: "gpu-released", labels: nvidia, annotations: map[string]string{config.DefaultCompletedAnnotation + ".gpu": "1"}, want: taints(1, 0, 1)},
+		{name: "gpu-released", labels: nvidia, annotations: map[string]string{
+			config.DefaultCompletedAnnotation + "." + rule.RecordName(corev1.Taint{Key: gpu, Effect: corev1.TaintEffectNoSchedule}): "1"}, want: taints(1, 0, 1)},
 	})
 }
 
