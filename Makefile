@@ -32,11 +32,11 @@ SOAK_RUNS     ?= 1000
 SOAK_SEED     ?= 1
 SOAK_PARALLEL ?= 4
 # make explore: cases per perturbation kind and scenario, the first seed, and how many at once;
-# per kind for an autoscaler's scenario, whose cases run one at a time (0: none).
+# per kind for an autoscaler's scenario, whose cases run one at a time on a second plane (0: none).
 EXPLORE_PER_KIND ?= 12
 EXPLORE_ALONE_PER_KIND ?= 1
 EXPLORE_SEED     ?= 1
-EXPLORE_PARALLEL ?= 4
+EXPLORE_PARALLEL ?= 6
 # How deep the pure exploration of the reboot state machine goes in make explore.
 EXPLORE_DEPTH    ?= 6
 SOAK_REPEAT   ?= $(shell n=$$(ls $(SCENARIOS)/*.yaml | wc -l); echo $$(( ($(SOAK_RUNS) + n - 1) / n )))

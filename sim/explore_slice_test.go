@@ -32,7 +32,7 @@ func TestExploreSlice(t *testing.T) {
 	rc, plane := sim.SharedPlane(t)
 	run := explore.SimRunner(rc, plane)
 	ctx := context.Background()
-	writes, results := explore.Baselines(ctx, bases, 1, 2, run, nil)
+	writes, results := explore.Baselines(ctx, bases, 1, 2, run, nil, nil)
 	cases := explore.Plan(bases, writes, 1, 0, 1)
 	results = append(results, explore.RunAll(ctx, cases, 2, run, nil)...)
 	controls := explore.Controls(all)

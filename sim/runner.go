@@ -47,6 +47,11 @@ type Options struct {
 	// if it is one no later event undoes (caughtEarly): a negative control, run only to be
 	// caught, need not wait out a timeout its hazard has already decided.
 	StopWhenCaught string
+	// QuietFor ends the run once every step has run and no node's record has changed for
+	// this long, its nodes released or not (0: never). An exploration's run whose edits take
+	// a rule's hold away on purpose sets it: its nodes may stay held to its timeout, with
+	// nothing left to judge of them.
+	QuietFor time.Duration
 }
 
 // Hooks are the benchmark's view of a run.
@@ -175,6 +180,9 @@ type run struct {
 	refused  int       // registrations refused by admission
 	// stoppedCaught: the run ended at its negative control's catch (Options.StopWhenCaught).
 	stoppedCaught bool
+	// recordsSeen is what the node records showed last (Options.QuietFor), and since when.
+	recordsSeen  string
+	recordsSince time.Time
 	// rebooted are the nodes of the last reboot step (AfterRegated waits for them).
 	rebooted []string
 	// poolRefused are the refused registrations of the gate's own pool (Join.GatePool).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -452,6 +453,9 @@ func (rn *run) settled() bool {
 	if w := rn.sc.Expect.Window; w > 0 && time.Since(lastStep) < w && (rn.sc.Expect.ReplacementWithin == 0 || check.ReplacementsPending(recs)) {
 		return false
 	}
+	if rn.quiet(recs) {
+		return true
+	}
 	v := check.Check(recs, rn.start, rn.bounds())
 	if v.WorkloadPods < want || v.Stuck > rn.sc.Expect.Stuck {
 		return false
@@ -460,6 +464,24 @@ func (rn *run) settled() bool {
 		return false
 	}
 	return nodesSettled(recs, v, rn.harness.Off())
+}
+
+// quiet reports whether Options.QuietFor has passed since a node's record last changed.
+func (rn *run) quiet(recs []record.NodeRecord) bool {
+	if rn.Opts.QuietFor <= 0 {
+		return false
+	}
+	var b strings.Builder
+	for _, rec := range recs {
+		fmt.Fprintf(&b, "%s %d %d %d %d %d %d %d %d %d %d;", rec.Name, rec.Tainted.RV, rec.Released.RV, rec.Deleted.RV, rec.InitReady.RV,
+			len(rec.Bindings), len(rec.Reboots), len(rec.Retainted), len(rec.CompletedAt), len(rec.LostTaints), len(rec.Unready))
+	}
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if p := b.String(); p != rn.recordsSeen || rn.recordsSince.IsZero() {
+		rn.recordsSeen, rn.recordsSince = p, time.Now()
+	}
+	return time.Since(rn.recordsSince) >= rn.Opts.QuietFor
 }
 
 // nodesSettled: every gated node is either released or was never tainted but is already

@@ -81,3 +81,27 @@ func TestNodesSettled(t *testing.T) {
 		})
 	}
 }
+
+// TestQuiet: with QuietFor set, a run is quiet once its node records have not changed for
+// that long, and a change starts the wait again; without it, never.
+func TestQuiet(t *testing.T) {
+	recs := []record.NodeRecord{{Name: "n1", Tainted: record.Mark{RV: 3, Time: time.Now()}}}
+	rn := &run{Runner: &Runner{Opts: Options{QuietFor: 20 * time.Millisecond}}}
+	if rn.quiet(recs) {
+		t.Fatal("quiet at the first look")
+	}
+	time.Sleep(30 * time.Millisecond)
+	if !rn.quiet(recs) {
+		t.Fatal("not quiet after QuietFor with nothing changed")
+	}
+	recs[0].Bindings = append(recs[0].Bindings, record.Binding{})
+	if rn.quiet(recs) {
+		t.Fatal("quiet right after a binding")
+	}
+	off := &run{Runner: &Runner{}}
+	off.quiet(recs)
+	time.Sleep(30 * time.Millisecond)
+	if off.quiet(recs) {
+		t.Fatal("quiet without QuietFor")
+	}
+}

@@ -32,7 +32,7 @@ func exploreFlags(out io.Writer, o *exploreOpts) *flag.FlagSet {
 	fs := flag.NewFlagSet("explore", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.IntVar(&o.perKind, "per-kind", 4, "cases of each kind for each scenario: crash points at up to this many writes (before and after), and this many seeded draws of every other kind")
-	fs.IntVar(&o.alonePerKind, "alone-per-kind", 1, "cases of each kind for each scenario that needs the plane to itself (an autoscaler's: Karpenter), which run one at a time; 0 leaves those scenarios out")
+	fs.IntVar(&o.alonePerKind, "alone-per-kind", 1, "cases of each kind for each scenario that needs a plane to itself (an autoscaler's: Karpenter), which run one at a time on a second plane beside the others; 0 leaves those scenarios out")
 	fs.IntVar(&o.parallel, "parallel", 4, "run up to this many cases at once (one scenario's cases one after another)")
 	fs.Uint64Var(&o.seed, "seed", 1, "first seed of the draws; case i of a kind uses seed+i")
 	fs.StringVar(&o.out, "out", "", "write the table (Markdown) here as well")
@@ -86,6 +86,19 @@ func runExplore(args []string, stdout, stderr io.Writer) (int, error) {
 	if o.alonePerKind == 0 {
 		scs = slices.DeleteFunc(scs, explore.Alone)
 	}
+	// An autoscaler's cases get a plane of their own, beside the shared one: on the shared
+	// plane each would wait for every other case to finish, and keep new ones out.
+	var alone explore.Runner
+	if slices.ContainsFunc(scs, explore.Alone) {
+		second := &controlplane.Embedded{}
+		fmt.Fprintf(stdout, "starting a second embedded control plane for the autoscaler's scenarios\n")
+		rc2, err := second.Start(ctx)
+		if err != nil {
+			return 1, err
+		}
+		defer func() { _ = second.Stop() }()
+		alone = explore.SimRunner(rc2, second)
+	}
 	kinds := strings.Split(o.kinds, ",")
 	only := func(k explore.Kind) bool { return o.kinds == "" || slices.Contains(kinds, string(k)) }
 	// The unperturbed runs count the writes the crash points range over; without crash
@@ -95,11 +108,11 @@ func runExplore(args []string, stdout, stderr io.Writer) (int, error) {
 		results []explore.Result
 	)
 	if only(explore.CrashBefore) || only(explore.CrashAfter) {
-		writes, results = explore.Baselines(ctx, scs, o.seed, o.parallel, run, stdout)
+		writes, results = explore.Baselines(ctx, scs, o.seed, o.parallel, run, alone, stdout)
 	}
 	cases := slices.DeleteFunc(explore.Plan(scs, writes, o.perKind, o.alonePerKind, o.seed), func(c explore.Case) bool { return !only(c.Kind) })
 	fmt.Fprintf(stdout, "%d cases over %d scenario(s), %d at a time\n", len(cases), len(scs), o.parallel)
-	results = append(results, explore.RunAll(ctx, cases, o.parallel, run, stdout)...)
+	results = append(results, explore.RunBeside(ctx, cases, o.parallel, run, alone, stdout)...)
 	if !o.noControls {
 		results = append(results, runControls(ctx, scs, o.parallel, run, stdout)...)
 	}

@@ -331,3 +331,56 @@ func TestReplayOfACaseNotDrawn(t *testing.T) {
 		t.Errorf("Replay() of a case with no scenario = %q, want it to say the run was interrupted", got)
 	}
 }
+
+// TestRunBeside: with a second plane, the cases that run Alone run there, one at a time, and
+// beside the shared plane's cases, which never run on the second plane.
+func TestRunBeside(t *testing.T) {
+	shared := &scenario.Scenario{Name: "shared"}
+	alone := &scenario.Scenario{Name: "alone", Autoscaler: &scenario.Autoscaler{Karpenter: &scenario.Karpenter{}}}
+	var cases []Case
+	for i := range 12 {
+		sc := shared
+		if i%3 == 0 {
+			sc = alone
+		}
+		cases = append(cases, Case{Base: fmt.Sprintf("%s-%d", sc.Name, i%4), Scenario: sc})
+	}
+	var (
+		mu                          sync.Mutex
+		onShared, onBeside, besides int
+		wrongPlane, overlapped      bool
+	)
+	enter := func(plane *int, c Case, want bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		*plane++
+		wrongPlane = wrongPlane || Alone(c.Scenario) != want
+		overlapped = overlapped || onBeside > 1
+		if onBeside > 0 && onShared > 0 {
+			besides++
+		}
+	}
+	leave := func(plane *int) {
+		mu.Lock()
+		*plane--
+		mu.Unlock()
+	}
+	runner := func(plane *int, want bool) Runner {
+		return func(ctx context.Context, c Case) (Outcome, error) {
+			enter(plane, c, want)
+			time.Sleep(10 * time.Millisecond)
+			leave(plane)
+			return Outcome{Passed: true}, nil
+		}
+	}
+	RunBeside(context.Background(), cases, 4, runner(&onShared, false), runner(&onBeside, true), nil)
+	if wrongPlane {
+		t.Error("a case ran on the wrong plane")
+	}
+	if overlapped {
+		t.Error("two cases ran on the second plane at once")
+	}
+	if besides == 0 {
+		t.Error("no case on the second plane ran beside a shared one")
+	}
+}

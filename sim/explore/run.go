@@ -56,6 +56,9 @@ type Result struct {
 	Err     string  `json:"error,omitempty"`
 	// Control is the invariant a negative control must break ("": not a control).
 	Control string `json:"control,omitempty"`
+	// Seconds is how long the run took, from its start to its judgement, its wait for the
+	// plane left out.
+	Seconds float64 `json:"seconds"`
 }
 
 // Caught reports whether a negative control broke its invariant.
@@ -73,6 +76,13 @@ func (r Result) Caught() bool {
 // the cases of one base run one after another, as their node names are the base's. It stops starting cases when ctx
 // ends, and returns the results in case order.
 func RunAll(ctx context.Context, cases []Case, parallel int, run Runner, progress io.Writer) []Result {
+	return RunBeside(ctx, cases, parallel, run, nil, progress)
+}
+
+// RunBeside is RunAll with a second plane: the cases that run Alone run there with alone,
+// one at a time, beside the others, instead of taking the shared plane from them (nil: as
+// RunAll). Each holds one of the parallel slots while it runs.
+func RunBeside(ctx context.Context, cases []Case, parallel int, run, alone Runner, progress io.Writer) []Result {
 	results := make([]Result, len(cases))
 	lanes := map[string][]int{}
 	var order []string
@@ -88,8 +98,10 @@ func RunAll(ctx context.Context, cases []Case, parallel int, run Runner, progres
 		mu   sync.Mutex
 		done int
 		// plane is held shared by a case that shares the plane, and alone by one that runs
-		// Alone, which waits for the others to finish and keeps new ones out meanwhile.
-		plane sync.RWMutex
+		// Alone, which waits for the others to finish and keeps new ones out meanwhile;
+		// beside is the second plane's, held by one case at a time.
+		plane  sync.RWMutex
+		beside sync.Mutex
 	)
 	for _, base := range order {
 		wg.Go(func() {
@@ -98,15 +110,20 @@ func RunAll(ctx context.Context, cases []Case, parallel int, run Runner, progres
 					return
 				}
 				sem <- struct{}{}
-				lock, unlock := plane.RLock, plane.RUnlock
-				if Alone(cases[i].Scenario) {
+				lock, unlock, on := plane.RLock, plane.RUnlock, run
+				switch {
+				case Alone(cases[i].Scenario) && alone != nil:
+					lock, unlock, on = beside.Lock, beside.Unlock, alone
+				case Alone(cases[i].Scenario):
 					lock, unlock = plane.Lock, plane.Unlock
 				}
 				lock()
-				o, err := run(ctx, cases[i])
+				start := time.Now()
+				o, err := on(ctx, cases[i])
+				took := time.Since(start)
 				unlock()
 				<-sem
-				results[i] = Result{Case: cases[i], Outcome: o}
+				results[i] = Result{Case: cases[i], Outcome: o, Seconds: took.Seconds()}
 				if err != nil {
 					results[i].Err = err.Error()
 				}
@@ -117,7 +134,7 @@ func RunAll(ctx context.Context, cases []Case, parallel int, run Runner, progres
 					if results[i].Violated() {
 						verdict = "VIOLATION"
 					}
-					fmt.Fprintf(progress, "%4d/%d %-9s %-20s %-36s %s\n", done, len(cases), verdict, cases[i].Kind, cases[i].Base, cases[i].What)
+					fmt.Fprintf(progress, "%4d/%d %-9s %5.1fs %-20s %-36s %s\n", done, len(cases), verdict, took.Seconds(), cases[i].Kind, cases[i].Base, cases[i].What)
 				}
 				mu.Unlock()
 			}
@@ -303,14 +320,14 @@ const Baseline Kind = "baseline"
 // writes of each (a base whose run failed, or could not run, is missing: its crash points
 // would have no range). Its results are returned too: an unperturbed run that fails is a
 // finding of its own.
-func Baselines(ctx context.Context, bases []*scenario.Scenario, seed uint64, parallel int, run Runner, progress io.Writer) (map[string]int, []Result) {
+func Baselines(ctx context.Context, bases []*scenario.Scenario, seed uint64, parallel int, run, alone Runner, progress io.Writer) (map[string]int, []Result) {
 	var cases []Case
 	for _, base := range bases {
 		if Applies(base) {
 			cases = append(cases, Case{Base: base.Name, Kind: Baseline, Seed: seed, What: "unperturbed", Scenario: prepare(base)})
 		}
 	}
-	results := RunAll(ctx, cases, parallel, run, progress)
+	results := RunBeside(ctx, cases, parallel, run, alone, progress)
 	writes := map[string]int{}
 	for _, r := range results {
 		if !r.Violated() && r.Outcome.Writes > 0 {
