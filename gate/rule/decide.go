@@ -115,7 +115,7 @@ func (r *Rule) decideIn(st State, why string, ev evidence, rd Readiness, in Inpu
 	switch st {
 	case StateHeld:
 		if r.GatesReboots() {
-			in.Stale = ev.record // readiness seen on an earlier boot does not count
+			in.Stale = ev.past // readiness seen on an earlier boot does not count
 		}
 		return r.decideFirst(rd, in)
 	case StateDryRun:
@@ -225,7 +225,7 @@ func (r *Rule) afterRegistration(back string, rd Readiness, in Input) Decision {
 // the gate's clock alone.
 func (r *Rule) decideRegated(rd Readiness, in Input, ev evidence) Decision {
 	fresh := in
-	fresh.Stale = ev.record
+	fresh.Stale = ev.past
 	if ev.record == nil {
 		// Re-gated by a gate before the evidence: what was Ready at or before its re-gate
 		// is the old boot's, as that gate judged it.

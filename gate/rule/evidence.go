@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -60,6 +61,29 @@ func (r *Rule) Evidence(n *corev1.Node) map[string]bool {
 	out := map[string]bool{}
 	for _, f := range fingerprints(v) {
 		out[f] = true
+	}
+	return out
+}
+
+// pastReadiness is the readiness that does not count on a boot later than the record's: the
+// record's own (nil: none recorded), and what every other record of the gate's holds that
+// was made on the same boot. A rule given another taint and then its own again did not see
+// what the other record saw meanwhile (a restart on that boot), and a container ID never
+// comes back. A record of a later boot is left out: its readiness may be the boot the node
+// runs now.
+func (r *Rule) pastReadiness(n *corev1.Node, own map[string]bool) map[string]bool {
+	if own == nil {
+		return nil
+	}
+	boot := n.Annotations[r.BootAnnotation()]
+	out := maps.Clone(own)
+	for _, o := range r.otherRecords(n) {
+		if o.boot != boot {
+			continue
+		}
+		for _, f := range o.evidence {
+			out[f] = true
+		}
 	}
 	return out
 }

@@ -108,8 +108,9 @@ func StateOf(r *Rule, rd Readiness, in Input) (State, string) {
 // evidence is what classify read about the node's readiness, for the decision that follows.
 type evidence struct {
 	boot Boot
-	// record is the recorded evidence (nil: none recorded).
-	record map[string]bool
+	// record is the recorded evidence (nil: none recorded); past adds to it what the gate's
+	// other records hold of the same boot (pastReadiness).
+	record, past map[string]bool
 	// prints are the fingerprints of the counted Pods ready now.
 	prints []string
 }
@@ -120,6 +121,7 @@ func (r *Rule) classify(rd Readiness, in Input) (State, string, evidence) {
 	ev := evidence{boot: r.BootOf(n)}
 	if r.GatesReboots() {
 		ev.record, ev.prints = r.Evidence(n), r.readyPrints(rd, in)
+		ev.past = r.pastReadiness(n, ev.record)
 	}
 	switch {
 	case r.Suspend:
@@ -198,7 +200,7 @@ func (r *Rule) classifyReleased(rd Readiness, in Input, ev evidence) (State, str
 		return StateReleased, "released (the kubelet reports no boot ID)", ev
 	case b.Recorded == "" || ev.record == nil && !b.Rebooted():
 		return StateBootUnrecorded, "recording the boot the node was released on, and its readiness", ev
-	case b.Rebooted() && ev.record != nil && r.freshlyReady(rd, in, ev.record):
+	case b.Rebooted() && ev.record != nil && r.freshlyReady(rd, in, ev.past):
 		return StateRebootedReady, fmt.Sprintf("rebooted (boot %s, released on boot %s) and already ready again on new containers", b.Current, b.Recorded), ev
 	case b.Rebooted():
 		return StateRebooted, fmt.Sprintf("rebooted: boot %s, released on boot %s", b.Current, b.Recorded), ev
