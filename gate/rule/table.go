@@ -1,6 +1,10 @@
 package rule
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // Phase is what `gate status` shows of a node under a rule: its state, or, where several
 // states are one lasting phase to an operator (released, whatever record the rule still
@@ -119,6 +123,27 @@ func (r *Rule) Quiet(s State) bool {
 		return r.Mode == Startup
 	}
 	return false
+}
+
+// Phases are every phase `gate status` can show: the table's (a condition rule shows its
+// own), the two a decision refines, a condition rule's and an orphan's. operations.md's list
+// of states names each (go test ./docs).
+func Phases() []Phase {
+	var out []Phase
+	add := func(p Phase) {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	for _, r := range Table {
+		if r.State != StateCondition {
+			add(r.Phase)
+		}
+	}
+	for _, p := range []Phase{PhaseTimedOut, PhaseWouldRelease, PhaseTainted, PhaseMatching, PhaseKept, PhaseClearing, PhaseWouldTaint, PhaseOrphaned} {
+		add(p)
+	}
+	return out
 }
 
 // PhaseOf is what `gate status` shows of decision d: its state's phase, a held node past
