@@ -145,16 +145,25 @@ func genStates(t *testing.T) string {
 	fmt.Fprintf(&b, generatedNote, "`rule.Table` (gate/rule/table.go)")
 	b.WriteString("# States\n\nA node's state under one rule, as `rule.StateOf` names it from the node, its Pods and the rule; " +
 		"the controller decides in it, the Pod guard denies a binding in a state that holds, and `gate status` shows its phase. " +
-		"A state that asks for a write leaves the node, once written, in a lasting one. Quiet: read from the node alone, a rule " +
+		"A state that asks for a write leaves the node, once written, in a lasting one: the moves are each write a decision there " +
+		"may ask for and the state it leaves the node in (`TestTransitions` and `TestReplaceTransitions` walk every one). Quiet: read from the node alone, a rule " +
 		"that does not gate reboots has nothing to do there, and the controller reads no Pods for it.\n\n")
-	b.WriteString("| state | taint | the rule holds the node | quiet | `gate status` | write |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| state | taint | the rule holds the node | quiet | `gate status` | write | moves |\n|---|---|---|---|---|---|---|\n")
 	quiet := map[rule.Quiet]string{rule.Busy: "", rule.Always: "yes", rule.StartupOnly: "startup rules"}
 	for _, r := range rule.Table {
 		holds := map[bool]string{true: "yes", false: "no"}[r.Holds]
 		if r.HoldsNote != "" {
 			holds += " (" + r.HoldsNote + ")"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | `%s` | %s |\n", r.State, r.Taint, holds, quiet[r.Quiet], r.Phase, r.Write)
+		var moves []string
+		for _, m := range r.Moves {
+			w := string(m.Write)
+			if m.Write == rule.WriteNone {
+				w = "none"
+			}
+			moves = append(moves, fmt.Sprintf("%s → `%s`", w, m.Next))
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | `%s` | %s | %s |\n", r.State, r.Taint, holds, quiet[r.Quiet], r.Phase, r.Write, strings.Join(moves, "; "))
 	}
 	fmt.Fprintf(&b, "\n`gate status` shows `%s` for a held node past `maxHold` under `timeoutPolicy: keep`, `%s` for a dry run's node "+
 		"whose requirements hold, and for a condition rule's node `%s`, `%s`, `%s`, `%s` or `%s`; a taint no rule has any more is `%s`.\n",

@@ -2,6 +2,7 @@ package rule
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -159,6 +160,8 @@ func TestTransitions(t *testing.T) {
 			node: node(tainted, onBoot("b1")), state: StateOutside, after: StateOutside},
 		{name: "rebooted, selector narrowed: nothing", rule: func(r *Rule) { r.NodeSelector = "pool=gpu" },
 			node: node(releasedOn("b1", 0), onBoot("b2")), state: StateOutside, after: StateOutside},
+		{name: "held, rule now a dry run, not ready: it would hold", rule: func(r *Rule) { r.DryRun = true },
+			node: node(tainted, placed, onBoot("b1")), pods: []*corev1.Pod{gen(0, false)}, state: StateDryRun, after: StateDryRun},
 		{name: "held, rule now a dry run: nothing written", rule: func(r *Rule) { r.DryRun = true },
 			node: node(tainted, placed, onBoot("b1")), pods: []*corev1.Pod{gen(0, true)}, state: StateDryRun, write: WriteRelease, after: StateDryRun},
 		{name: "taint back at registration, same boot: released again", node: node(releasedOn("b1", 0), tainted, registered, onBoot("b1")),
@@ -222,7 +225,32 @@ func TestTransitions(t *testing.T) {
 			pods: []*corev1.Pod{gen(1, true)}, state: StateRegated, after: StateRegated},
 		{name: "held, new containers Ready after stale readiness: released", node: node(tainted, placed, annotated(cniBoot, "b2"), annotated(cniEvidence, fp(0)), onBoot("b2")),
 			pods: []*corev1.Pod{gen(1, true)}, state: StateHeld, write: WriteRelease, after: StateReleased},
+		{name: "continuous, released, its component unready past the settle time: re-tainted", rule: continuous,
+			node: node(releasedOn("b1", 0), onBoot("b1")), pods: []*corev1.Pod{gen(0, false)},
+			state: StateReleased, write: WriteTaint, after: StateRetainted},
+		{name: "continuous, re-tainted, still unready: held", rule: continuous,
+			node: node(releasedOn("b1", 0), tainted, placed, onBoot("b1")), pods: []*corev1.Pod{gen(0, false)},
+			state: StateRetainted, after: StateRetainted},
+		{name: "continuous, re-tainted, Ready again: released", rule: continuous,
+			node: node(releasedOn("b1", 0), tainted, placed, onBoot("b1")), pods: []*corev1.Pod{gen(0, true)},
+			state: StateRetainted, write: WriteRelease, after: StateReleased},
+		{name: "continuous, in service under another taint's record, unready: not adopted yet",
+			rule: func(r *Rule) { continuous(r); r.ReleasedAnnotation = "startup.k8s.io/completedAt" },
+			node: node(annotated("startup.k8s.io/completedAt", "1"), annotated("startup.k8s.io/completedAt_bootID", "b1"), onBoot("b1")),
+			pods: []*corev1.Pod{gen(0, false)}, state: StateAdopting, after: StateAdopting},
+		{name: "a condition rule: decided by its conditions", rule: func(r *Rule) {
+			r.Mode, r.OnReboot, r.Components = Condition, "", nil
+			r.Match = []Match{{Type: "example.com/NetworkReady", Status: "False"}}
+		}, node: node(onBoot("b1")), state: StateCondition, after: StateCondition},
 	}
+	// Moves the table has that other tests walk: a replacement is the controller's write, not
+	// a decision's (TestReplaceTransitions).
+	elsewhere := map[State][]Move{
+		StateHeld:      {{WriteReplace, StateReplacing}},
+		StateRegated:   {{WriteReplace, StateReplacing}},
+		StateReplacing: {stays(StateReplacing)},
+	}
+	walked := map[State][]Move{}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rebootRule(t, tc.rule)
@@ -243,8 +271,25 @@ func TestTransitions(t *testing.T) {
 			if st, why := StateOf(r, rd, in); st != tc.after {
 				t.Errorf("after the write %q: state %q (%s), want %q; annotations %v, taints %v", d.Write, st, why, tc.after, n.Annotations, n.Spec.Taints)
 			}
+			m := Move{Write: tc.write, Next: tc.after}
+			if !Allows(tc.state, m) {
+				t.Errorf("Table has no move %q to %q out of %q", m.Write, m.Next, tc.state)
+			}
+			walked[tc.state] = append(walked[tc.state], m)
 		})
 	}
+	for _, row := range Table {
+		for _, m := range row.Moves {
+			if !slices.Contains(walked[row.State], m) && !slices.Contains(elsewhere[row.State], m) {
+				t.Errorf("Table's move %q to %q out of %q: no case walks it", m.Write, m.Next, row.State)
+			}
+		}
+	}
+}
+
+// continuous makes rebootRule a continuous rule, which does not gate reboots.
+func continuous(r *Rule) {
+	r.Mode, r.OnReboot, r.SettleTime = Continuous, RebootIgnore, metav1.Duration{Duration: 5 * time.Second}
 }
 
 // TestApplyRechecksTheBoot: a write of a rule that gates reboots is made only on the boot it

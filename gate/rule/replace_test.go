@@ -163,6 +163,9 @@ func TestReplaceTransitions(t *testing.T) {
 			if after := tc.after; after == StateReleased && tc.rule.Replacing(n) {
 				t.Errorf("released with the replacing mark on: %v", n.Annotations)
 			}
+			if m := (Move{Write: tc.write, Next: tc.after}); !Allows(tc.state, m) {
+				t.Errorf("Table has no move %q to %q out of %q", m.Write, m.Next, tc.state)
+			}
 		})
 	}
 }

@@ -63,39 +63,78 @@ type Row struct {
 	Phase     Phase
 	// Write is the write the state asks for, in words.
 	Write string
+	// Moves are the transitions out of the state: each write a decision in it may ask for
+	// (WriteNone: none) and the state the node is in once it is made. TestTransitions and
+	// the replace and condition tests hold the code to them.
+	Moves []Move
 }
+
+// Move is one transition of the state machine: a write, and the state it leaves the node in.
+type Move struct {
+	Write Write
+	Next  State
+}
+
+// stays is the move of a decision that writes nothing.
+func stays(s State) Move { return Move{Next: s} }
+
+// Allows reports whether the table has the move out of state s.
+func Allows(s State, m Move) bool { return slices.Contains(rows[s].Moves, m) }
 
 // Table is every state of a startup or continuous rule, and the condition rule's, in the
 // order a node meets them.
 var Table = []Row{
 	{State: StateHeld, Taint: "on", Holds: true, Phase: PhaseHeld,
-		Write: "release once the requirements hold (or `maxHold` under `release`; under `replace`, the mark of `replacing`)"},
-	{State: StateHeldRebooted, Taint: "on", Holds: true, Phase: PhaseHeld, Write: "records what is Ready as not counting on the new boot"},
+		Write: "release once the requirements hold (or `maxHold` under `release`; under `replace`, the mark of `replacing`)",
+		Moves: []Move{stays(StateHeld), {WriteRelease, StateReleased}, {WriteReplace, StateReplacing}}},
+	{State: StateHeldRebooted, Taint: "on", Holds: true, Phase: PhaseHeld, Write: "records what is Ready as not counting on the new boot",
+		Moves: []Move{{WriteStale, StateHeld}}},
 	{State: StateReplacing, Taint: "on", Holds: true, Phase: Phase(StateReplacing),
-		Write: "none: `maxHold` passed under `timeoutPolicy: replace`, the node is marked and its NodeClaim deleted; Karpenter removes the node"},
-	{State: StateUntainted, Taint: "off", HoldsNote: "backfill's", Quiet: Always, Phase: Phase(StateUntainted), Write: "none"},
+		Write: "none: `maxHold` passed under `timeoutPolicy: replace`, the node is marked and its NodeClaim deleted; Karpenter removes the node",
+		Moves: []Move{stays(StateReplacing)}},
+	{State: StateUntainted, Taint: "off", HoldsNote: "backfill's", Quiet: Always, Phase: Phase(StateUntainted), Write: "none",
+		Moves: []Move{stays(StateUntainted)}},
 	{State: StateJoining, Taint: "another of the gate's", Holds: true, Phase: Phase(StateJoining),
-		Write: "puts the rule's taint on too: the rule has no record of the node (added, given a new taint, resumed) while another rule, or an orphan, holds it"},
+		Write: "puts the rule's taint on too: the rule has no record of the node (added, given a new taint, resumed) while another rule, or an orphan, holds it",
+		Moves: []Move{{WriteJoin, StateHeld}}},
 	{State: StateAdopting, Taint: "off", Phase: Phase(StateAdopting),
-		Write: "records the node as released (a continuous rule: once its requirements hold): the gate released it under another taint's record, whose boot and readiness count"},
-	{State: StateReleased, Taint: "off", Quiet: StartupOnly, Phase: PhaseReleased, Write: "none (continuous rules: re-taint after `settleTime`)"},
-	{State: StateRetainted, Taint: "on", Holds: true, Phase: Phase(StateRetainted), Write: "release once the requirements hold again"},
+		Write: "records the node as released (a continuous rule: once its requirements hold): the gate released it under another taint's record, whose boot and readiness count",
+		Moves: []Move{stays(StateAdopting), {WriteAdopt, StateReleased}, {WriteAdopt, StateRebooted}}},
+	{State: StateReleased, Taint: "off", Quiet: StartupOnly, Phase: PhaseReleased, Write: "none (continuous rules: re-taint after `settleTime`)",
+		Moves: []Move{stays(StateReleased), {WriteTaint, StateRetainted}}},
+	{State: StateRetainted, Taint: "on", Holds: true, Phase: Phase(StateRetainted), Write: "release once the requirements hold again",
+		Moves: []Move{stays(StateRetainted), {WriteRelease, StateReleased}}},
 	{State: StateReturned, Taint: "on", Holds: true, Phase: Phase(StateReturned),
-		Write: "release (Karpenter's copy of the taint, or one the rule put back while it was a continuous rule)"},
-	{State: StateForeign, Taint: "on", Quiet: Always, Phase: Phase(StateForeign), Write: "none: someone else's taint on a released node"},
-	{State: StateBootUnrecorded, Taint: "off", Phase: PhaseReleased, Write: "records the boot and its readiness (also on a node released by a gate from before the evidence)"},
-	{State: StateRestarted, Taint: "off", Phase: PhaseReleased, Write: "records the readiness of the restarted containers, same boot"},
-	{State: StateRebootedReady, Taint: "off", Phase: PhaseReleased, Write: "records the boot and its readiness: the warm-up ran again unseen"},
-	{State: StateRebooted, Taint: "off", Holds: true, HoldsNote: "the Pod guard denies", Phase: Phase(StateRebooted), Write: "the re-gate"},
-	{State: StateRegated, Taint: "on", Holds: true, Phase: PhaseRegated, Write: "release on fresh readiness"},
-	{State: StateRebootedAgain, Taint: "on", Holds: true, Phase: PhaseRegated, Write: "waits for the new boot"},
-	{State: StateRegateDropped, Taint: "on", Phase: Phase(StateRegateDropped), Write: "removes the taint"},
-	{State: StateRegateRemoved, Taint: "off", Phase: Phase(StateRegateRemoved), Write: "records the boot"},
-	{State: StateLeft, Taint: "on", Phase: Phase(StateLeft), Write: "removes the taint"},
-	{State: StateOutside, Taint: "as is", Quiet: Always, Phase: Phase(StateOutside), Write: "none"},
-	{State: StateDryRun, Taint: "as is", Phase: PhaseWouldHold, Write: "none: reports what it would do"},
-	{State: StateSuspended, Taint: "as is", HoldsNote: "the node stays held while the rule selects it", Phase: PhaseSuspended, Write: "none until resumed"},
-	{State: StateCondition, Taint: "on while the conditions match", Phase: Phase(StateCondition), Write: "taints and clears by the conditions (DecideCondition)"},
+		Write: "release (Karpenter's copy of the taint, or one the rule put back while it was a continuous rule)",
+		Moves: []Move{{WriteRelease, StateReleased}}},
+	{State: StateForeign, Taint: "on", Quiet: Always, Phase: Phase(StateForeign), Write: "none: someone else's taint on a released node",
+		Moves: []Move{stays(StateForeign)}},
+	{State: StateBootUnrecorded, Taint: "off", Phase: PhaseReleased, Write: "records the boot and its readiness (also on a node released by a gate from before the evidence)",
+		Moves: []Move{{WriteRecord, StateReleased}}},
+	{State: StateRestarted, Taint: "off", Phase: PhaseReleased, Write: "records the readiness of the restarted containers, same boot",
+		Moves: []Move{{WriteRecord, StateReleased}}},
+	{State: StateRebootedReady, Taint: "off", Phase: PhaseReleased, Write: "records the boot and its readiness: the warm-up ran again unseen",
+		Moves: []Move{{WriteRecord, StateReleased}}},
+	{State: StateRebooted, Taint: "off", Holds: true, HoldsNote: "the Pod guard denies", Phase: Phase(StateRebooted), Write: "the re-gate",
+		Moves: []Move{{WriteRegate, StateRegated}}},
+	{State: StateRegated, Taint: "on", Holds: true, Phase: PhaseRegated, Write: "release on fresh readiness",
+		Moves: []Move{stays(StateRegated), {WriteRelease, StateReleased}, {WriteReplace, StateReplacing}}},
+	{State: StateRebootedAgain, Taint: "on", Holds: true, Phase: PhaseRegated, Write: "waits for the new boot",
+		Moves: []Move{{WriteStale, StateRegated}}},
+	{State: StateRegateDropped, Taint: "on", Phase: Phase(StateRegateDropped), Write: "removes the taint",
+		Moves: []Move{{WriteRemove, StateReleased}}},
+	{State: StateRegateRemoved, Taint: "off", Phase: Phase(StateRegateRemoved), Write: "records the boot",
+		Moves: []Move{{WriteRecord, StateReleased}}},
+	{State: StateLeft, Taint: "on", Phase: Phase(StateLeft), Write: "removes the taint",
+		Moves: []Move{{WriteRemove, StateOutside}}},
+	{State: StateOutside, Taint: "as is", Quiet: Always, Phase: Phase(StateOutside), Write: "none",
+		Moves: []Move{stays(StateOutside)}},
+	{State: StateDryRun, Taint: "as is", Phase: PhaseWouldHold, Write: "none: reports what it would do",
+		Moves: []Move{stays(StateDryRun), {WriteRelease, StateDryRun}}},
+	{State: StateSuspended, Taint: "as is", HoldsNote: "the node stays held while the rule selects it", Phase: PhaseSuspended, Write: "none until resumed",
+		Moves: []Move{stays(StateSuspended)}},
+	{State: StateCondition, Taint: "on while the conditions match", Phase: Phase(StateCondition), Write: "taints and clears by the conditions (DecideCondition)",
+		Moves: []Move{stays(StateCondition)}},
 }
 
 // rows indexes Table by state.
