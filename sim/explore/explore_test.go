@@ -384,3 +384,30 @@ func TestRunBeside(t *testing.T) {
 		t.Error("no case on the second plane ran beside a shared one")
 	}
 }
+
+// TestRunAllInterrupted: a case still waiting for a slot when the exploration is interrupted
+// is not run (its result stays undrawn), rather than run on a cancelled context and counted
+// as a violation.
+func TestRunAllInterrupted(t *testing.T) {
+	sc := &scenario.Scenario{Name: "shared"}
+	var cases []Case
+	for i := range 8 {
+		cases = append(cases, Case{Base: fmt.Sprintf("b%d", i), Scenario: sc})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	run := func(ctx context.Context, c Case) (Outcome, error) {
+		time.Sleep(50 * time.Millisecond) // the other lanes wait for the slot meanwhile
+		cancel()
+		return Outcome{Passed: true}, ctx.Err()
+	}
+	results := RunAll(ctx, cases, 1, run, nil)
+	ran := 0
+	for _, r := range results {
+		if r.Case.Base != "" {
+			ran++
+		}
+	}
+	if ran != 1 {
+		t.Errorf("%d cases ran after the interrupt, want only the one running then", ran-1)
+	}
+}

@@ -118,6 +118,12 @@ func RunBeside(ctx context.Context, cases []Case, parallel int, run, alone Runne
 					lock, unlock = plane.Lock, plane.Unlock
 				}
 				lock()
+				if ctx.Err() != nil {
+					// Interrupted while waiting for a slot: the case is not drawn, not failed.
+					unlock()
+					<-sem
+					return
+				}
 				start := time.Now()
 				o, err := on(ctx, cases[i])
 				took := time.Since(start)
