@@ -280,18 +280,9 @@ func TestPlanAlone(t *testing.T) {
 
 // TestRunAllAlone: a case that runs Alone never runs beside another case.
 func TestRunAllAlone(t *testing.T) {
-	shared := &scenario.Scenario{Name: "shared"}
-	alone := &scenario.Scenario{Name: "alone", Autoscaler: &scenario.Autoscaler{Karpenter: &scenario.Karpenter{}}}
+	shared, alone, cases := mixedCases(4, 3)
 	if !Alone(alone) || Alone(shared) {
 		t.Fatalf("Alone: %v for an autoscaler's scenario, %v for another", Alone(alone), Alone(shared))
-	}
-	var cases []Case
-	for i := range 12 {
-		sc := shared
-		if i%4 == 0 {
-			sc = alone
-		}
-		cases = append(cases, Case{Base: fmt.Sprintf("%s-%d", sc.Name, i%3), Scenario: sc})
 	}
 	var (
 		mu            sync.Mutex
@@ -335,16 +326,7 @@ func TestReplayOfACaseNotDrawn(t *testing.T) {
 // TestRunBeside: with a second plane, the cases that run Alone run there, one at a time, and
 // beside the shared plane's cases, which never run on the second plane.
 func TestRunBeside(t *testing.T) {
-	shared := &scenario.Scenario{Name: "shared"}
-	alone := &scenario.Scenario{Name: "alone", Autoscaler: &scenario.Autoscaler{Karpenter: &scenario.Karpenter{}}}
-	var cases []Case
-	for i := range 12 {
-		sc := shared
-		if i%3 == 0 {
-			sc = alone
-		}
-		cases = append(cases, Case{Base: fmt.Sprintf("%s-%d", sc.Name, i%4), Scenario: sc})
-	}
+	_, _, cases := mixedCases(3, 4)
 	var (
 		mu                          sync.Mutex
 		onShared, onBeside, besides int
@@ -410,4 +392,19 @@ func TestRunAllInterrupted(t *testing.T) {
 	if ran != 1 {
 		t.Errorf("%d cases ran after the interrupt, want only the one running then", ran-1)
 	}
+}
+
+// mixedCases are twelve cases over a shared scenario and an autoscaler's, which runs Alone:
+// every every-th case the autoscaler's, over bases named after the scenario and i%bases.
+func mixedCases(every, bases int) (shared, alone *scenario.Scenario, cases []Case) {
+	shared = &scenario.Scenario{Name: "shared"}
+	alone = &scenario.Scenario{Name: "alone", Autoscaler: &scenario.Autoscaler{Karpenter: &scenario.Karpenter{}}}
+	for i := range 12 {
+		sc := shared
+		if i%every == 0 {
+			sc = alone
+		}
+		cases = append(cases, Case{Base: fmt.Sprintf("%s-%d", sc.Name, i%bases), Scenario: sc})
+	}
+	return shared, alone, cases
 }
