@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/startupgate/startupgate/gate/rule"
 	"github.com/startupgate/startupgate/sim/check"
 	"github.com/startupgate/startupgate/sim/gateundertest"
@@ -407,4 +409,28 @@ func mixedCases(every, bases int) (shared, alone *scenario.Scenario, cases []Cas
 		cases = append(cases, Case{Base: fmt.Sprintf("%s-%d", sc.Name, i%bases), Scenario: sc})
 	}
 	return shared, alone, cases
+}
+
+// TestLeavesNodePool: an edit of a rule's taint key or effect on a scenario whose Karpenter
+// NodePool declares startup taints leaves Karpenter's extra NodeClaims unjudged; any other
+// edit, or the same edit without such a NodePool, does not.
+func TestLeavesNodePool(t *testing.T) {
+	karpenter := &scenario.Scenario{Autoscaler: &scenario.Autoscaler{Karpenter: &scenario.Karpenter{
+		StartupTaints: []scenario.Taint{{Key: "startup.k8s.io/initializing", Effect: "NoSchedule"}}}}}
+	plain := &scenario.Scenario{}
+	for _, tc := range []struct {
+		name string
+		sc   *scenario.Scenario
+		e    scenario.EditRule
+		want bool
+	}{
+		{"effect, NodePool", karpenter, scenario.EditRule{Effect: "PreferNoSchedule"}, true},
+		{"key, NodePool", karpenter, scenario.EditRule{TaintKey: "startup.k8s.io/other"}, true},
+		{"suspend, NodePool", karpenter, scenario.EditRule{Suspend: ptr.To(true)}, false},
+		{"effect, no autoscaler", plain, scenario.EditRule{Effect: "PreferNoSchedule"}, false},
+	} {
+		if got := leavesNodePool(tc.sc, &tc.e); got != tc.want {
+			t.Errorf("%s: leavesNodePool = %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }
