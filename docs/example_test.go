@@ -30,14 +30,14 @@ func TestConfigurationShowsTheRulesExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var shown, real map[string]any
+	var shown, inFile map[string]any
 	if err := yaml.Unmarshal([]byte(block), &shown); err != nil {
 		t.Fatalf("configuration.md's copy: %v", err)
 	}
-	if err := yaml.Unmarshal(file, &real); err != nil {
+	if err := yaml.Unmarshal(file, &inFile); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(shown, real) {
-		t.Errorf("configuration.md shows\n%v\nbut deploy/examples/rules.yaml is\n%v", shown, real)
+	if !reflect.DeepEqual(shown, inFile) {
+		t.Errorf("configuration.md shows\n%v\nbut deploy/examples/rules.yaml is\n%v", shown, inFile)
 	}
 }
