@@ -105,8 +105,9 @@ func Explore(opts Options) (Result, error) {
 		path *step
 	}
 	var res Result
-	visited := map[[16]byte]struct{}{hash(start.key()): {}}
-	frontier := []pending{{key: start.key()}}
+	first := start.key()
+	visited := map[[16]byte]struct{}{hash(first): {}}
+	frontier := []pending{{key: first}}
 	for ; len(frontier) > 0; res.Depth++ {
 		var next []pending
 		for _, p := range frontier {
@@ -125,8 +126,9 @@ func Explore(opts Options) (Result, error) {
 					n.path = &step{event: name + "/" + reaction, prev: w.path}
 					e.react(n, reaction, &res)
 					k := n.key()
-					if _, seen := visited[hash(k)]; !seen {
-						visited[hash(k)] = struct{}{}
+					h := hash(k)
+					if _, seen := visited[h]; !seen {
+						visited[h] = struct{}{}
 						next = append(next, pending{key: k, path: n.path})
 					}
 				}

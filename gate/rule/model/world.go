@@ -91,7 +91,11 @@ func (w *world) key() string {
 	}
 	b.WriteByte('|')
 	for _, f := range w.flags() {
-		b.WriteString(map[bool]string{false: "0", true: "1"}[*f])
+		c := byte('0')
+		if *f {
+			c = '1'
+		}
+		b.WriteByte(c)
 	}
 	return short.Replace(b.String())
 }
