@@ -94,6 +94,7 @@ func (e *explorer) decide(w *world, fresh bool) {
 	}
 	cur := w.rec()
 	_, had := w.node.Annotations[records[cur]]
+	w.sharePast(cur)
 	for range 5 {
 		d := rule.Decide(r, rule.Readiness{}, rule.Input{Node: w.node, Pods: []*corev1.Pod{view}, Now: t0})
 		if d.Confirm() {
@@ -112,6 +113,7 @@ func (e *explorer) decide(w *world, fresh bool) {
 		}
 		r.Apply(d, w.node, t0)
 	}
+	w.sharePast(cur) // a record made now copies the other's boot and readiness
 	if _, has := w.node.Annotations[records[cur]]; has && !had {
 		// Adopted: the record takes the other's boot and readiness (rule.adoptRecord), and
 		// with them what that one's rule did not see.
@@ -128,6 +130,15 @@ func (e *explorer) decide(w *world, fresh bool) {
 		w.rebootedUnseen[i] = w.rebootedUnseen[i] && (r.Suspend || !regatedHere)
 		// Only a rule that runs and gates reboots records a restart's readiness.
 		w.restartUnseen[i] = w.restartUnseen[i] && !r.GatesReboots() || r.Suspend
+	}
+}
+
+// sharePast: the rule counts as past what the other record holds of the same boot
+// (rule.pastReadiness), and with it that record's unseen second reboot.
+func (w *world) sharePast(cur int) {
+	o := 1 - cur
+	if boot := w.node.Annotations[records[cur]+"_bootID"]; boot != "" && boot == w.node.Annotations[records[o]+"_bootID"] {
+		w.stranded[cur] = w.stranded[cur] || w.stranded[o]
 	}
 }
 

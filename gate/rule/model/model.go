@@ -24,7 +24,8 @@
 //     released boot, or the warm-up of a boot since), then a reboot seen before the kubelet
 //     reported the new boot's containers;
 //   - stranded: re-gated, a second reboot and its warm-up, before the record's rule decided
-//     again (down, suspended, or with another taint).
+//     again (down, suspended, or with another taint); or that limit met by another record of
+//     the same boot, whose readiness the rule counts as past (rule.pastReadiness).
 //
 // The model is a package of its own so that the gate's rule package keeps only the gate's
 // code; it uses only rule's exported API, as the controller does.

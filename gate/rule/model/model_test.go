@@ -17,7 +17,8 @@ var maxStates = flag.Int("max-states", 20000, "stop TestFixpoint after this many
 // TestFixpoint walks the state machine: every violation is on a documented limit, and some
 // path reaches one.
 func TestFixpoint(t *testing.T) {
-	res, err := Explore(Options{MaxStates: *maxStates, Layer: func(depth, states int) { t.Logf("depth %d: %d states", depth, states) }})
+	// A defect ends the walk: a walk of hours must not hide it until its end.
+	res, err := Explore(Options{MaxStates: *maxStates, StopOnDefect: true, Layer: func(depth, states int) { t.Logf("depth %d: %d states", depth, states) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,5 +141,37 @@ func TestRekeyedBackAfterARestart(t *testing.T) {
 	}
 	if !e.tainted(w) {
 		t.Fatalf("rebooted, not warm again, and not held: %v", w.node.Annotations)
+	}
+}
+
+// TestStrandOfTheOtherRecord is a path the walk to a fixpoint found, seven events deep: the
+// rule, re-keyed, re-gates the node for a reboot; a second reboot and its warm-up pass
+// before it decides (the stranded limit, for that record); given its first taint again, the
+// rule counts what the other record holds of the same boot as past, as it must (the Ready
+// Pod may be either boot's), and holds the node. That is the same limit, met through the
+// other record: the model carries it over, as concepts.md says.
+func TestStrandOfTheOtherRecord(t *testing.T) {
+	e, err := newExplorer(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &world{node: startNode(), ready: true, shownReady: true}
+	e.decide(w, true)
+	var res Result
+	for _, s := range [][2]string{{"reboot", "none"}, {"rekey", "fresh"}, {"reboot", "none"},
+		{"kubelet-restarts-containers", "none"}, {"warm-up", "fresh"}, {"rekey", "none"}, {"orphan-lift", "fresh"}} {
+		if s[0] == "orphan-lift" {
+			e.orphanLift(w)
+		} else {
+			events[s[0]](w)
+		}
+		w.path = &step{event: s[0] + "/" + s[1], prev: w.path}
+		e.react(w, s[1], &res)
+	}
+	if v := e.judge(w); v != "stranded" || !w.stranded[0] {
+		t.Fatalf("judged %q, limit %v; want stranded, on the limit: %v", v, w.stranded, w.node.Annotations)
+	}
+	if len(res.Defects) > 0 {
+		t.Fatal(res.Defects[0])
 	}
 }
