@@ -276,21 +276,29 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment, cfg *config.Config, web
 	if !cfg.Tolerates(ps.Tolerations) {
 		t.Errorf("tolerations %v do not tolerate the startup taint %s", ps.Tolerations, cfg.Taint.ToString())
 	}
-	// Prefer system nodes, which the gate never gates.
-	systemNode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{}}}
-	preferred := false
-	if a := ps.Affinity; a != nil && a.NodeAffinity != nil {
-		for _, p := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-			for _, e := range p.Preference.MatchExpressions {
-				if e.Operator == corev1.NodeSelectorOpIn && len(e.Values) == 1 {
-					systemNode.Labels[e.Key] = e.Values[0]
-					preferred = p.Weight > 0
-				}
+	// Run only on the nodes the gate never gates (with failurePolicy Fail, a gate whose
+	// Pods were all on gated nodes, and all gone, could not come back): each term of the
+	// required node affinity selects such nodes only.
+	var terms []corev1.NodeSelectorTerm
+	if a := ps.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		terms = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	}
+	if len(terms) == 0 {
+		t.Error("no required node affinity to the nodes the gate skips")
+	}
+	for _, term := range terms {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{}}}
+		for _, e := range term.MatchExpressions {
+			switch e.Operator {
+			case corev1.NodeSelectorOpIn:
+				node.Labels[e.Key] = e.Values[0]
+			case corev1.NodeSelectorOpExists:
+				node.Labels[e.Key] = ""
 			}
 		}
-	}
-	if !preferred || cfg.Gated(systemNode) {
-		t.Errorf("no preferred node affinity to nodes the gate skips (got node labels %v)", systemNode.Labels)
+		if cfg.Gated(node) {
+			t.Errorf("the node affinity's term %v selects nodes the gate gates (labels %v)", term.MatchExpressions, node.Labels)
+		}
 	}
 	checkSecurity(t, ps)
 	checkContainerWiring(t, ps.Containers[0], webhookMode)

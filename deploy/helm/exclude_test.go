@@ -20,7 +20,7 @@ import (
 // TestExcludeRendersEverywhere: the chart's one exclude value, the default and each example
 // of deploy/examples/exclude, is what the gate's config says, what the webhook's and the
 // admission policy's objectSelector select (as the gate computes them from that config),
-// and what the Deployment's affinity prefers; a chart rendered with a non-AKS exclusion
+// and what the Deployment's affinity requires; a chart rendered with a non-AKS exclusion
 // names nothing of AKS's anywhere.
 func TestExcludeRendersEverywhere(t *testing.T) {
 	cases := map[string][]metav1.LabelSelectorRequirement{"default": nil}
@@ -63,7 +63,7 @@ func TestExcludeRendersEverywhere(t *testing.T) {
 			pol := mustFind(t, renderChart(t, withPolicy, nil), "MutatingAdmissionPolicy", policy.Name)
 			sel, _, _ := unstructured.NestedMap(pol.Object, "spec", "matchConstraints", "objectSelector")
 			checkSelector(t, "the policy's objectSelector", want, sel)
-			checkAffinity(t, cfg.Exclude, mustFind(t, webhook, "Deployment", "startupgate"))
+			checkAffinity(t, cfg.Exclude, mustFind(t, webhook, "Deployment", "startupgate"), true)
 			if name != "aks" && name != "default" {
 				for _, o := range webhook {
 					if raw, _ := json.Marshal(o.Object); strings.Contains(string(raw), "kubernetes.azure.com") {
@@ -115,13 +115,23 @@ func checkSelector(t *testing.T, what string, want *metav1.LabelSelector, got an
 	}
 }
 
-// checkAffinity: the Deployment prefers each excluded node, one term each.
-func checkAffinity(t *testing.T, exclude []metav1.LabelSelectorRequirement, d *unstructured.Unstructured) {
+// checkAffinity: the Deployment's node affinity is one term per excluded requirement,
+// required (the default, with failurePolicy Fail) or preferred.
+func checkAffinity(t *testing.T, exclude []metav1.LabelSelectorRequirement, d *unstructured.Unstructured, required bool) {
 	t.Helper()
-	terms, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "affinity", "nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution")
+	path := []string{"spec", "template", "spec", "affinity", "nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution"}
+	term := []string{"preference", "matchExpressions"}
+	if required {
+		path[len(path)-1], term = "requiredDuringSchedulingIgnoredDuringExecution", []string{"matchExpressions"}
+		path = append(path, "nodeSelectorTerms")
+	}
+	terms, _, _ := unstructured.NestedSlice(d.Object, path...)
 	var got []metav1.LabelSelectorRequirement
-	for _, term := range terms {
-		exprs, _, _ := unstructured.NestedSlice(term.(map[string]any), "preference", "matchExpressions")
+	for _, tm := range terms {
+		exprs, _, _ := unstructured.NestedSlice(tm.(map[string]any), term...)
+		if len(exprs) != 1 {
+			t.Errorf("a term of %d requirements, want one each (ORed, as exclude is): %v", len(exprs), exprs)
+		}
 		for _, e := range exprs {
 			var r metav1.LabelSelectorRequirement
 			raw, _ := json.Marshal(e)
@@ -132,6 +142,6 @@ func checkAffinity(t *testing.T, exclude []metav1.LabelSelectorRequirement, d *u
 		}
 	}
 	if diff := cmp.Diff(exclude, got, cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("the Deployment's preferred nodes are not the excluded ones (-exclude +affinity):\n%s", diff)
+		t.Errorf("the Deployment's %s nodes are not the excluded ones (-exclude +affinity):\n%s", path[5], diff)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -34,6 +35,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/rule"
@@ -48,7 +50,8 @@ import (
 // The chart on real nodes: the image make image builds, imported into a real node's
 // containerd, installed with the Helm SDK as `helm install` does, onto a node labelled only
 // as an EKS managed node group named system is (eks.amazonaws.com/nodegroup=system), with
-// the chart's exclude naming that group and nothing of AKS's, and then everything that path
+// the chart's EKS platform file (platforms/eks.yaml: its exclude names that group, and the
+// gate's Pods must run there), and then everything that path
 // must deliver: the webhook served from the Pods through the
 // chart's Service and certificate, probes, leader election across two replicas, metrics
 // scraped from a Pod's IP, a real node gated and released by it, a burst of fake nodes with
@@ -259,11 +262,26 @@ func (c *cluster) startNode(t *testing.T, name string, index int, labels map[str
 // the system pool, which exclude names; everything else is the chart's default (two replicas, the webhook with
 // failurePolicy Fail, the certificates the gate makes).
 func (c *cluster) values() map[string]any {
-	return map[string]any{
+	return platformValues("eks", map[string]any{
 		"image":        map[string]any{"repository": gateImageRepo, "tag": gateImageTag, "pullPolicy": "Never"},
 		"nodeSelector": map[string]any{systemLabel: "system"},
-		"exclude":      []any{map[string]any{"key": systemLabel, "operator": "In", "values": []any{"system"}}},
+	})
+}
+
+// platformValues is a platform file of the chart (platforms/NAME.yaml), as helm install -f
+// reads it, with more values set over it; it panics on a file that does not parse, which
+// TestPlatformFiles reports first.
+func platformValues(name string, set map[string]any) map[string]any {
+	raw, err := os.ReadFile(filepath.Join(chartDir, "platforms", name+".yaml"))
+	if err != nil {
+		panic(err)
 	}
+	var vals map[string]any
+	if err := yaml.Unmarshal(raw, &vals); err != nil {
+		panic(err)
+	}
+	maps.Copy(vals, set)
+	return vals
 }
 
 // helm is the Helm SDK's configuration for namespace ns of this cluster.
@@ -899,6 +917,9 @@ func localImage(t *testing.T, o *unstructured.Unstructured) {
 	c := &d.Spec.Template.Spec.Containers[0]
 	c.Image, c.ImagePullPolicy = gateImageRepo+":"+gateImageTag, corev1.PullNever
 	d.Spec.Template.Spec.NodeSelector = map[string]string{systemLabel: "system"}
+	// The base requires AKS's system pool or a control plane, neither of which this cluster
+	// has: its system node is an EKS node group's.
+	d.Spec.Template.Spec.Affinity.NodeAffinity = nil
 	m, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(&d)
 	if err != nil {
 		t.Fatal(err)
@@ -956,9 +977,10 @@ func (c *cluster) brokenChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	broken := strings.Replace(string(raw), "- --webhook-port=9443", "- --webhook-port=9444", 1)
+	const flag = "- --webhook-port={{ .Values.ports.webhook }}"
+	broken := strings.Replace(string(raw), flag, "- --webhook-port=9444", 1)
 	if broken == string(raw) {
-		t.Fatal("the chart's Deployment no longer passes --webhook-port=9443; update this control")
+		t.Fatalf("the chart's Deployment no longer passes %s; update this control", flag)
 	}
 	if err := os.WriteFile(tmpl, []byte(broken), 0o644); err != nil {
 		t.Fatal(err)

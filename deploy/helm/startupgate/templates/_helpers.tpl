@@ -146,3 +146,12 @@ exclude names. */}}
 - key: CriticalAddonsOnly
   operator: Exists
 {{- end -}}
+
+{{/* One requirement of exclude, as a node selector's match expression. */}}
+{{- define "startupgate.nodeExpression" -}}
+- key: {{ .key }}
+  operator: {{ .operator }}
+  {{- with .values }}
+  values: {{ toJson . }}
+  {{- end }}
+{{- end -}}
