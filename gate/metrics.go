@@ -88,6 +88,14 @@ var (
 		Name: "startupgate_rule_suspended",
 		Help: "1 when a rule is suspended (it writes nothing until resumed), 0 when it runs, by rule.",
 	}, []string{"rule"})
+	excludedNodesReady = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "startupgate_excluded_nodes_ready",
+		Help: "Ready nodes that match exclude, as this replica last read them: 0 means a gate whose Pods are all gone has no node that registers for them to come back on (failurePolicy Fail).",
+	})
+	onGatedNode = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "startupgate_on_gated_node",
+		Help: "1 when this replica runs on a node exclude does not name (the webhook is called for such nodes), 0 otherwise or when its node is not known.",
+	})
 	podGuardRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "startupgate_pod_guard_requests_total",
 		Help: "Pod guard answers, by result (allowed, denied, error) and reason (not-held, held, rebooted, unmet, pod-unread, ...; docs/operations.md).",
@@ -96,7 +104,8 @@ var (
 
 func init() { //nolint:gochecknoinits // registering collectors is the one sanctioned use
 	metrics.Registry.MustRegister(gatedNodes, holdSeconds, releaseLatencySeconds, releasesTotal,
-		timeoutsTotal, retaintsTotal, dryRunTotal, conditionTaintsTotal, conditionTaintedNodes, budgetExhausted, webhookRequests, backfillsTotal, missingToleration, regatesTotal, orphansLiftedTotal, nodeStates, suspendedRules, podGuardRequests, replacementsTotal, replaceStopped)
+		timeoutsTotal, retaintsTotal, dryRunTotal, conditionTaintsTotal, conditionTaintedNodes, budgetExhausted, webhookRequests, backfillsTotal, missingToleration, regatesTotal, orphansLiftedTotal, nodeStates, suspendedRules, podGuardRequests, replacementsTotal, replaceStopped,
+		excludedNodesReady, onGatedNode)
 }
 
 // RecordRules sets the per-rule gauges that the configuration alone decides: which rules

@@ -92,7 +92,9 @@ func run(args []string) error {
 	}
 	opts := setup.Options{Workers: s.workers, ColdStandby: !s.warmStandby, CacheSyncTimeout: s.cacheSyncTimeout,
 		NodeLabels: s.nodeLabels, PodGuardTimeout: s.podGuardTimeout,
-		PodGuardQPS: float32(s.podGuardQPS), PodGuardBurst: s.podGuardBurst}
+		PodGuardQPS: float32(s.podGuardQPS), PodGuardBurst: s.podGuardBurst,
+		// The Deployment passes these through the downward API.
+		Self: setup.Self{Node: os.Getenv("NODE_NAME"), Pod: os.Getenv("POD_NAME"), Namespace: os.Getenv("POD_NAMESPACE")}}
 	mgr, err := setup.NewManager(rc, &s.cfg, setup.ManagerOptions{
 		Metrics:                 metricsserver.Options{BindAddress: s.metricsAddr},
 		HealthProbeBindAddress:  s.probeAddr,

@@ -557,6 +557,22 @@ func (c *Config) Gated(node *corev1.Node) bool {
 	return false
 }
 
+// Excluded reports whether the node matches a requirement of Exclude: the webhook is never
+// called for it, so it registers whether or not the gate runs.
+func (c *Config) Excluded(node *corev1.Node) bool {
+	for _, e := range c.Exclude {
+		if sel, err := ExcludeSelector(e); err == nil && sel.Matches(labels.Set(node.Labels)) {
+			return true
+		}
+	}
+	return false
+}
+
+// ExcludeSelector is the selector of the nodes one requirement of Exclude names.
+func ExcludeSelector(e metav1.LabelSelectorRequirement) (labels.Selector, error) {
+	return metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{e}})
+}
+
 // InService reports whether the gate released the node under some taint's record, maybe one
 // no rule has any more (rule.InService): backfill leaves it alone, and the rules that have
 // not released it record it as released once their requirements hold.

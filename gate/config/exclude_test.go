@@ -43,6 +43,10 @@ func TestExclude(t *testing.T) {
 			if got := cfg.Gated(node(tc.labels)); got != tc.gated {
 				t.Errorf("Gated() = %v, want %v (rule selector %q)", got, tc.gated, cfg.EffectiveRules()[0].NodeSelector)
 			}
+			// The default rule selects every node exclude leaves: excluded is not gated.
+			if got := cfg.Excluded(node(tc.labels)); got == tc.gated {
+				t.Errorf("Excluded() = %v, want %v", got, !tc.gated)
+			}
 			if tc.exclude != nil && strings.Contains(cfg.EffectiveRules()[0].NodeSelector, "kubernetes.azure.com") {
 				t.Errorf("rule selector %q names AKS's label, which the exclusion does not", cfg.EffectiveRules()[0].NodeSelector)
 			}

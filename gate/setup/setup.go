@@ -69,7 +69,16 @@ type Options struct {
 	// (gate.GuardReader). Zero: the defaults.
 	PodGuardQPS   float32
 	PodGuardBurst int
+	// Self is where this replica runs (the downward API's NODE_NAME, POD_NAME and
+	// POD_NAMESPACE), for gate.Placement's report; empty fields are not known.
+	Self Self
 }
+
+// Self is a replica's node and Pod.
+type Self struct{ Node, Pod, Namespace string }
+
+// PlacementEvery is how often each replica checks where it runs (gate.Placement).
+const PlacementEvery = time.Minute
 
 // The Pod guard's client limits by default. An ordinary binding costs the guard no read;
 // a binding to a node in a reboot or continuous rule's reach costs one or two, and a
@@ -231,6 +240,11 @@ func AddToManager(ctx context.Context, mgr manager.Manager, cfg *config.Config, 
 		Complete(&gate.TolerationChecker{Client: mgr.GetClient(), Recorder: recorder, Config: cfg})
 	if err != nil {
 		return fmt.Errorf("building toleration checker: %w", err)
+	}
+
+	if err := mgr.Add(&gate.Placement{API: mgr.GetAPIReader(), Recorder: recorder, Config: cfg,
+		Node: opts.Self.Node, Pod: opts.Self.Pod, Namespace: opts.Self.Namespace, Every: PlacementEvery}); err != nil {
+		return fmt.Errorf("adding the placement check: %w", err)
 	}
 
 	if cfg.Webhook || cfg.PodGuard {
