@@ -17,8 +17,8 @@ import (
 )
 
 // clusterConfig is the config status and release judge by: the running gate's, read from its
-// ConfigMap, unless --config or a contract flag was given (then s.cfg). kustomize names the
-// ConfigMap by its content (startupgate-config-<hash>), so when the plain name is missing the
+// ConfigMap, unless --config or a contract flag was given (then s.cfg). kustomize and the
+// chart name the ConfigMap by its content (startupgate-config-<hash>), so when the plain name is missing the
 // hashed ones are read: one config among them is the gate's, and several different ones are
 // an error that names them, rather than a guess. With none, `gate status` judges by s.cfg and
 // says so on stderr; `gate release` refuses, as releasing by the default rules would
@@ -32,7 +32,7 @@ func clusterConfig(ctx context.Context, c client.Reader, s *settings, stderr io.
 	if apierrors.IsNotFound(err) {
 		cm, err = hashedConfigMap(ctx, c, s.gateNamespace, s.configMap)
 		if cm != nil {
-			fmt.Fprintf(stderr, "reading the gate's config from ConfigMap %s/%s (kustomize's name for %s)\n", s.gateNamespace, cm.Name, s.configMap)
+			fmt.Fprintf(stderr, "reading the gate's config from ConfigMap %s/%s (the name by content of %s)\n", s.gateNamespace, cm.Name, s.configMap)
 		}
 	}
 	if cm == nil && err == nil {
@@ -62,7 +62,7 @@ func clusterConfig(ctx context.Context, c client.Reader, s *settings, stderr io.
 	return &cfg, nil
 }
 
-// hashedConfigMap is the ConfigMap kustomize's configMapGenerator made of base: named
+// hashedConfigMap is the ConfigMap kustomize's configMapGenerator or the chart made of base: named
 // base-<hash>, with a config.yaml. The one the gate's running Pods mount is the gate's, when
 // they all mount one; with no gate Pod running (an uninstall), the generations are read, and
 // as old ones stay until pruned, several may exist: when their configs differ it cannot
@@ -92,7 +92,7 @@ func hashedConfigMap(ctx context.Context, c client.Reader, namespace, base strin
 	for i := range list.Items {
 		cm := &list.Items[i]
 		hash, ok := strings.CutPrefix(cm.Name, base+"-")
-		if _, has := cm.Data["config.yaml"]; ok && has && kustomizeHash.MatchString(hash) {
+		if _, has := cm.Data["config.yaml"]; ok && has && generatedHash.MatchString(hash) {
 			found = append(found, cm)
 		}
 	}
@@ -110,9 +110,9 @@ func hashedConfigMap(ctx context.Context, c client.Reader, namespace, base strin
 	return found[0], nil
 }
 
-// kustomizeHash is the suffix kustomize gives a generated name: ten characters of the
-// alphabet its hash is encoded in.
-var kustomizeHash = regexp.MustCompile(`^[2456789bcdfghkmt]{10}$`)
+// generatedHash is the suffix of a ConfigMap named by its content: kustomize's (ten
+// characters of the alphabet its hash is encoded in) or the chart's (ten hex digits).
+var generatedHash = regexp.MustCompile(`^([2456789bcdfghkmt]{10}|[0-9a-f]{10})$`)
 
 // mountedConfigMaps are the names, base or base-<hash>, of the ConfigMaps that the running
 // Pods of the namespace mount, sorted.
@@ -130,7 +130,7 @@ func mountedConfigMaps(ctx context.Context, c client.Reader, namespace, base str
 			if v.ConfigMap == nil {
 				continue
 			}
-			if hash, ok := strings.CutPrefix(v.ConfigMap.Name, base+"-"); ok && kustomizeHash.MatchString(hash) {
+			if hash, ok := strings.CutPrefix(v.ConfigMap.Name, base+"-"); ok && generatedHash.MatchString(hash) {
 				names[v.ConfigMap.Name] = true
 			}
 		}

@@ -47,6 +47,9 @@ func TestClusterConfig(t *testing.T) {
 		{name: "two generations, two configs: no guess", args: []string{"release", "--all"}, objs: []*corev1.ConfigMap{
 			named(cm("startupgate-system", rules), "startupgate-config-7fh2c6kt9m"), named(cm("startupgate-system", "{}\n"), "startupgate-config-b5g8d2m4tk")},
 			wantErr: "hold different configs"},
+		// The chart names it by the hex of its content's sha256.
+		{name: "the chart's hashed name", args: []string{"release", "--all"}, objs: []*corev1.ConfigMap{named(cm("startupgate-system", rules), "startupgate-config-3fa0e19c0b")},
+			wantRule: "gpu", wantNote: "startupgate-system/startupgate-config-3fa0e19c0b"},
 		{name: "not kustomize's name", args: []string{"status"}, objs: []*corev1.ConfigMap{named(cm("startupgate-system", rules), "startupgate-config-old")},
 			wantRule: config.DefaultRuleName, wantNote: "no ConfigMap"},
 		// Releasing by the default rules would leave every other rule's taint on.

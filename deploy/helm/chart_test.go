@@ -77,7 +77,8 @@ func TestBadValuesFailInstall(t *testing.T) {
 }
 
 // TestRulesRollDeployment: the rules given as values are the ConfigMap's config.yaml, and a
-// change of rules changes the Pod template (checksum/config), so the Deployment rolls, and
+// change of rules is a ConfigMap of another name, which the Deployment and the uninstall Job
+// mount, and changes the Pod template (checksum/config), so the Deployment rolls, and
 // the rules' taints join its tolerations; the rest of the Deployment stays as it was.
 func TestRulesRollDeployment(t *testing.T) {
 	var rules map[string]any
@@ -87,7 +88,16 @@ func TestRulesRollDeployment(t *testing.T) {
 	before := renderChart(t, nil, nil)
 	after := renderChart(t, map[string]any{"config": rules}, nil)
 
-	cm := mustFind(t, after, "ConfigMap", "startupgate-config")
+	cm := configMap(t, after)
+	if configMap(t, before).GetName() == cm.GetName() {
+		t.Errorf("ConfigMap %s for two configs: its name must follow its content, so that the old Pods keep theirs", cm.GetName())
+	}
+	for _, o := range []*unstructured.Unstructured{mustFind(t, after, "Deployment", "startupgate"), mustFind(t, after, "Job", "startupgate-release-nodes")} {
+		vols, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "volumes")
+		if raw, _ := json.Marshal(vols); !strings.Contains(string(raw), `"name":"`+cm.GetName()+`"`) {
+			t.Errorf("%s %s does not mount ConfigMap %s: %s", o.GetKind(), o.GetName(), cm.GetName(), raw)
+		}
+	}
 	got, _, _ := unstructured.NestedString(cm.Object, "data", "config.yaml")
 	var gotRules map[string]any
 	if err := yaml.Unmarshal([]byte(got), &gotRules); err != nil {

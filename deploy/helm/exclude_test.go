@@ -78,7 +78,7 @@ func TestExcludeRendersEverywhere(t *testing.T) {
 // renderedConfig is the gate's config as the chart's ConfigMap holds it, validated.
 func renderedConfig(t *testing.T, objs []*unstructured.Unstructured) config.Config {
 	t.Helper()
-	cm := mustFind(t, objs, "ConfigMap", "startupgate-config")
+	cm := configMap(t, objs)
 	data, _, _ := unstructured.NestedString(cm.Object, "data", "config.yaml")
 	cfg, err := config.LoadConfig([]byte(data))
 	if err != nil {

@@ -66,7 +66,7 @@ func TestUninstallReleasesNodes(t *testing.T) {
 	}
 	raw, _ := json.Marshal(job.Object)
 	for _, want := range []string{`"args":["release","--all","--config=/etc/startupgate/config.yaml"]`, `"serviceAccountName":"startupgate"`,
-		`"name":"startupgate-config"`, `"key":"startup.k8s.io/initializing"`} {
+		`"name":"` + configMap(t, objs).GetName() + `"`, `"key":"startup.k8s.io/initializing"`} {
 		if !strings.Contains(string(raw), want) {
 			t.Errorf("the Job lacks %s", want)
 		}

@@ -108,6 +108,7 @@ func TestChartOnRealNodes(t *testing.T) {
 		}
 		c.logMemory(t, names)
 	})
+	t.Run("an upgrade to a config the gate refuses", func(t *testing.T) { c.brokenUpgrade(t) })
 	t.Run("the self-signed kustomize overlay instead", func(t *testing.T) { c.kustomizeInstall(t) })
 	t.Run("helm template with the gate's own certificates instead", func(t *testing.T) { c.templateInstall(t) })
 	// Last: the broken release's webhook refuses every Node CREATE from here on.
@@ -730,6 +731,78 @@ func (c *cluster) checkRestarted(t *testing.T) {
 		if n := p.Status.ContainerStatuses[0].RestartCount; n < 1 {
 			t.Errorf("gate Pod %s: %d restarts after its container was killed", p.Name, n)
 		}
+	}
+}
+
+// brokenUpgrade: helm upgrade to a config the values schema lets through but the gate
+// refuses at start (a node selector that does not parse). The new Pod crash-loops and the
+// rollout stalls; the old Pods, their containers killed meanwhile, come back on the config
+// they started with (their ConfigMap is named by its content, so the upgrade did not
+// rewrite it under them) and the webhook serves. helm rollback then ends the episode.
+func (c *cluster) brokenUpgrade(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	old := map[string]bool{}
+	for _, p := range c.gatePods(t) {
+		old[p.Name] = true
+	}
+	cfg, err := c.helm(namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := c.values()
+	vals["config"] = map[string]any{"nodeSelector": "pool in (a"}
+	up := action.NewUpgrade(cfg)
+	up.Namespace, up.WaitStrategy, up.Timeout = namespace, kube.HookOnlyStrategy, time.Minute
+	if _, err := up.RunWithContext(ctx, releaseName, ch, vals); err != nil {
+		t.Fatalf("helm upgrade: %v", err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		for _, p := range c.gatePods(t) {
+			if !old[p.Name] && len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].LastTerminationState.Terminated != nil {
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		t.Fatalf("the upgrade's Pod did not fail on the refused config: %v; %s", err, c.podStates(ctx, namespace))
+	}
+	for _, p := range c.gatePods(t) {
+		if old[p.Name] {
+			if err := c.system.KillContainer(ctx, p.Status.ContainerStatuses[0].ContainerID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		back := 0
+		for _, p := range c.gatePods(t) {
+			if cs := p.Status.ContainerStatuses; old[p.Name] && len(cs) > 0 && cs[0].RestartCount > 0 && cs[0].Ready {
+				back++
+			}
+		}
+		return back == len(old), nil
+	}); err != nil {
+		t.Fatalf("the old Pods, their containers killed during the broken rollout: %v; %s", err, c.podStates(ctx, namespace))
+	}
+	if _, err := c.serving(ctx, namespace, releaseName); err != nil {
+		t.Fatalf("during the broken rollout: %v", err)
+	}
+	t.Logf("the upgrade's Pod crash-loops on the refused config; the old Pods restarted on theirs and serve")
+	rb := action.NewRollback(cfg)
+	rb.WaitStrategy, rb.Timeout = kube.HookOnlyStrategy, time.Minute
+	if err := rb.Run(releaseName); err != nil {
+		t.Fatalf("helm rollback: %v", err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		pods := c.gatePods(t)
+		return len(pods) == len(old) && c.podsReady(ctx, namespace, releaseName) == nil, nil
+	}); err != nil {
+		t.Fatalf("after helm rollback: %v; %s", err, c.podStates(ctx, namespace))
 	}
 }
 

@@ -177,3 +177,16 @@ func readFile(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// configMap is the chart's ConfigMap of the gate's config, named by its content
+// (startupgate-config-<hash>).
+func configMap(t *testing.T, objs []*unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == "ConfigMap" && generatedName.MatchString(o.GetName()) {
+			return o
+		}
+	}
+	t.Fatal("no ConfigMap startupgate-config-<hash> rendered")
+	return nil
+}

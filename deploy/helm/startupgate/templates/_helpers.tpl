@@ -155,3 +155,16 @@ exclude names. */}}
   values: {{ toJson . }}
   {{- end }}
 {{- end -}}
+
+{{/* The gate's config file, as the ConfigMap holds it: the values' config, versioned, with
+exclude rendered in. */}}
+{{- define "startupgate.configData" -}}
+{{ toYaml (merge (deepCopy .Values.config) (dict "apiVersion" "config.startupgate.io/v1alpha1" "kind" "GateConfiguration" "exclude" .Values.exclude)) }}
+{{- end -}}
+
+{{/* The ConfigMap's name, by its content as kustomize's generator names it: an upgrade makes a
+new one, so the Pods of the old ReplicaSet keep reading the config they started with, even
+when they restart while the new config crash-loops the new ones. */}}
+{{- define "startupgate.configMapName" -}}
+{{ include "startupgate.fullname" . }}-config-{{ include "startupgate.configData" . | sha256sum | trunc 10 }}
+{{- end -}}
