@@ -114,6 +114,9 @@ type nodeState struct {
 // ruleState is what this process remembers of one rule on one node.
 type ruleState struct {
 	held, timedOut bool
+	// heldSince: when this process first saw the rule hold the node (not for a dry run),
+	// for startupgate_oldest_held_seconds.
+	heldSince time.Time
 	// unmetSince: when a continuous rule's requirements were first seen failing.
 	unmetSince time.Time
 	// wouldRelease: a dry-run rule has reported its release.
@@ -648,6 +651,9 @@ func (r *Reconciler) track(ctx context.Context, node *corev1.Node, rl *rule.Rule
 	rs := r.ruleStateLocked(node, rl)
 	first := holds && !rs.held
 	rs.held = rs.held || holds
+	if first && !rl.DryRun {
+		rs.heldSince = r.Clock.Now()
+	}
 	r.mu.Unlock()
 	if !first {
 		return rs
@@ -718,7 +724,7 @@ func (r *Reconciler) unhold(name string, rl *rule.Rule) {
 	defer r.mu.Unlock()
 	if st, ok := r.nodes[name]; ok {
 		if rs, ok := st.rules[rl.Name]; ok && rs.held && !rl.DryRun {
-			rs.held, rs.timedOut = false, false
+			rs.held, rs.timedOut, rs.heldSince = false, false, time.Time{}
 			gatedNodes.WithLabelValues(rl.Name).Dec()
 		}
 	}

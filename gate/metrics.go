@@ -88,6 +88,10 @@ var (
 		Name: "startupgate_rule_suspended",
 		Help: "1 when a rule is suspended (it writes nothing until resumed), 0 when it runs, by rule.",
 	}, []string{"rule"})
+	oldestHeldSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "startupgate_oldest_held_seconds",
+		Help: "How long the node a rule has held longest has been held, as the leader saw it (0: none held), by rule. A steady scale-up keeps it near the warm-up time; a stuck node makes it grow.",
+	}, []string{"rule"})
 	excludedNodesReady = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "startupgate_excluded_nodes_ready",
 		Help: "Ready nodes that match exclude, as this replica last read them: 0 means a gate whose Pods are all gone has no node that registers for them to come back on (failurePolicy Fail).",
@@ -105,7 +109,7 @@ var (
 func init() { //nolint:gochecknoinits // registering collectors is the one sanctioned use
 	metrics.Registry.MustRegister(gatedNodes, holdSeconds, releaseLatencySeconds, releasesTotal,
 		timeoutsTotal, retaintsTotal, dryRunTotal, conditionTaintsTotal, conditionTaintedNodes, budgetExhausted, webhookRequests, backfillsTotal, missingToleration, regatesTotal, orphansLiftedTotal, nodeStates, suspendedRules, podGuardRequests, replacementsTotal, replaceStopped,
-		excludedNodesReady, onGatedNode)
+		excludedNodesReady, onGatedNode, oldestHeldSeconds)
 }
 
 // RecordRules sets the per-rule gauges that the configuration alone decides: which rules

@@ -77,8 +77,12 @@ type Options struct {
 // Self is a replica's node and Pod.
 type Self struct{ Node, Pod, Namespace string }
 
-// PlacementEvery is how often each replica checks where it runs (gate.Placement).
-const PlacementEvery = time.Minute
+// PlacementEvery is how often each replica checks where it runs (gate.Placement), and
+// OldestHeldEvery how often the leader publishes its oldest hold (gate.OldestHeld).
+const (
+	PlacementEvery  = time.Minute
+	OldestHeldEvery = 15 * time.Second
+)
 
 // The Pod guard's client limits by default. An ordinary binding costs the guard no read;
 // a binding to a node in a reboot or continuous rule's reach costs one or two, and a
@@ -242,6 +246,9 @@ func AddToManager(ctx context.Context, mgr manager.Manager, cfg *config.Config, 
 		return fmt.Errorf("building toleration checker: %w", err)
 	}
 
+	if err := mgr.Add(&gate.OldestHeld{R: r, Every: OldestHeldEvery}); err != nil {
+		return fmt.Errorf("adding the oldest hold's gauge: %w", err)
+	}
 	if err := mgr.Add(&gate.Placement{API: mgr.GetAPIReader(), Recorder: recorder, Config: cfg,
 		Node: opts.Self.Node, Pod: opts.Self.Pod, Namespace: opts.Self.Namespace, Every: PlacementEvery}); err != nil {
 		return fmt.Errorf("adding the placement check: %w", err)
