@@ -62,6 +62,7 @@ type settings struct {
 	statusHeld       bool
 	statusRule       string
 	statusSelector   string
+	statusHistory    string
 	output           string
 	logLevel         string
 	// kubeContext is the kubeconfig context; fromCluster: status and release read the
@@ -158,6 +159,7 @@ func newFlagSet(s *settings, f *contractFlags, stderr io.Writer) *pflag.FlagSet 
 		fs.BoolVar(&s.statusHeld, "held", false, "with status: only the rows whose taint is on the node (a rule's or an orphan's)")
 		fs.StringVar(&s.statusRule, "rule", "", "with status: only this rule's rows (an orphan's row names the rule that placed its taint)")
 		fs.StringVarP(&s.statusSelector, "selector", "l", "", "with status: only the nodes with these labels (label selector syntax)")
+		fs.StringVar(&s.statusHistory, "node", "", "with status: this node's history instead: the records the gate keeps on it and its events while they last")
 	}
 	if s.statusCommand || s.releaseCommand {
 		fs.StringVar(&s.kubeContext, "context", "", "with status and release: the kubeconfig context to use (default: the current one)")

@@ -30,6 +30,13 @@ func status(ctx context.Context, s *settings, rc *rest.Config, out io.Writer, no
 	if err != nil {
 		return err
 	}
+	if s.statusHistory != "" {
+		h, err := nodeHistory(ctx, c, cfg, s.statusHistory)
+		if err != nil {
+			return err
+		}
+		return printHistory(out, s.statusHistory, h)
+	}
 	sel, err := labels.Parse(s.statusSelector)
 	if err != nil {
 		return fmt.Errorf("-l %q: %w", s.statusSelector, err)

@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/startupgate/startupgate/gate"
 	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/rule"
 	"github.com/startupgate/startupgate/internal/servingcert"
@@ -552,6 +553,7 @@ func (c *cluster) realNodeJoins(t *testing.T) {
 	}
 	t.Logf("node %s: registered tainted at %v, released %ds later by the gate's Pods; workload running",
 		name, first.CreationTimestamp.Time, completed-first.CreationTimestamp.Unix())
+	c.statusHistory(t, name) // while the node is there: a cleanup of this subtest stops it
 }
 
 // installInit applies deploy/startup-daemonset.yaml as a real node here runs it
@@ -732,6 +734,27 @@ func (c *cluster) checkRestarted(t *testing.T) {
 			t.Errorf("gate Pod %s: %d restarts after its container was killed", p.Name, n)
 		}
 	}
+}
+
+// statusHistory runs `gate status --node NAME` as an operator would, from outside the
+// cluster with a kubeconfig: the real node's history names its creation, its release from
+// the record on the Node, and the gate's events about it.
+func (c *cluster) statusHistory(t *testing.T, name string) {
+	t.Helper()
+	bin, err := gateundertest.GateBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "status", "--node", name, "--kubeconfig", c.plane.Kubeconfig(), "--gate-namespace", namespace).CombinedOutput()
+	if err != nil {
+		t.Fatalf("gate status --node %s: %v\n%s", name, err, out)
+	}
+	for _, want := range []string{"created", "node          released", "event Normal  " + gate.ReasonHeld, "event Normal  " + gate.ReasonReleased} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("gate status --node %s does not say %q:\n%s", name, want, out)
+		}
+	}
+	t.Logf("gate status --node %s:\n%s", name, out)
 }
 
 // brokenUpgrade: helm upgrade to a config the values schema lets through but the gate
