@@ -58,6 +58,7 @@ type settings struct {
 	releaseNodes     []string
 	releaseCommand   bool
 	statusCommand    bool
+	preflightCommand bool
 	statusNodes      []string
 	statusHeld       bool
 	statusRule       string
@@ -92,6 +93,8 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*settin
 			s.releaseCommand, args = true, args[1:]
 		case "status":
 			s.statusCommand, args = true, args[1:]
+		case "preflight":
+			s.preflightCommand, args = true, args[1:]
 		}
 	}
 	var f contractFlags
@@ -124,7 +127,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*settin
 	if err := f.overlay(fs, &cfg); err != nil {
 		return nil, err
 	}
-	s.fromCluster = (s.statusCommand || s.releaseCommand) && f.configFile == "" && !contractFlagSet(fs)
+	s.fromCluster = (s.statusCommand || s.releaseCommand || s.preflightCommand) && f.configFile == "" && !contractFlagSet(fs)
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid config: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
@@ -161,10 +164,10 @@ func newFlagSet(s *settings, f *contractFlags, stderr io.Writer) *pflag.FlagSet 
 		fs.StringVarP(&s.statusSelector, "selector", "l", "", "with status: only the nodes with these labels (label selector syntax)")
 		fs.StringVar(&s.statusHistory, "node", "", "with status: this node's history instead: the records the gate keeps on it and its events while they last")
 	}
-	if s.statusCommand || s.releaseCommand {
-		fs.StringVar(&s.kubeContext, "context", "", "with status and release: the kubeconfig context to use (default: the current one)")
-		fs.StringVar(&s.gateNamespace, "gate-namespace", "startupgate-system", "with status and release: the namespace of the running gate, whose config they read")
-		fs.StringVar(&s.configMap, "config-map", "startupgate-config", "with status and release: the running gate's ConfigMap (key config.yaml), read unless --config or a contract flag is given")
+	if s.statusCommand || s.releaseCommand || s.preflightCommand {
+		fs.StringVar(&s.kubeContext, "context", "", "with status, release and preflight: the kubeconfig context to use (default: the current one)")
+		fs.StringVar(&s.gateNamespace, "gate-namespace", "startupgate-system", "with status, release and preflight: the namespace of the running gate, whose config they read")
+		fs.StringVar(&s.configMap, "config-map", "startupgate-config", "with status, release and preflight: the running gate's ConfigMap (key config.yaml), read unless --config or a contract flag is given")
 	}
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usage)
@@ -237,6 +240,7 @@ func zapLevel(name string) (zapcore.Level, error) {
 const usage = `Usage: gate [flags]
        gate release (--all | NODE...)
        gate status [NODE...] [-o wide|json]
+       gate preflight [--config FILE]
        gate convert --from tainter|nrc FILE
        gate validate FILE...
 
@@ -244,7 +248,11 @@ The startupgate node startup gate. release removes every rule's taint now (e.g. 
 uninstalling); status shows, per node and rule, why the node is held, read live from the
 API with the controller's own decision code (read access only); convert prints the rules
 equal to a tainter or node-readiness-controller config (see gate convert --help); validate
-checks config files (a config, a ConfigMap, Helm values) as a gate would read them at start.
+checks config files (a config, a ConfigMap, Helm values) as a gate would read them at start;
+preflight checks a live cluster against a config before (or after) an install: the nodes
+exclude matches, the init DaemonSets against every taint of the nodes their rules select,
+the webhook, and what each rule would do to each node now (read access, and a dry-run Node
+CREATE).
 Installed on the PATH as kubectl-startupgate, it also runs as "kubectl startupgate status".
 
 Flags:

@@ -78,6 +78,9 @@ func run(args []string) error {
 	if s.statusCommand {
 		return status(ctx, s, rc, os.Stdout, time.Now())
 	}
+	if s.preflightCommand {
+		return preflight(ctx, s, rc, os.Stdout, time.Now())
+	}
 	var cm *certs.Manager
 	if s.certSecret != "" {
 		c, err := client.New(rc, client.Options{Scheme: gate.Scheme()})

@@ -554,6 +554,29 @@ func (c *cluster) realNodeJoins(t *testing.T) {
 	t.Logf("node %s: registered tainted at %v, released %ds later by the gate's Pods; workload running",
 		name, first.CreationTimestamp.Time, completed-first.CreationTimestamp.Unix())
 	c.statusHistory(t, name) // while the node is there: a cleanup of this subtest stops it
+	c.preflight(t)
+}
+
+// preflight runs `gate preflight` against the installed chart, as an operator would: on
+// this cluster (a system node the EKS file excludes, a worker the init DaemonSet lands on)
+// it finds nothing wrong, and says which node exclude matches and that the webhook taints.
+func (c *cluster) preflight(t *testing.T) {
+	t.Helper()
+	bin, err := gateundertest.GateBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "preflight", "--kubeconfig", c.plane.Kubeconfig(), "--gate-namespace", namespace).CombinedOutput()
+	if err != nil {
+		t.Fatalf("gate preflight: %v\n%s", err, out)
+	}
+	for _, want := range []string{"ok       exclude[0] eks.amazonaws.com/nodegroup in (system) matches 1 node(s): system-0",
+		"ok       webhook: a dry-run Node CREATE came back tainted", "no problem found"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("gate preflight does not say %q:\n%s", want, out)
+		}
+	}
+	t.Logf("gate preflight:\n%s", out)
 }
 
 // installInit applies deploy/startup-daemonset.yaml as a real node here runs it
