@@ -5,16 +5,30 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/startupgate/startupgate/gate"
 	"github.com/startupgate/startupgate/gate/config"
 )
+
+// clusterClient is the client of status, release and preflight, and the config they judge
+// by (clusterConfig).
+func clusterClient(ctx context.Context, s *settings, rc *rest.Config) (client.Client, *config.Config, error) {
+	c, err := client.New(rc, client.Options{Scheme: gate.Scheme()})
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating client: %w", err)
+	}
+	cfg, err := clusterConfig(ctx, c, s, os.Stderr)
+	return c, cfg, err
+}
 
 // clusterConfig is the config status and release judge by: the running gate's, read from its
 // ConfigMap, unless --config or a contract flag was given (then s.cfg). kustomize and the

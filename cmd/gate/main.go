@@ -177,11 +177,7 @@ func restConfig(kubeconfig, kubeContext string) (*rest.Config, error) {
 }
 
 func release(ctx context.Context, s *settings, rc *rest.Config) error {
-	c, err := client.New(rc, client.Options{Scheme: gate.Scheme()})
-	if err != nil {
-		return fmt.Errorf("creating client: %w", err)
-	}
-	cfg, err := clusterConfig(ctx, c, s, os.Stderr)
+	c, cfg, err := clusterClient(ctx, s, rc)
 	if err != nil {
 		return err
 	}

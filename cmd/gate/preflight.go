@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/startupgate/startupgate/gate"
 	"github.com/startupgate/startupgate/gate/config"
 )
 
@@ -30,11 +28,7 @@ var errPreflight = errors.New("preflight found problems (above)")
 // wrong shows here, not as nodes held forever. It prints a report and fails when it found a
 // problem.
 func preflight(ctx context.Context, s *settings, rc *rest.Config, out io.Writer, now time.Time) error {
-	c, err := client.New(rc, client.Options{Scheme: gate.Scheme()})
-	if err != nil {
-		return fmt.Errorf("creating client: %w", err)
-	}
-	cfg, err := clusterConfig(ctx, c, s, os.Stderr)
+	c, cfg, err := clusterClient(ctx, s, rc)
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func TestPreflight(t *testing.T) {
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "init", Namespace: "kube-system"},
 		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"startup.k8s.io/component": "init"}},
-			Spec: corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: config.DefaultTaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}}}}}
+			Spec:       corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: config.DefaultTaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}}}}}
 	c := fake.NewClientBuilder().WithScheme(gate.Scheme()).WithObjects(
 		ready(node("system-0", map[string]string{"kubernetes.azure.com/mode": "system"}, nil)),
 		ready(node("gpu-0", map[string]string{"pool": "gpu"}, nil, gpu)),

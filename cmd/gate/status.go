@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,16 +16,11 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/startupgate/startupgate/gate"
 )
 
 // status prints, per node and rule, why the node is held (gate status), as of now.
 func status(ctx context.Context, s *settings, rc *rest.Config, out io.Writer, now time.Time) error {
-	c, err := client.New(rc, client.Options{Scheme: gate.Scheme()})
-	if err != nil {
-		return fmt.Errorf("creating client: %w", err)
-	}
-	cfg, err := clusterConfig(ctx, c, s, os.Stderr)
+	c, cfg, err := clusterClient(ctx, s, rc)
 	if err != nil {
 		return err
 	}
