@@ -127,7 +127,7 @@ func (p *Placement) excludedReady(ctx context.Context) (int, error) {
 			return 0, err
 		}
 		for i := range nodes.Items {
-			if nodeReady(&nodes.Items[i]) {
+			if NodeReady(&nodes.Items[i]) {
 				ready[nodes.Items[i].Name] = true
 			}
 		}
@@ -146,7 +146,8 @@ func (p *Placement) about(own *corev1.Node) client.Object {
 	return nil
 }
 
-func nodeReady(n *corev1.Node) bool {
+// NodeReady reports whether the node's Ready condition is True.
+func NodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue

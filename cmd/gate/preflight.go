@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/startupgate/startupgate/gate"
 	"github.com/startupgate/startupgate/gate/config"
 )
 
@@ -81,7 +82,7 @@ func (r *report) exclude(cfg *config.Config, nodes []corev1.Node) {
 	for i, e := range cfg.Exclude {
 		sel, err := config.ExcludeSelector(e)
 		if err != nil {
-			r.problem("exclude[%d] %s: %v", i, sel, err)
+			r.problem("exclude[%d] %s %s %v: %v", i, e.Key, e.Operator, e.Values, err)
 			continue
 		}
 		var names []string
@@ -97,7 +98,7 @@ func (r *report) exclude(cfg *config.Config, nodes []corev1.Node) {
 		r.ok("exclude[%d] %s matches %d node(s): %s", i, sel, len(names), sample(names))
 	}
 	for j := range nodes {
-		if cfg.Excluded(&nodes[j]) && nodeIsReady(&nodes[j]) {
+		if cfg.Excluded(&nodes[j]) && gate.NodeReady(&nodes[j]) {
 			ready++
 		}
 	}
@@ -217,13 +218,4 @@ func sample(names []string) string {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:5], ", "), len(names)-5)
-}
-
-func nodeIsReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
