@@ -116,7 +116,7 @@ karpenter: ## Build Karpenter's KWOK provider and its CRDs into the per-user cac
 	@KUBE_VERSION=$(KUBE_VERSION) PLANE_GCFLAGS='$(PLANE_GCFLAGS)' hack/karpenter.sh
 
 .PHONY: node
-node: ## Build a real node's kubelet, kube-proxy, containerd, runc and CNI plugins into the per-user cache (first time only; installs the Debian packages they need).
+node: ## Build a real node's kubelet, kube-proxy (and kubectl), containerd, runc and CNI plugins into the per-user cache (first time only; installs the Debian packages they need).
 	@KUBE_VERSION=$(KUBE_VERSION) PLANE_GCFLAGS='$(PLANE_GCFLAGS)' hack/node.sh
 
 .PHONY: build

@@ -2,7 +2,8 @@
 # Builds what a real node runs (the kubelet and kube-proxy from the plane's Kubernetes
 # release, containerd 2, runc and the CNI plugins), from sources fetched through the Go
 # module proxy, into a per-user cache keyed by their versions, with a static busybox for the
-# images sim/node builds.
+# images sim/node builds, and the release's kubectl, with which the real-node test runs the
+# docs' commands as an operator would.
 # Idempotent: a complete cache is left alone. The Debian packages they need (iptables,
 # conntrack, libseccomp-dev for runc's seccomp, busybox-static) are installed when missing.
 #
@@ -17,7 +18,7 @@ CNI_PLUGINS_VERSION="${CNI_PLUGINS_VERSION:-v1.10.0}"
 # Every part takes the plane's compiler flags: the kubelet reuses its compiled packages, the
 # others its standard library, and all compile without DWARF or inlining as it does.
 PLANE_GCFLAGS="${PLANE_GCFLAGS:-all=-dwarf=false -l}"
-KEY="kubelet and kube-proxy $KUBE_VERSION, containerd $CONTAINERD_VERSION, runc $RUNC_VERSION, CNI plugins $CNI_PLUGINS_VERSION, -gcflags=$PLANE_GCFLAGS"
+KEY="kubelet, kube-proxy and kubectl $KUBE_VERSION, containerd $CONTAINERD_VERSION, runc $RUNC_VERSION, CNI plugins $CNI_PLUGINS_VERSION, -gcflags=$PLANE_GCFLAGS"
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/startupgate/node"
 DIR="$CACHE_ROOT/$KUBE_VERSION"
 
@@ -26,7 +27,7 @@ if [[ "${1:-}" == "--print-dir" ]]; then
   exit 0
 fi
 
-want=(kubelet kube-proxy containerd containerd-shim-runc-v2 ctr runc busybox cni/bridge cni/host-local cni/loopback)
+want=(kubelet kube-proxy kubectl containerd containerd-shim-runc-v2 ctr runc busybox cni/bridge cni/host-local cni/loopback)
 complete=1
 for b in "${want[@]}"; do [[ -x "$DIR/$b" ]] || complete=0; done
 if [[ $complete == 1 && -f "$DIR/.version" && "$(cat "$DIR/.version")" == "$KEY" ]]; then
@@ -63,7 +64,7 @@ trap 'rm -rf "$work"' EXIT
 export GOWORK=off GOGC=400
 mkdir -p "$work/bin/cni"
 
-# The kubelet and kube-proxy: a module like the plane's, held to startupgate's versions by
+# The kubelet, kube-proxy and kubectl: a module like the plane's, held to startupgate's versions by
 # hack/pins.sh, and stamped with the release as the plane is.
 pins="$("$root/hack/pins.sh" "$KUBE_VERSION" 2>>"$log")"
 mkdir -p "$work/kube"
@@ -76,7 +77,7 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 (
   cd "$work/kube"
-  logged env GOFLAGS="-mod=mod '-gcflags=$PLANE_GCFLAGS'" CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ld" -o "$work/bin/" k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
+  logged env GOFLAGS="-mod=mod '-gcflags=$PLANE_GCFLAGS'" CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ld" -o "$work/bin/" k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kubectl
 )
 
 # containerd: its own module, without the storage drivers that need cgo (overlayfs is all

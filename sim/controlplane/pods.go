@@ -67,6 +67,9 @@ func (e *Embedded) servePods(api *envtest.APIServer) error {
 	api.Configure().
 		Set("advertise-address", e.PodIP).
 		Set("service-cluster-ip-range", serviceRange).
-		Set("disable-admission-plugins", "")
+		Set("disable-admission-plugins", "").
+		// kubectl logs and exec reach a real node's kubelet at its InternalIP, as on a
+		// kubeadm cluster: the nodes' names do not resolve on this machine.
+		Set("kubelet-preferred-address-types", "InternalIP")
 	return nil
 }

@@ -85,8 +85,9 @@ func cniConfig(bridge, subnet, ipamDir string) string {
 //   - failCgroupV1 false: these machines mount cgroup v1, which 1.36 refuses by default;
 //   - cgroupfs and a cgroup root of the node's own, so two nodes' kubepods do not meet;
 //   - failSwapOn false: the machine may have swap;
-//   - it serves on a loopback address of its own, on the usual ports, and trusts every
-//     caller (AlwaysAllow): only the plane on this machine talks to it;
+//   - it serves its API on the node's InternalIP and a port of its own (Node.kubeletPort),
+//     its health check on a loopback address of its own, and trusts every caller
+//     (AlwaysAllow): only the plane and the tests on this machine talk to it;
 //   - no eviction thresholds: the disk and memory are the machine's, shared with everything
 //     else, and a node evicting its Pods for the machine's state would prove nothing;
 //   - no image garbage collection (a high threshold of 100): on a disk fuller than 85% the
@@ -104,7 +105,7 @@ containerRuntimeEndpoint: %[2]q
 address: %[3]s
 port: %[4]d
 readOnlyPort: 0
-healthzBindAddress: %[3]s
+healthzBindAddress: %[8]s
 healthzPort: %[5]d
 podCIDR: %[6]q
 authentication:
@@ -119,16 +120,19 @@ makeIPTablesUtilChains: false
 resolvConf: ""
 registerNode: true
 podLogsDir: %[7]q
-`, c.cgroupRoot, "unix://"+c.socket, c.address, kubeletPort, kubeletHealthzPort, c.podCIDR, c.podLogs)
+`, c.cgroupRoot, "unix://"+c.socket, c.address, c.port, kubeletHealthzPort, c.podCIDR, c.podLogs, c.healthz)
 }
 
-// The kubelet's usual ports, on each node's own address.
+// The kubelet's ports: its API's on the node's InternalIP, one per node from the base
+// (Node.kubeletPort), and its health check's, the usual one, on a loopback address of the
+// node's own.
 const (
-	kubeletPort        = 10250
+	kubeletPortBase    = 11250
 	kubeletHealthzPort = 10248
 )
 
 // kubeletSettings are what differs between two nodes' kubelets.
 type kubeletSettings struct {
-	cgroupRoot, socket, podCIDR, podLogs, address string
+	cgroupRoot, socket, podCIDR, podLogs, address, healthz string
+	port                                                   int
 }

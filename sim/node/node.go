@@ -39,6 +39,7 @@ type Config struct {
 // Node is a running real node: its containerd and kubelet.
 type Node struct {
 	cfg         Config
+	ip          string // the node's InternalIP, HostIP
 	dir         string
 	parts       string
 	bridge      string
@@ -68,8 +69,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	ip, err := HostIP()
+	if err != nil {
+		return nil, err
+	}
 	n := &Node{
 		cfg:        cfg,
+		ip:         ip,
 		dir:        dir,
 		parts:      parts,
 		bridge:     bridgeName(cfg.Index),
@@ -114,7 +120,8 @@ func (n *Node) start(ctx context.Context) error {
 		"containerd.toml":        containerdConfig(n.dir, n.parts),
 		"cni/10-bridge.conflist": cniConfig(n.bridge, n.PodCIDR(), filepath.Join(n.dir, "ipam")),
 		"kubelet/kubeletconfig.yaml": kubeletConfig(kubeletSettings{
-			cgroupRoot: n.cgroupRoot, socket: socket(n.dir), podCIDR: n.PodCIDR(), address: n.kubeletAddress(),
+			cgroupRoot: n.cgroupRoot, socket: socket(n.dir), podCIDR: n.PodCIDR(), address: n.ip, port: n.kubeletPort(),
+			healthz: n.healthzAddress(),
 			podLogs: filepath.Join(n.dir, "pod-logs"),
 		}),
 	}
@@ -139,15 +146,11 @@ func (n *Node) start(ctx context.Context) error {
 			return err
 		}
 	}
-	ip, err := HostIP()
-	if err != nil {
-		return err
-	}
 	args := []string{
 		"--config", filepath.Join(n.dir, "kubelet", "kubeletconfig.yaml"),
 		"--kubeconfig", n.cfg.Kubeconfig,
 		"--hostname-override", n.cfg.Name,
-		"--node-ip", ip,
+		"--node-ip", n.ip,
 		"--root-dir", filepath.Join(n.dir, "kubelet"),
 		"--cert-dir", filepath.Join(n.dir, "kubelet", "pki"),
 		"--v", "2",
@@ -286,14 +289,21 @@ func (n *Node) ImportImage(ctx context.Context, tarball string) error {
 
 // KubeletURL is the kubelet's API on this machine (read-only use: its stats summary).
 func (n *Node) KubeletURL() string {
-	return fmt.Sprintf("https://%s:%d", n.kubeletAddress(), kubeletPort)
+	return fmt.Sprintf("https://%s:%d", n.ip, n.kubeletPort())
 }
 
-// kubeletAddress is the loopback address the node's kubelet serves on, its own by the node's
-// index (all of 127.0.0.0/8 is this machine's). On an address of its own the kubelet can keep
-// its usual ports: no other process binds there, where a port chosen free on 127.0.0.1 could
-// be taken by another process's connection before the kubelet, seconds later, listens.
-func (n *Node) kubeletAddress() string { return fmt.Sprintf("127.244.%d.1", n.cfg.Index) }
+// kubeletPort is the port the node's kubelet serves its API on, on the node's InternalIP,
+// where the apiserver reaches it for `kubectl logs` and `exec` (it dials a node's
+// InternalIP and the port the kubelet reports). Every node here shares that address, so
+// each has a port of its own by its index, below the ephemeral range, where no outgoing
+// connection takes it before the kubelet listens, and clear of the plane's and
+// kube-proxy's ports (10248 to 10259).
+func (n *Node) kubeletPort() int { return kubeletPortBase + n.cfg.Index }
+
+// healthzAddress is the loopback address the node's kubelet serves its health check on,
+// its own by the node's index (all of 127.0.0.0/8 is this machine's), so it keeps the
+// usual port.
+func (n *Node) healthzAddress() string { return fmt.Sprintf("127.244.%d.1", n.cfg.Index) }
 
 // ctr runs containerd's client against the node's containerd, in the CRI's namespace.
 func (n *Node) ctr(ctx context.Context, args ...string) ([]byte, error) {

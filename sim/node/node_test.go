@@ -144,7 +144,7 @@ func assertProxyGone(t *testing.T) {
 // collection off, as its /configz reports; an imported image it deleted could not come back.
 func assertNoImageGC(t *testing.T, n *Node) {
 	t.Helper()
-	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // the kubelet's self-signed certificate, on loopback
+	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // the kubelet's self-signed certificate, on this machine
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, n.KubeletURL()+"/configz", nil)
 	if err != nil {
 		t.Fatal(err)

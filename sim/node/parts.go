@@ -18,7 +18,7 @@ const PartsEnv = "STARTUPGATE_NODE_PARTS"
 var ErrNoParts = errors.New("a real node's parts are not built: run make node (hack/node.sh)")
 
 // parts are the binaries hack/node.sh builds, relative to its directory.
-var parts = []string{"kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "busybox",
+var parts = []string{"kubelet", "kube-proxy", "kubectl", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "busybox",
 	"cni/bridge", "cni/host-local", "cni/loopback"}
 
 // PartsDir is the directory of the node's binaries: $STARTUPGATE_NODE_PARTS, or the cache
