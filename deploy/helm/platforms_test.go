@@ -28,8 +28,8 @@ const warming = "example.com/warming"
 // TestPlatformFiles renders each platform file with a config of the operator's own taint
 // key: the gate's Pods must run on the nodes the file excludes (a required affinity, one
 // term per requirement), which the gate's config excludes too; they tolerate the
-// configured taint, CriticalAddonsOnly and whatever the file adds; mode policy refuses a
-// key it would not place; GKE's file renders the ResourceQuota its critical Pods need.
+// configured taint, CriticalAddonsOnly and whatever the file adds; mode policy places that
+// key; GKE's file renders the ResourceQuota its critical Pods need.
 func TestPlatformFiles(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(chartDir, "platforms", "*.yaml"))
 	if err != nil {
@@ -69,12 +69,13 @@ func TestPlatformFiles(t *testing.T) {
 			if got := d.Spec.Template.Spec.Tolerations; !slices.Equal(got, want) {
 				t.Errorf("the gate's Pods tolerate %v, want %v", got, want)
 			}
-			// The chart renders the default config's policy only: with a key of the
-			// operator's own it must refuse, never place the default key.
+			// In mode policy the policy places the operator's key, never the default one
+			// (TestPolicyFollowsConfigKeys holds it to gate --print-policy).
 			withPolicy := maps.Clone(vals)
 			withPolicy["mode"] = "policy"
-			if _, err := renderFiles(t, withPolicy, nil); err == nil || !strings.Contains(err.Error(), "policyManifest") {
-				t.Errorf("mode policy with config.taint rendered (%v); want a refusal that names policyManifest", err)
+			pol, _ := json.Marshal(mustFind(t, renderChart(t, withPolicy, nil), "MutatingAdmissionPolicy", "startupgate-node-taint").Object["spec"])
+			if !strings.Contains(string(pol), warming) || strings.Contains(string(pol), "startup.k8s.io/initializing") {
+				t.Errorf("mode policy: the policy does not place %s alone: %s", warming, pol)
 			}
 			quota := find(objs, "ResourceQuota", "startupgate-critical-pods")
 			if (quota != nil) != (name == "gke") {

@@ -74,9 +74,9 @@ the gate then needs the Karpenter grants of rbac.yaml. */}}
 {{- fail "config.exclude: set exclude at the top of the values; the chart renders it into the config, the webhook's objectSelector, the policy and the Deployment's affinity" -}}
 {{- end -}}
 {{- if and (eq .Values.mode "policy") (not .Values.policyManifest) -}}
-{{- range (list "rules" "taint" "nodeSelector" "completedAnnotation" "placedAnnotation" "instance") -}}
+{{- range (list "rules" "nodeSelector" "instance") -}}
 {{- if hasKey $.Values.config . -}}
-{{- fail (printf "mode policy with config.%s: the chart renders the policy of the default config only; pass `gate --print-policy --config F` as policyManifest (--set-file policyManifest=policy.yaml)" .) -}}
+{{- fail (printf "mode policy with config.%s: the chart renders the policy of the config's top-level taint only; pass `gate --print-policy --config F` as policyManifest (--set-file policyManifest=policy.yaml)" .) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
