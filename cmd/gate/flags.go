@@ -213,7 +213,7 @@ func (s *settings) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.certDir, "cert-dir", "", "directory holding tls.crt and tls.key; reloaded when they rotate (default: controller-runtime's temp dir)")
 	fs.StringVar(&s.certSecret, "cert-secret", "", "make the webhooks' certificate: a CA kept in this Secret of --webhook-service's namespace (made if missing, never overwritten), a serving certificate minted into --cert-dir and renewed a month before it ends, the CA written into the caBundle of --webhook-configurations and written again when taken out (empty: serve the tls.crt and tls.key mounted in --cert-dir)")
 	fs.StringVar(&s.webhookService, "webhook-service", "", "with --cert-secret: the webhook Service as `NAMESPACE/NAME`, whose names the serving certificate carries")
-	fs.StringSliceVar(&s.webhookConfigs, "webhook-configurations", nil, "with --cert-secret: the webhook configurations whose caBundle the gate keeps, as mutating/NAME or validating/NAME (one that does not exist is skipped)")
+	fs.StringSliceVar(&s.webhookConfigs, "webhook-configurations", nil, "with --cert-secret: the webhook configurations whose caBundle the gate keeps, as mutating/NAME or validating/NAME (one that does not exist is skipped, and so is one without the annotation startup.k8s.io/inject-ca-from: NAMESPACE/SECRET naming --cert-secret)")
 	fs.IntVar(&s.workers, "workers", setup.DefaultWorkers, "nodes reconciled concurrently")
 	fs.DurationVar(&s.cacheSyncTimeout, "cache-sync-timeout", setup.DefaultCacheSyncTimeout, "how long to wait for the initial lists of Nodes, init Pods and DaemonSets before exiting; a large cluster's take minutes")
 	fs.StringSliceVar(&s.nodeLabels, "cache-node-labels", setup.DefaultNodeLabels, "label `KEYS` kept on each cached Node besides those the rules read (* keeps every label); a required DaemonSet that selects nodes by another label makes the gate read the node from the apiserver each time it decides")
@@ -243,6 +243,7 @@ const usage = `Usage: gate [flags]
        gate preflight [--config FILE]
        gate convert --from tainter|nrc FILE
        gate validate FILE...
+       gate rotate-ca [--overlap 10m]
 
 The startupgate node startup gate. release removes every rule's taint now (e.g. before
 uninstalling); status shows, per node and rule, why the node is held, read live from the
@@ -252,7 +253,8 @@ checks config files (a config, a ConfigMap, Helm values) as a gate would read th
 preflight checks a live cluster against a config before (or after) an install: the nodes
 exclude matches, the init DaemonSets against every taint of the nodes their rules select,
 the webhook, and what each rule would do to each node now (read access, and a dry-run Node
-CREATE).
+CREATE); rotate-ca replaces the webhook CA the gate keeps (--cert-secret) with an overlap
+in which both are trusted (see gate rotate-ca --help).
 Installed on the PATH as kubectl-startupgate, it also runs as "kubectl startupgate status".
 
 Flags:

@@ -44,6 +44,9 @@ func run(args []string) error {
 	if len(args) > 0 && args[0] == "validate" {
 		return runValidate(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	}
+	if len(args) > 0 && args[0] == "rotate-ca" {
+		return runRotateCA(context.Background(), args[1:], os.Stdout, os.Stderr, time.Now())
+	}
 	s, err := parse(args, os.Getenv, os.Stderr)
 	if err != nil {
 		return err

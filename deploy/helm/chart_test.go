@@ -23,6 +23,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"sigs.k8s.io/yaml"
+
+	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/gate/policy"
 )
 
 // TestChartLints: the SDK's `helm lint --strict` finds nothing above INFO, for every install.
@@ -64,8 +67,8 @@ func TestBadValuesFailInstall(t *testing.T) {
 		"pdb set as int64":  {map[string]any{"pdb": map[string]any{"minAvailable": int64(2)}}, "pdb.minAvailable must be below replicas"},
 		"rules in policy mode": {map[string]any{"mode": "policy", "config": map[string]any{"rules": []any{}}},
 			"pass `gate --print-policy --config F` as policyManifest"},
-		"taint key in policy mode": {map[string]any{"mode": "policy", "config": map[string]any{"taint": map[string]any{"key": "example.com/warming"}}},
-			"mode policy with config.taint"},
+		"instance in policy mode": {map[string]any{"mode": "policy", "config": map[string]any{"instance": "blue"}},
+			"mode policy with config.instance"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := renderFiles(t, tc.values, nil)
@@ -336,6 +339,10 @@ func TestGateCertificates(t *testing.T) {
 		if _, ok := o.GetAnnotations()["cert-manager.io/inject-ca-from"]; ok {
 			t.Errorf("%s asks cert-manager for its caBundle", wh)
 		}
+		// The gate keeps the caBundle only where this names its --cert-secret (gate/certs).
+		if got := o.GetAnnotations()["startup.k8s.io/inject-ca-from"]; got != "startupgate-system/startupgate-webhook-ca" {
+			t.Errorf("%s: annotation startup.k8s.io/inject-ca-from %q, want the gate's CA Secret", wh, got)
+		}
 	}
 	for _, o := range first {
 		if o.GetKind() == "Secret" || o.GetAPIVersion() == "cert-manager.io/v1" {
@@ -366,6 +373,9 @@ func TestGateCertificates(t *testing.T) {
 	for _, o := range renderChart(t, map[string]any{"certificates": map[string]any{"mode": "selfSigned"}}, nil) {
 		if strings.HasSuffix(o.GetName(), "-webhook-ca") {
 			t.Errorf("mode selfSigned renders %s %s, which only mode gate needs", o.GetKind(), o.GetName())
+		}
+		if _, ok := o.GetAnnotations()["startup.k8s.io/inject-ca-from"]; ok {
+			t.Errorf("mode selfSigned annotates %s %s for the gate to keep its caBundle", o.GetKind(), o.GetName())
 		}
 	}
 }
@@ -425,6 +435,51 @@ func TestReplaceGrants(t *testing.T) {
 			}
 			if diff := cmp.Diff(overlay.Object["rules"], role.Object["rules"]); diff != "" {
 				t.Errorf("the chart's replace grants differ from deploy/overlays/replace's (-overlay +chart):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPolicyFollowsConfigKeys: in mode policy, the chart's MutatingAdmissionPolicy is what
+// `gate --print-policy` makes of the same config (policy.For): the config's taint (its
+// fields left out keep their defaults, as the gate decodes them) and its completion and
+// placed annotations. The match conditions and the mutation are compared; the object
+// selector is the chart's exclude.
+func TestPolicyFollowsConfigKeys(t *testing.T) {
+	for name, cfg := range map[string]map[string]any{
+		"the default":    {},
+		"a key":          {"taint": map[string]any{"key": "example.com/warming"}},
+		"every field":    {"taint": map[string]any{"key": "example.com/warming", "value": "", "effect": "NoExecute"}},
+		"the records":    {"completedAnnotation": "example.com/done", "placedAnnotation": "example.com/placed"},
+		"a value alone":  {"taint": map[string]any{"value": "cold"}},
+		"an effect only": {"taint": map[string]any{"effect": "PreferNoSchedule"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			raw, err := json.Marshal(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := config.LoadConfig(raw)
+			if err == nil {
+				err = c.Validate()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs, err := policy.For(&c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&objs[0].Policy.Spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := mustFind(t, renderChart(t, map[string]any{"mode": "policy", "config": cfg}, nil), "MutatingAdmissionPolicy", policy.Name)
+			for _, field := range []string{"matchConditions", "mutations", "reinvocationPolicy"} {
+				g, _, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", field)
+				if diff := cmp.Diff(want[field], g); diff != "" {
+					t.Errorf("spec.%s differs from gate --print-policy (-gate +chart):\n%s", field, diff)
+				}
 			}
 		})
 	}

@@ -10,7 +10,12 @@
 //     directory, and mints it again before it expires (the webhook server reloads it);
 //   - every replica writes the CA into the caBundle of the gate's webhook configurations,
 //     and writes it again whenever something (a sync of manifests that carry none) takes
-//     it out.
+//     it out;
+//   - a rotation (Rotate, `gate rotate-ca`) puts a new CA in the Secret and keeps the old
+//     one trusted beside it for an overlap: the caBundle holds both, the replicas switch to
+//     certificates of the new CA once the caBundle has it, and the old CA leaves the
+//     caBundle at the overlap's end, so no webhook call meets a certificate the apiserver
+//     does not trust.
 package certs
 
 import (
@@ -27,6 +32,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -47,10 +53,34 @@ const (
 	RenewBefore     = 30 * 24 * time.Hour
 )
 
-// Keys of the CA's Secret.
+// Keys of the CA's Secret. PreviousCACert is the CA a rotation replaced, trusted beside the
+// new one until the PreviousUntil annotation's time.
 const (
-	CACert = "ca.crt"
-	CAKey  = "ca.key"
+	CACert         = "ca.crt"
+	CAKey          = "ca.key"
+	PreviousCACert = "previous-ca.crt"
+)
+
+// InjectFrom is the annotation of a webhook configuration whose caBundle the gate keeps:
+// the CA's Secret, as NAMESPACE/NAME. A configuration without it is left alone, so that
+// after an upgrade to another way of making the certificate (the chart's certificates.mode)
+// a replica of the old way, still running, no longer writes its CA over the new one.
+const InjectFrom = "startup.k8s.io/inject-ca-from"
+
+// Annotations a rotation writes on the CA's Secret, as RFC 3339 times.
+const (
+	RotatedAt     = "startup.k8s.io/ca-rotated-at"
+	PreviousUntil = "startup.k8s.io/previous-ca-until"
+)
+
+// SwitchAfter is how long after a rotation the replicas keep serving certificates of the
+// previous CA: time for a replica's check (every Interval, 15 s as cmd/gate runs it) to
+// write the new CA into the caBundle and for every apiserver to see it. MinOverlap is the
+// shortest overlap Rotate takes: the switch, then each replica's next check and its webhook
+// server's reload of the new certificate, with room to spare.
+const (
+	SwitchAfter = 45 * time.Second
+	MinOverlap  = 2 * time.Minute
 )
 
 // Manager keeps the webhooks' certificate. Its Client must read the API, not a cache: the
@@ -69,6 +99,8 @@ type Manager struct {
 	Interval time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+
+	skipped sync.Map // names of configurations leftAlone has logged
 }
 
 func (m *Manager) now() time.Time {
@@ -78,17 +110,17 @@ func (m *Manager) now() time.Time {
 	return m.Now()
 }
 
-// Setup makes sure the CA exists, the serving certificate is in Dir and the caBundle is
-// the CA: before the webhook server starts, which reads Dir once at its start.
+// Setup makes sure the CA exists, the caBundle trusts it (and a rotation's previous CA
+// during its overlap), and the serving certificate is in Dir: before the webhook server
+// starts, which reads Dir once at its start. The caBundle comes first: a replica switches
+// to the new CA's certificate only once the caBundle it wrote trusts it.
 func (m *Manager) Setup(ctx context.Context) error {
 	ca, err := m.ca(ctx)
 	if err != nil {
 		return err
 	}
-	if err := m.serve(ca); err != nil {
-		return err
-	}
-	return m.inject(ctx, ca.certPEM)
+	injectErr := m.inject(ctx, ca.bundle())
+	return errors.Join(m.serve(ca, injectErr == nil), injectErr)
 }
 
 // Start checks, every Interval until ctx ends, that the serving certificate is not about
@@ -112,11 +144,24 @@ func (m *Manager) Start(ctx context.Context) error {
 // NeedLeaderElection is false: every replica serves the webhooks.
 func (m *Manager) NeedLeaderElection() bool { return false }
 
-// authority is the CA: its certificate (parsed and as PEM) and key.
+// authority is the CA: its certificate (parsed and as PEM) and key, and while a rotation's
+// overlap runs, the CA it replaced and when the replicas stop serving that one's
+// certificates.
 type authority struct {
-	cert    *x509.Certificate
-	certPEM []byte
-	key     *ecdsa.PrivateKey
+	cert        *x509.Certificate
+	certPEM     []byte
+	key         *ecdsa.PrivateKey
+	previous    *x509.Certificate
+	previousPEM []byte
+	switchAt    time.Time
+}
+
+// bundle is what the caBundle holds: the CA, and the previous one during an overlap.
+func (a *authority) bundle() []byte {
+	if a.previous == nil {
+		return a.certPEM
+	}
+	return append(append(bytes.TrimRight(bytes.Clone(a.certPEM), "\n"), '\n'), a.previousPEM...)
 }
 
 // ca reads the CA from its Secret, making it first if there is none. A Secret it cannot
@@ -135,7 +180,34 @@ func (m *Manager) ca(ctx context.Context) (*authority, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the Secret %s holds no CA the gate can use (%s, %s): %w; delete it and the gate makes a new one", key, CACert, CAKey, err)
 	}
+	if err := ca.trustPrevious(s, m.now()); err != nil {
+		// The rotation's record is damaged: the caBundle then holds the new CA alone, and a
+		// replica still on the old one fails calls until its next check, as without an overlap.
+		logf.FromContext(ctx).Error(err, "Ignoring the previous webhook CA", "secret", key.String())
+	}
 	return ca, nil
+}
+
+// trustPrevious keeps the CA a rotation replaced, from the Secret, while its overlap runs.
+func (a *authority) trustPrevious(s *corev1.Secret, now time.Time) error {
+	prevPEM := s.Data[PreviousCACert]
+	if len(prevPEM) == 0 {
+		return nil
+	}
+	rotated, err1 := time.Parse(time.RFC3339, s.Annotations[RotatedAt])
+	until, err2 := time.Parse(time.RFC3339, s.Annotations[PreviousUntil])
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("annotations %s and %s: %w", RotatedAt, PreviousUntil, err)
+	}
+	if !now.Before(until) {
+		return nil
+	}
+	prev, err := parseCert(prevPEM)
+	if err != nil {
+		return fmt.Errorf("%s: %w", PreviousCACert, err)
+	}
+	a.previous, a.previousPEM, a.switchAt = prev, prevPEM, rotated.Add(SwitchAfter)
+	return nil
 }
 
 // createCA makes a CA and its Secret; a replica that loses the race reads the winner's.
@@ -242,11 +314,11 @@ func (m *Manager) DNSNames() []string {
 	return []string{m.Service, svc, svc + ".svc", svc + ".svc.cluster.local"}
 }
 
-// serve mints a serving certificate from ca into Dir, unless the one there is the CA's,
-// carries the Service's names and is not about to expire.
-func (m *Manager) serve(ca *authority) error {
+// serve mints a serving certificate from ca into Dir, unless the one there may stay (keep).
+// trusted says the caBundle was written this round, so it holds ca.
+func (m *Manager) serve(ca *authority, trusted bool) error {
 	crtPath, keyPath := filepath.Join(m.Dir, "tls.crt"), filepath.Join(m.Dir, "tls.key")
-	if current(crtPath, ca, m.DNSNames()[2], m.now()) {
+	if keep(readCert(crtPath), ca, m.DNSNames()[2], m.now(), trusted) {
 		return nil
 	}
 	now := m.now()
@@ -273,18 +345,31 @@ func (m *Manager) serve(ca *authority) error {
 	return writeAtomic(crtPath, certPEM)
 }
 
-// current reports whether the certificate at path was signed by ca, names dnsName and is
-// valid for more than RenewBefore from now.
-func current(path string, ca *authority, dnsName string, now time.Time) bool {
+// readCert is the certificate at path, or nil.
+func readCert(path string) *x509.Certificate {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return false
+		return nil
 	}
 	cert, err := parseCert(b)
-	if err != nil || cert.CheckSignatureFrom(ca.cert) != nil || cert.VerifyHostname(dnsName) != nil {
+	if err != nil {
+		return nil
+	}
+	return cert
+}
+
+// keep reports whether a serving certificate may stay: it names dnsName, is valid for more
+// than RenewBefore from now, and was signed by ca, or by the CA a rotation replaced until
+// the switch (and after it, for as long as the caBundle could not be written: only the
+// old CA is sure to be trusted then).
+func keep(cert *x509.Certificate, ca *authority, dnsName string, now time.Time, trusted bool) bool {
+	if cert == nil || cert.VerifyHostname(dnsName) != nil || !now.Add(RenewBefore).Before(cert.NotAfter) {
 		return false
 	}
-	return now.Add(RenewBefore).Before(cert.NotAfter)
+	if cert.CheckSignatureFrom(ca.cert) == nil {
+		return true
+	}
+	return ca.previous != nil && cert.CheckSignatureFrom(ca.previous) == nil && (now.Before(ca.switchAt) || !trusted)
 }
 
 // writeAtomic writes the file whole or not at all: a reader never sees half of it.
@@ -306,8 +391,9 @@ func writeAtomic(path string, data []byte) error {
 
 // inject writes caPEM into the caBundle of every webhook that calls the Service, in the
 // webhook configurations Mutating and Validating name. A configuration that does not exist
-// is skipped (the Pod guard's, when it is off). Each write carries the resourceVersion it
-// read: one that lost a race is made again at the next check.
+// is skipped (the Pod guard's, when it is off), and so is one whose InjectFrom annotation
+// does not name the CA's Secret. Each write carries the resourceVersion it read: one that
+// lost a race is made again at the next check.
 func (m *Manager) inject(ctx context.Context, caPEM []byte) error {
 	var errs []error
 	for _, name := range m.Mutating {
@@ -329,6 +415,14 @@ func (m *Manager) inject(ctx context.Context, caPEM []byte) error {
 	return errors.Join(errs...)
 }
 
+// leftAlone logs once per configuration that its caBundle is not the gate's to keep.
+func (m *Manager) leftAlone(ctx context.Context, name, from string) {
+	if _, seen := m.skipped.LoadOrStore(name, true); !seen {
+		logf.FromContext(ctx).Info("Leaving the caBundle of a webhook configuration alone: its annotation does not name the gate's CA",
+			"configuration", name, "annotation", InjectFrom, "value", from, "secret", m.Namespace+"/"+m.Secret)
+	}
+}
+
 // clientConfigs are the client configs of webhooks, each from cc.
 func clientConfigs[W any](webhooks []W, cc func(*W) *admissionregistrationv1.WebhookClientConfig) []*admissionregistrationv1.WebhookClientConfig {
 	out := make([]*admissionregistrationv1.WebhookClientConfig, len(webhooks))
@@ -343,6 +437,10 @@ func clientConfigs[W any](webhooks []W, cc func(*W) *admissionregistrationv1.Web
 func (m *Manager) update(ctx context.Context, name string, obj client.Object, configs func() []*admissionregistrationv1.WebhookClientConfig, caPEM []byte) error {
 	if err := m.Client.Get(ctx, types.NamespacedName{Name: name}, obj); err != nil {
 		return client.IgnoreNotFound(err)
+	}
+	if from := obj.GetAnnotations()[InjectFrom]; from != m.Namespace+"/"+m.Secret {
+		m.leftAlone(ctx, name, from)
+		return nil
 	}
 	changed := false
 	for _, cc := range configs() {
@@ -359,4 +457,45 @@ func (m *Manager) update(ctx context.Context, name string, obj client.Object, co
 	}
 	logf.FromContext(ctx).Info("Wrote the webhook CA into the caBundle", "configuration", name)
 	return nil
+}
+
+// Rotate puts a new CA in the Secret key names and keeps the one it replaces trusted until
+// now+overlap: the replicas write both into the caBundle, serve certificates of the new
+// one from SwitchAfter on, and take the old one out of the caBundle when the overlap ends.
+// It refuses an overlap shorter than MinOverlap, a Secret that holds no CA, and a rotation
+// while an earlier one's overlap runs (its old CA may still be served). The write carries
+// the resourceVersion it read.
+func Rotate(ctx context.Context, c client.Client, key types.NamespacedName, overlap time.Duration, now time.Time) (time.Time, error) {
+	if overlap < MinOverlap {
+		return time.Time{}, fmt.Errorf("an overlap of %s is shorter than %s: the replicas may not all have switched to the new CA by its end", overlap, MinOverlap)
+	}
+	s := &corev1.Secret{}
+	if err := c.Get(ctx, key, s); err != nil {
+		return time.Time{}, fmt.Errorf("reading the webhook CA from Secret %s: %w", key, err)
+	}
+	old, err := parseCA(s.Data[CACert], s.Data[CAKey])
+	if err != nil {
+		return time.Time{}, fmt.Errorf("the Secret %s holds no CA the gate can use: %w", key, err)
+	}
+	if err := old.trustPrevious(s, now); err != nil {
+		return time.Time{}, fmt.Errorf("the Secret %s: the last rotation's record: %w", key, err)
+	}
+	if old.previous != nil {
+		until, _ := time.Parse(time.RFC3339, s.Annotations[PreviousUntil])
+		return time.Time{}, fmt.Errorf("the last rotation's overlap runs until %s: a rotation now would stop trusting a CA a replica may still serve", until.Format(time.RFC3339))
+	}
+	certPEM, keyPEM, err := newCA(now)
+	if err != nil {
+		return time.Time{}, err
+	}
+	until := now.Add(overlap).Truncate(time.Second)
+	s.Data[PreviousCACert], s.Data[CACert], s.Data[CAKey] = old.certPEM, certPEM, keyPEM
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	s.Annotations[RotatedAt], s.Annotations[PreviousUntil] = now.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339)
+	if err := c.Update(ctx, s); err != nil {
+		return time.Time{}, fmt.Errorf("writing the new CA into Secret %s: %w", key, err)
+	}
+	return until, nil
 }

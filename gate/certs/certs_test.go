@@ -27,7 +27,7 @@ var t0 = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 // mutating is the gate's node webhook configuration, calling svc in ns, as the chart
 // renders it under `helm template`: no caBundle.
 func mutating(name, ns, svc string) *admissionregistrationv1.MutatingWebhookConfiguration {
-	return &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
+	return &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{InjectFrom: "gate-ns/gate-ca"}},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "node.example.com",
 			ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: svc}}}}}
 }
@@ -230,5 +230,31 @@ func TestUpdateConflictIsAnError(t *testing.T) {
 	}}, mutating("gate", "gate-ns", "gate-webhook"))
 	if err := manager(t, c, &now).Setup(context.Background()); !apierrors.IsConflict(err) {
 		t.Errorf("Setup() = %v, want the conflict", err)
+	}
+}
+
+// TestLeavesAnotherModesCABundle: after an upgrade to another certificates.mode, the
+// configuration no longer names the gate's Secret in its InjectFrom annotation and carries
+// the new mode's caBundle; a replica of the old mode, still running, leaves it as it is.
+// The same configuration with the annotation back gets the gate's CA.
+func TestLeavesAnotherModesCABundle(t *testing.T) {
+	now := t0
+	for _, tc := range []struct {
+		name       string
+		annotation map[string]string
+		written    bool
+	}{
+		{"no annotation", nil, false},
+		{"another Secret", map[string]string{InjectFrom: "gate-ns/someone-else"}, false},
+		{"the gate's Secret", map[string]string{InjectFrom: "gate-ns/gate-ca"}, true},
+	} {
+		cfg := mutating("gate", "gate-ns", "gate-webhook")
+		cfg.Annotations = tc.annotation
+		cfg.Webhooks[0].ClientConfig.CABundle = []byte("the self-signed mode's CA")
+		c := newClient(t, interceptor.Funcs{}, cfg)
+		setup(t, manager(t, c, &now))
+		if written := string(caBundle(t, c, "gate")) != "the self-signed mode's CA"; written != tc.written {
+			t.Errorf("%s: caBundle written %v, want %v", tc.name, written, tc.written)
+		}
 	}
 }
