@@ -98,7 +98,9 @@ func TestChartOnRealNodes(t *testing.T) {
 			createSamples, installed.p50, installed.p99, inProcess.p50, inProcess.p99)
 	})
 	t.Run("a real node is gated and released", func(t *testing.T) { c.realNodeJoins(t) })
-	t.Run("a burst of fake nodes", func(t *testing.T) { c.burst(t, "chart-burst", nil) })
+	t.Run("a node its init DaemonSet cannot land on", func(t *testing.T) { c.blockedNode(t) })
+	t.Run("a burst of fake nodes, the webhook CA rotated meanwhile", func(t *testing.T) { c.burstRotating(t) })
+	t.Run("certificates.mode switched to selfSigned and back", func(t *testing.T) { c.switchModes(t) })
 	t.Run("gate containers killed under a burst", func(t *testing.T) {
 		c.burst(t, "chart-burst-kill", func(ctx context.Context, _ sim.Live) { c.killGate(ctx, t) })
 	})
@@ -316,6 +318,25 @@ func (c *cluster) install(ctx context.Context, dir, release, ns string, vals map
 	return nil
 }
 
+// upgrade is `helm upgrade` of the release to vals, without --wait (the caller says when
+// the rollout is done), and with --force-conflicts when force.
+func (c *cluster) upgrade(ctx context.Context, vals map[string]any, force bool) error {
+	cfg, err := c.helm(namespace)
+	if err != nil {
+		return err
+	}
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		return err
+	}
+	up := action.NewUpgrade(cfg)
+	up.Namespace, up.WaitStrategy, up.Timeout, up.ForceConflicts = namespace, kube.HookOnlyStrategy, time.Minute, force
+	if _, err := up.RunWithContext(ctx, releaseName, ch, vals); err != nil {
+		return fmt.Errorf("helm upgrade: %w", err)
+	}
+	return nil
+}
+
 // serving waits for the release to work, step by step, and says which step did not: its
 // Pods ready, then a Node CREATE tainted by its webhook through its Service (a dry run, so
 // no Node is left). It returns when the webhook first served.
@@ -471,7 +492,7 @@ func (c *cluster) logMemory(t *testing.T, pods []string) {
 // workingSets reads the system node's stats summary for the named Pods' working sets;
 // a Pod the kubelet has not measured yet (no figure, or 0) is left out.
 func (c *cluster) workingSets(ctx context.Context, pods []string) (map[string]uint64, error) {
-	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // the kubelet's self-signed certificate, on loopback
+	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // the kubelet's self-signed certificate, on this machine
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.system.KubeletURL()+"/stats/summary", nil)
 	if err != nil {
 		return nil, err
@@ -584,6 +605,23 @@ func (c *cluster) preflight(t *testing.T) {
 // bursts have their own.
 func (c *cluster) installInit(t *testing.T, nodeName string) {
 	t.Helper()
+	objs := c.initObjects(t, nodeName)
+	for _, o := range append(objs.rbac, objs.daemonSet) {
+		if err := c.client(t).Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// initObjects are deploy/startup-daemonset.yaml's objects as a real node here runs them
+// (node.ExampleInit), with a warm-up of 3 s, the DaemonSet on the named node only.
+type initObjects struct {
+	rbac      []client.Object
+	daemonSet *appsv1.DaemonSet
+}
+
+func (c *cluster) initObjects(t *testing.T, nodeName string) initObjects {
+	t.Helper()
 	raw, err := os.ReadFile("../startup-daemonset.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -592,18 +630,30 @@ func (c *cluster) installInit(t *testing.T, nodeName string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out initObjects
+	for _, o := range objs {
+		ds, ok := o.(*appsv1.DaemonSet)
+		if !ok {
+			out.rbac = append(out.rbac, o)
+			continue
+		}
+		ds.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: nodeName}
+		out.daemonSet = ds
+	}
+	if out.daemonSet == nil {
+		t.Fatal("deploy/startup-daemonset.yaml has no DaemonSet")
+	}
+	return out
+}
+
+// client is a controller-runtime client of the cluster.
+func (c *cluster) client(t *testing.T) client.Client {
+	t.Helper()
 	cl, err := client.New(c.rc, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range objs {
-		if ds, ok := o.(*appsv1.DaemonSet); ok {
-			ds.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: nodeName}
-		}
-		if err := cl.Create(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return cl
 }
 
 // burstScenario is 100 fake nodes joining at once for 300 pending Pods, judged as every
@@ -792,20 +842,10 @@ func (c *cluster) brokenUpgrade(t *testing.T) {
 	for _, p := range c.gatePods(t) {
 		old[p.Name] = true
 	}
-	cfg, err := c.helm(namespace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	vals := c.values()
 	vals["config"] = map[string]any{"nodeSelector": "pool in (a"}
-	up := action.NewUpgrade(cfg)
-	up.Namespace, up.WaitStrategy, up.Timeout = namespace, kube.HookOnlyStrategy, time.Minute
-	if _, err := up.RunWithContext(ctx, releaseName, ch, vals); err != nil {
-		t.Fatalf("helm upgrade: %v", err)
+	if err := c.upgrade(ctx, vals, false); err != nil {
+		t.Fatal(err)
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 		for _, p := range c.gatePods(t) {
@@ -839,6 +879,10 @@ func (c *cluster) brokenUpgrade(t *testing.T) {
 		t.Fatalf("during the broken rollout: %v", err)
 	}
 	t.Logf("the upgrade's Pod crash-loops on the refused config; the old Pods restarted on theirs and serve")
+	cfg, err := c.helm(namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rb := action.NewRollback(cfg)
 	rb.WaitStrategy, rb.Timeout = kube.HookOnlyStrategy, time.Minute
 	if err := rb.Run(releaseName); err != nil {
