@@ -50,6 +50,9 @@ func runRotateCA(ctx context.Context, args []string, stdout, stderr io.Writer, n
 	if fs.NArg() > 0 {
 		return fmt.Errorf("rotate-ca takes no arguments, got %q", fs.Args())
 	}
+	if f.overlap < certs.MinOverlap {
+		return fmt.Errorf("rotate-ca --overlap %s: at least %s, so that every replica has switched to the new CA before the old one leaves the caBundle", f.overlap, certs.MinOverlap)
+	}
 	rc, err := restConfig(f.kubeconfig, f.kubeContext)
 	if err != nil {
 		return err
