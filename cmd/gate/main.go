@@ -45,7 +45,7 @@ func run(args []string) error {
 		return runValidate(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	}
 	if len(args) > 0 && args[0] == "rotate-ca" {
-		return runRotateCA(context.Background(), args[1:], os.Stdout, os.Stderr, time.Now())
+		return runRotateCA(context.Background(), args[1:], os.Stdout, os.Stderr, time.Now)
 	}
 	s, err := parse(args, os.Getenv, os.Stderr)
 	if err != nil {

@@ -113,14 +113,15 @@ func (m *Manager) now() time.Time {
 // Setup makes sure the CA exists, the caBundle trusts it (and a rotation's previous CA
 // during its overlap), and the serving certificate is in Dir: before the webhook server
 // starts, which reads Dir once at its start. The caBundle comes first: a replica switches
-// to the new CA's certificate only once the caBundle it wrote trusts it.
+// to the new CA's certificate only at a check that found the caBundle holding it already,
+// written at an earlier check (one Interval ago or more), which the apiservers have seen.
 func (m *Manager) Setup(ctx context.Context) error {
 	ca, err := m.ca(ctx)
 	if err != nil {
 		return err
 	}
-	injectErr := m.inject(ctx, ca.bundle())
-	return errors.Join(m.serve(ca, injectErr == nil), injectErr)
+	wrote, injectErr := m.inject(ctx, ca.bundle())
+	return errors.Join(m.serve(ca, injectErr == nil && !wrote), injectErr)
 }
 
 // Start checks, every Interval until ctx ends, that the serving certificate is not about
@@ -315,7 +316,7 @@ func (m *Manager) DNSNames() []string {
 }
 
 // serve mints a serving certificate from ca into Dir, unless the one there may stay (keep).
-// trusted says the caBundle was written this round, so it holds ca.
+// trusted says the caBundle held ca before this check.
 func (m *Manager) serve(ca *authority, trusted bool) error {
 	crtPath, keyPath := filepath.Join(m.Dir, "tls.crt"), filepath.Join(m.Dir, "tls.key")
 	if keep(readCert(crtPath), ca, m.DNSNames()[2], m.now(), trusted) {
@@ -360,8 +361,8 @@ func readCert(path string) *x509.Certificate {
 
 // keep reports whether a serving certificate may stay: it names dnsName, is valid for more
 // than RenewBefore from now, and was signed by ca, or by the CA a rotation replaced until
-// the switch (and after it, for as long as the caBundle could not be written: only the
-// old CA is sure to be trusted then).
+// the switch (and after it, until a check finds the caBundle already trusting ca: only the
+// old CA is sure to be trusted before).
 func keep(cert *x509.Certificate, ca *authority, dnsName string, now time.Time, trusted bool) bool {
 	if cert == nil || cert.VerifyHostname(dnsName) != nil || !now.Add(RenewBefore).Before(cert.NotAfter) {
 		return false
@@ -390,15 +391,17 @@ func writeAtomic(path string, data []byte) error {
 }
 
 // inject writes caPEM into the caBundle of every webhook that calls the Service, in the
-// webhook configurations Mutating and Validating name. A configuration that does not exist
-// is skipped (the Pod guard's, when it is off), and so is one whose InjectFrom annotation
-// does not name the CA's Secret. Each write carries the resourceVersion it read: one that
-// lost a race is made again at the next check.
-func (m *Manager) inject(ctx context.Context, caPEM []byte) error {
+// webhook configurations Mutating and Validating name, and reports whether it wrote any. A
+// configuration that does not exist is skipped (the Pod guard's, when it is off), and so is
+// one whose InjectFrom annotation does not name the CA's Secret. Each write carries the
+// resourceVersion it read: one that lost a race is made again at the next check.
+func (m *Manager) inject(ctx context.Context, caPEM []byte) (bool, error) {
 	var errs []error
+	wrote := false
+	note := func(w bool, err error) { wrote, errs = wrote || w, append(errs, err) }
 	for _, name := range m.Mutating {
 		c := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		errs = append(errs, m.update(ctx, name, c, func() []*admissionregistrationv1.WebhookClientConfig {
+		note(m.update(ctx, name, c, func() []*admissionregistrationv1.WebhookClientConfig {
 			return clientConfigs(c.Webhooks, func(w *admissionregistrationv1.MutatingWebhook) *admissionregistrationv1.WebhookClientConfig {
 				return &w.ClientConfig
 			})
@@ -406,13 +409,13 @@ func (m *Manager) inject(ctx context.Context, caPEM []byte) error {
 	}
 	for _, name := range m.Validating {
 		c := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		errs = append(errs, m.update(ctx, name, c, func() []*admissionregistrationv1.WebhookClientConfig {
+		note(m.update(ctx, name, c, func() []*admissionregistrationv1.WebhookClientConfig {
 			return clientConfigs(c.Webhooks, func(w *admissionregistrationv1.ValidatingWebhook) *admissionregistrationv1.WebhookClientConfig {
 				return &w.ClientConfig
 			})
 		}, caPEM))
 	}
-	return errors.Join(errs...)
+	return wrote, errors.Join(errs...)
 }
 
 // leftAlone logs once per configuration that its caBundle is not the gate's to keep.
@@ -433,14 +436,14 @@ func clientConfigs[W any](webhooks []W, cc func(*W) *admissionregistrationv1.Web
 }
 
 // update reads the configuration name into obj and, when one of its webhooks that call the
-// Service has another caBundle, writes caPEM there.
-func (m *Manager) update(ctx context.Context, name string, obj client.Object, configs func() []*admissionregistrationv1.WebhookClientConfig, caPEM []byte) error {
+// Service has another caBundle, writes caPEM there; it reports whether it wrote.
+func (m *Manager) update(ctx context.Context, name string, obj client.Object, configs func() []*admissionregistrationv1.WebhookClientConfig, caPEM []byte) (bool, error) {
 	if err := m.Client.Get(ctx, types.NamespacedName{Name: name}, obj); err != nil {
-		return client.IgnoreNotFound(err)
+		return false, client.IgnoreNotFound(err)
 	}
 	if from := obj.GetAnnotations()[InjectFrom]; from != m.Namespace+"/"+m.Secret {
 		m.leftAlone(ctx, name, from)
-		return nil
+		return false, nil
 	}
 	changed := false
 	for _, cc := range configs() {
@@ -450,13 +453,13 @@ func (m *Manager) update(ctx context.Context, name string, obj client.Object, co
 		cc.CABundle, changed = caPEM, true
 	}
 	if !changed {
-		return nil
+		return false, nil
 	}
 	if err := m.Client.Update(ctx, obj); err != nil {
-		return fmt.Errorf("writing the CA into webhook configuration %s: %w", name, err)
+		return false, fmt.Errorf("writing the CA into webhook configuration %s: %w", name, err)
 	}
 	logf.FromContext(ctx).Info("Wrote the webhook CA into the caBundle", "configuration", name)
-	return nil
+	return true, nil
 }
 
 // Rotate puts a new CA in the Secret key names and keeps the one it replaces trusted until
@@ -464,7 +467,8 @@ func (m *Manager) update(ctx context.Context, name string, obj client.Object, co
 // one from SwitchAfter on, and take the old one out of the caBundle when the overlap ends.
 // It refuses an overlap shorter than MinOverlap, a Secret that holds no CA, and a rotation
 // while an earlier one's overlap runs (its old CA may still be served). The write carries
-// the resourceVersion it read.
+// the resourceVersion it read. now must agree with the replicas' clocks: they switch and
+// end the overlap by the times written.
 func Rotate(ctx context.Context, c client.Client, key types.NamespacedName, overlap time.Duration, now time.Time) (time.Time, error) {
 	if overlap < MinOverlap {
 		return time.Time{}, fmt.Errorf("an overlap of %s is shorter than %s: the replicas may not all have switched to the new CA by its end", overlap, MinOverlap)
@@ -477,10 +481,9 @@ func Rotate(ctx context.Context, c client.Client, key types.NamespacedName, over
 	if err != nil {
 		return time.Time{}, fmt.Errorf("the Secret %s holds no CA the gate can use: %w", key, err)
 	}
-	if err := old.trustPrevious(s, now); err != nil {
-		return time.Time{}, fmt.Errorf("the Secret %s: the last rotation's record: %w", key, err)
-	}
-	if old.previous != nil {
+	// A damaged record of the last rotation is not trusted by the replicas either (ca):
+	// the rotation writes over it.
+	if err := old.trustPrevious(s, now); err == nil && old.previous != nil {
 		until, _ := time.Parse(time.RFC3339, s.Annotations[PreviousUntil])
 		return time.Time{}, fmt.Errorf("the last rotation's overlap runs until %s: a rotation now would stop trusting a CA a replica may still serve", until.Format(time.RFC3339))
 	}

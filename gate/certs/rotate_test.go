@@ -112,7 +112,8 @@ func joinPEM(pems ...[]byte) []byte {
 
 // TestKeepsTheOldCertificateWhileTheBundleCannotBeWritten: past the switch, a replica that
 // could not write the caBundle keeps the old CA's certificate, which is the one the caBundle
-// is sure to trust.
+// is sure to trust; so does it at the check that writes the caBundle at last (the
+// apiservers have yet to see it), and it switches at the next.
 func TestKeepsTheOldCertificateWhileTheBundleCannotBeWritten(t *testing.T) {
 	now := t0
 	var failing bool
@@ -135,13 +136,19 @@ func TestKeepsTheOldCertificateWhileTheBundleCannotBeWritten(t *testing.T) {
 	served(t, m, oldCA, now)
 	failing = false
 	setup(t, m)
+	if cert := served(t, m, caBundle(t, c, "gate"), now); verifies(cert, oldCA, now) != nil {
+		t.Error("at the check that wrote the caBundle, the replica already serves the new CA's certificate")
+	}
+	now = now.Add(15 * time.Second)
+	setup(t, m)
 	if cert := served(t, m, caBundle(t, c, "gate"), now); verifies(cert, oldCA, now) == nil {
-		t.Error("once the caBundle was written, the replica still serves the old CA's certificate")
+		t.Error("a check after the caBundle was written, the replica still serves the old CA's certificate")
 	}
 }
 
-// TestRotateRefuses: too short an overlap, a Secret that is no CA, and a damaged record of
-// the last rotation are refused, and the Secret is left as it was.
+// TestRotateRefuses: too short an overlap and a Secret that is no CA are refused, and the
+// Secret is left as it was; a damaged record of the last rotation, which no replica
+// trusts, is written over.
 func TestRotateRefuses(t *testing.T) {
 	now := t0
 	c := newClient(t, interceptor.Funcs{}, mutating("gate", "gate-ns", "gate-webhook"))
@@ -161,7 +168,6 @@ func TestRotateRefuses(t *testing.T) {
 	}{
 		{"a short overlap", nil, MinOverlap - time.Second, "shorter than"},
 		{"no CA", theirs, 10 * time.Minute, "holds no CA"},
-		{"a damaged record", damaged, 10 * time.Minute, "last rotation's record"},
 	} {
 		cl := c
 		if tc.secret != nil {
@@ -179,5 +185,13 @@ func TestRotateRefuses(t *testing.T) {
 		if err := cl.Get(context.Background(), caKey, after); err != nil || after.ResourceVersion != before.ResourceVersion {
 			t.Errorf("%s: the Secret was written (%v)", tc.name, err)
 		}
+	}
+	cl := newClient(t, interceptor.Funcs{}, damaged.DeepCopy())
+	if _, err := Rotate(context.Background(), cl, caKey, 10*time.Minute, now); err != nil {
+		t.Errorf("a damaged record of the last rotation: %v, want it written over", err)
+	}
+	after := &corev1.Secret{}
+	if err := cl.Get(context.Background(), caKey, after); err != nil || string(after.Data[PreviousCACert]) != string(damaged.Data[CACert]) || after.Annotations[RotatedAt] != now.UTC().Format(time.RFC3339) {
+		t.Errorf("after rotating over a damaged record: previous %q, annotations %v (%v)", after.Data[PreviousCACert], after.Annotations, err)
 	}
 }
