@@ -1,12 +1,15 @@
 // Package servingcert issues TLS serving certificates from a CA made once per process: the
 // simulator's webhook servers and the embedded apiserver serve real TLS that their clients
 // verify, without a certificate ever being written to the repository or reused by a run.
+// It issues client certificates from the same CA, which a real node's kubelet requires of
+// its callers (the apiserver, the tests).
 package servingcert
 
 import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -68,6 +71,55 @@ func Write(certFile, keyFile string, names Names) ([]byte, error) {
 		return nil, err
 	}
 	return caPEM, nil
+}
+
+// CA is this process's CA, as PEM: what a server that authenticates the clients of
+// WriteClient and Client trusts.
+func CA() ([]byte, error) {
+	caOnce.Do(makeCA)
+	if caErr != nil {
+		return nil, fmt.Errorf("creating CA: %w", caErr)
+	}
+	return caPEM, nil
+}
+
+// Client is a client certificate for cn, signed by this process's CA, and its key.
+func Client(cn string) (tls.Certificate, error) {
+	der, key, err := issueClient(cn)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+// WriteClient writes a client certificate for cn, signed by this process's CA, and its key.
+func WriteClient(certFile, keyFile, cn string) error {
+	der, key, err := issueClient(cn)
+	if err != nil {
+		return err
+	}
+	return writePair(certFile, keyFile, der, key)
+}
+
+func issueClient(cn string) ([]byte, *ecdsa.PrivateKey, error) {
+	if _, err := CA(); err != nil {
+		return nil, nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	return der, key, err
 }
 
 // WriteSigner writes a new self-signed key pair: a signing key (an apiserver's

@@ -60,6 +60,12 @@ func (e *Embedded) servePods(api *envtest.APIServer) error {
 	if err := servingcert.WriteSigner(filepath.Join(dir, "sa-signer.crt"), filepath.Join(dir, "sa-signer.key")); err != nil {
 		return fmt.Errorf("writing the ServiceAccount token signer: %w", err)
 	}
+	// A real node's kubelet takes callers with a certificate of this process's CA only
+	// (sim/node): the apiserver presents one for kubectl logs and exec.
+	kubeletCert, kubeletKey := filepath.Join(dir, "kubelet-client.crt"), filepath.Join(dir, "kubelet-client.key")
+	if err := servingcert.WriteClient(kubeletCert, kubeletKey, "kube-apiserver-kubelet-client"); err != nil {
+		return fmt.Errorf("writing the apiserver's kubelet client certificate: %w", err)
+	}
 	api.CertDir = dir
 	api.SecureServing.CA = ca
 	api.SecureServing.Address = e.PodIP
@@ -70,6 +76,8 @@ func (e *Embedded) servePods(api *envtest.APIServer) error {
 		Set("disable-admission-plugins", "").
 		// kubectl logs and exec reach a real node's kubelet at its InternalIP, as on a
 		// kubeadm cluster: the nodes' names do not resolve on this machine.
-		Set("kubelet-preferred-address-types", "InternalIP")
+		Set("kubelet-preferred-address-types", "InternalIP").
+		Set("kubelet-client-certificate", kubeletCert).
+		Set("kubelet-client-key", kubeletKey)
 	return nil
 }

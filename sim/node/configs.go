@@ -86,8 +86,9 @@ func cniConfig(bridge, subnet, ipamDir string) string {
 //   - cgroupfs and a cgroup root of the node's own, so two nodes' kubepods do not meet;
 //   - failSwapOn false: the machine may have swap;
 //   - it serves its API on the node's InternalIP and a port of its own (Node.kubeletPort),
-//     its health check on a loopback address of its own, and trusts every caller
-//     (AlwaysAllow): only the plane and the tests on this machine talk to it;
+//     its health check on a loopback address of its own; the API takes only callers with
+//     a certificate of this process's CA (the apiserver's kubelet client, the tests':
+//     servingcert), no anonymous one, and allows them everything (AlwaysAllow);
 //   - no eviction thresholds: the disk and memory are the machine's, shared with everything
 //     else, and a node evicting its Pods for the machine's state would prove nothing;
 //   - no image garbage collection (a high threshold of 100): on a disk fuller than 85% the
@@ -109,8 +110,9 @@ healthzBindAddress: %[8]s
 healthzPort: %[5]d
 podCIDR: %[6]q
 authentication:
-  anonymous: {enabled: true}
+  anonymous: {enabled: false}
   webhook: {enabled: false}
+  x509: {clientCAFile: %[9]q}
 authorization:
   mode: AlwaysAllow
 evictionHard: {}
@@ -120,7 +122,7 @@ makeIPTablesUtilChains: false
 resolvConf: ""
 registerNode: true
 podLogsDir: %[7]q
-`, c.cgroupRoot, "unix://"+c.socket, c.address, c.port, kubeletHealthzPort, c.podCIDR, c.podLogs, c.healthz)
+`, c.cgroupRoot, "unix://"+c.socket, c.address, c.port, kubeletHealthzPort, c.podCIDR, c.podLogs, c.healthz, c.clientCA)
 }
 
 // The kubelet's ports: its API's on the node's InternalIP, one per node from the base
@@ -133,6 +135,6 @@ const (
 
 // kubeletSettings are what differs between two nodes' kubelets.
 type kubeletSettings struct {
-	cgroupRoot, socket, podCIDR, podLogs, address, healthz string
-	port                                                   int
+	cgroupRoot, socket, podCIDR, podLogs, address, healthz, clientCA string
+	port                                                             int
 }

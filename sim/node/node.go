@@ -2,10 +2,12 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/startupgate/startupgate/internal/servingcert"
 )
 
 // Config is one real node.
@@ -116,12 +120,17 @@ func (n *Node) start(ctx context.Context) error {
 	if err := makeCgroupRoot(n.cgroupRoot); err != nil {
 		return err
 	}
+	clientCA, err := servingcert.CA()
+	if err != nil {
+		return err
+	}
 	files := map[string]string{
+		"kubelet/client-ca.crt":  string(clientCA),
 		"containerd.toml":        containerdConfig(n.dir, n.parts),
 		"cni/10-bridge.conflist": cniConfig(n.bridge, n.PodCIDR(), filepath.Join(n.dir, "ipam")),
 		"kubelet/kubeletconfig.yaml": kubeletConfig(kubeletSettings{
 			cgroupRoot: n.cgroupRoot, socket: socket(n.dir), podCIDR: n.PodCIDR(), address: n.ip, port: n.kubeletPort(),
-			healthz: n.healthzAddress(),
+			healthz: n.healthzAddress(), clientCA: filepath.Join(n.dir, "kubelet", "client-ca.crt"),
 			podLogs: filepath.Join(n.dir, "pod-logs"),
 		}),
 	}
@@ -130,7 +139,6 @@ func (n *Node) start(ctx context.Context) error {
 			return err
 		}
 	}
-	var err error
 	if n.containerd, err = n.spawn("containerd", filepath.Join(n.parts, "containerd"), "--config", filepath.Join(n.dir, "containerd.toml")); err != nil {
 		return err
 	}
@@ -287,9 +295,22 @@ func (n *Node) ImportImage(ctx context.Context, tarball string) error {
 	return nil
 }
 
-// KubeletURL is the kubelet's API on this machine (read-only use: its stats summary).
+// KubeletURL is the kubelet's API on this machine (read-only use: its stats summary), for
+// KubeletClient.
 func (n *Node) KubeletURL() string {
 	return fmt.Sprintf("https://%s:%d", n.ip, n.kubeletPort())
+}
+
+// KubeletClient calls the kubelet's API as the apiserver does, with a client certificate
+// of this process's CA, which the kubelet requires; it does not check the kubelet's own
+// self-signed certificate.
+func (n *Node) KubeletClient() (*http.Client, error) {
+	cert, err := servingcert.Client("startupgate-test")
+	if err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}} //nolint:gosec // the kubelet's self-signed certificate, on this machine
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}, nil
 }
 
 // kubeletPort is the port the node's kubelet serves its API on, on the node's InternalIP,

@@ -46,6 +46,7 @@ func TestRealNode(t *testing.T) {
 	t.Run("stopped", func(t *testing.T) {
 		n := startReady(t, cs, plane.Kubeconfig(), 1, t.TempDir())
 		assertNoImageGC(t, n)
+		assertAnonymousRefused(t, n)
 		runReadyPod(t, cs, n.Name())
 		if err := n.Stop(); err != nil {
 			t.Fatal(err)
@@ -140,16 +141,38 @@ func assertProxyGone(t *testing.T) {
 	}
 }
 
-// assertNoImageGC: the running kubelet took the configuration that turns its image garbage
-// collection off, as its /configz reports; an imported image it deleted could not come back.
-func assertNoImageGC(t *testing.T, n *Node) {
+// assertAnonymousRefused: the kubelet's API, on the machine's address, refuses a caller
+// without a certificate of this process's CA.
+func assertAnonymousRefused(t *testing.T, n *Node) {
 	t.Helper()
-	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // the kubelet's self-signed certificate, on this machine
+	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}} //nolint:gosec // the kubelet's self-signed certificate, on this machine
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, n.KubeletURL()+"/configz", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("an anonymous call to the kubelet's API: %s, want 401 Unauthorized", resp.Status)
+	}
+}
+
+// assertNoImageGC: the running kubelet took the configuration that turns its image garbage
+// collection off, as its /configz reports; an imported image it deleted could not come back.
+func assertNoImageGC(t *testing.T, n *Node) {
+	t.Helper()
+	kc, err := n.KubeletClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, n.KubeletURL()+"/configz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := kc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
