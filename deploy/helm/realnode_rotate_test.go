@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -48,6 +49,11 @@ type probeCounts struct {
 	creates, createsFailed int
 	dials, dialsFailed     int
 	firstCreate, firstDial error
+	// unreachable are the connections that did not get as far as a certificate (a gate
+	// container restarting while the kubelet still reports its Pod Ready): no certificate's
+	// fault, counted apart; the Node CREATE probe judges the webhook's availability.
+	unreachable    int
+	firstUnreached error
 }
 
 // startProbing probes from now on, in the phase named, until stop; the probes outlive the
@@ -103,6 +109,17 @@ func (p *prober) note(dial bool, err error) {
 	}
 }
 
+// unreached counts a connection that failed before any certificate was checked.
+func (p *prober) unreached(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pc := p.counts[p.phase]
+	pc.unreachable++
+	if pc.firstUnreached == nil {
+		pc.firstUnreached = fmt.Errorf("%s after the probes began: %w", time.Since(p.began).Round(time.Millisecond), err)
+	}
+}
+
 func (p *prober) create(ctx context.Context) {
 	probe := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "probe-of-the-webhook"}}
 	out, err := p.c.cs.CoreV1().Nodes().Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
@@ -128,11 +145,16 @@ func (p *prober) handshakes(ctx context.Context) {
 		if pod.DeletionTimestamp != nil || !podReady(&pod) {
 			continue // not behind the Service
 		}
-		if err := servesUnder(pod.Status.PodIP, svc.Name+"."+svc.Namespace+".svc", mwc.Webhooks[0].ClientConfig.CABundle); err != nil {
-			p.note(true, fmt.Errorf("Pod %s: %w", pod.Name, err))
+		err := servesUnder(pod.Status.PodIP, svc.Name+"."+svc.Namespace+".svc", mwc.Webhooks[0].ClientConfig.CABundle)
+		var verify *tls.CertificateVerificationError
+		if err != nil && !errors.As(err, &verify) {
+			p.unreached(fmt.Errorf("Pod %s: %w", pod.Name, err))
 			continue
 		}
-		p.note(true, nil)
+		if err != nil {
+			err = fmt.Errorf("Pod %s: %w", pod.Name, err)
+		}
+		p.note(true, err)
 	}
 }
 
@@ -160,8 +182,13 @@ func (p *prober) report(t *testing.T, strict ...string) {
 		pc := counts[ph]
 		line := fmt.Sprintf("%s: Node CREATEs through the webhook %d, failed %d (first: %v); new connections to the gate's Pods checked against the caBundle of the moment %d, failed %d (first: %v)",
 			ph, pc.creates, pc.createsFailed, pc.firstCreate, pc.dials, pc.dialsFailed, pc.firstDial)
+		if pc.unreachable > 0 {
+			line += fmt.Sprintf("; connections that reached no certificate %d (first: %v)", pc.unreachable, pc.firstUnreached)
+		}
 		bad := pc.createsFailed > 0 || pc.dialsFailed > 0 || pc.creates == 0 || pc.dials == 0
 		if bad && slices.Contains(strict, ph) {
+			p.c.logGateLogs(t)
+			p.c.logKubeletOnGate(t)
 			t.Error(line)
 		} else {
 			t.Log(line)
