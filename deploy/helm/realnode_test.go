@@ -585,17 +585,13 @@ func (c *cluster) realNodeJoins(t *testing.T) {
 // it finds nothing wrong, and says which node exclude matches and that the webhook taints.
 func (c *cluster) preflight(t *testing.T) {
 	t.Helper()
-	bin, err := gateundertest.GateBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(bin, "preflight", "--kubeconfig", c.plane.Kubeconfig(), "--gate-namespace", namespace).CombinedOutput()
+	out, err := c.gateCLI(t, "preflight")
 	if err != nil {
 		t.Fatalf("gate preflight: %v\n%s", err, out)
 	}
 	for _, want := range []string{"ok       exclude[0] eks.amazonaws.com/nodegroup in (system) matches 1 node(s): system-0",
 		"ok       webhook: a dry-run Node CREATE came back tainted", "no problem found"} {
-		if !strings.Contains(string(out), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("gate preflight does not say %q:\n%s", want, out)
 		}
 	}
@@ -816,16 +812,12 @@ func (c *cluster) checkRestarted(t *testing.T) {
 // the record on the Node, and the gate's events about it.
 func (c *cluster) statusHistory(t *testing.T, name string) {
 	t.Helper()
-	bin, err := gateundertest.GateBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(bin, "status", "--node", name, "--kubeconfig", c.plane.Kubeconfig(), "--gate-namespace", namespace).CombinedOutput()
+	out, err := c.gateCLI(t, "status", "--node", name)
 	if err != nil {
 		t.Fatalf("gate status --node %s: %v\n%s", name, err, out)
 	}
 	for _, want := range []string{"created", "node          released", "event Normal  " + gate.ReasonHeld, "event Normal  " + gate.ReasonReleased} {
-		if !strings.Contains(string(out), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("gate status --node %s does not say %q:\n%s", name, want, out)
 		}
 	}
