@@ -34,6 +34,7 @@ var (
 type calls struct {
 	mu      sync.Mutex
 	gets    int
+	pinned  map[client.ObjectKey]string // the resourceVersion of each get that had one: the apiserver serves those from its watch cache
 	lists   int
 	patches int
 	updates int
@@ -60,6 +61,14 @@ func (c *calls) counting(funcs interceptor.Funcs) interceptor.Funcs {
 	out.Get = func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 		c.mu.Lock()
 		c.gets++
+		for _, o := range opts {
+			if g, ok := o.(*client.GetOptions); ok && g.Raw != nil && g.Raw.ResourceVersion != "" {
+				if c.pinned == nil {
+					c.pinned = map[client.ObjectKey]string{}
+				}
+				c.pinned[key] = g.Raw.ResourceVersion
+			}
+		}
 		c.mu.Unlock()
 		if funcs.Get != nil {
 			return funcs.Get(ctx, cl, key, obj, opts...)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -48,10 +47,6 @@ type PodGuard struct {
 	// reads get half of it and the guard answers itself: an explore saw a restarted gate's
 	// reads take 9.9 s, and four Pods bind in a continuous rule's window.
 	Timeout time.Duration
-
-	once     sync.Once
-	nodes    *batch[*corev1.Node]
-	initPods *batch[[]*corev1.Pod]
 }
 
 // DefaultPodGuardTimeout is the shipped webhook's timeoutSeconds.
@@ -202,11 +197,11 @@ func (g *PodGuard) decideWith(ctx context.Context, rd *reads, nodeName string, t
 	if rd.live.done && rd.live.err == nil {
 		node = rd.live.v // the copy the first pass judged, as the apiserver has it
 	} else if _, held := g.Config.HoldingTaint(node, tolerations); held && !rd.live.done {
-		// A denial rests on the node as the apiserver has it: the cache can lag the
-		// gate's own release by seconds on a loaded apiserver, and a binding denied then
-		// is denied on a node no rule holds. Read it, and judge that copy from here on;
-		// when it cannot be read, the cached taint stands.
-		if live, err := rd.live.get(func() (*corev1.Node, error) { return g.liveNode(ctx, nodeName) }); err == nil {
+		// A denial rests on the node as the apiserver has it: the gate's cache can lag
+		// its own release by seconds on a loaded apiserver, and a binding denied then is
+		// denied on a node no rule holds. Read it (watched), and judge that copy from here
+		// on; when it cannot be read, the cached taint stands.
+		if live, err := rd.live.get(func() (*corev1.Node, error) { return g.watchedNode(ctx, node) }); err == nil {
 			node = live
 		} else if apierrors.IsNotFound(err) {
 			return allow(reasonNoNode, "node not found")
@@ -214,9 +209,10 @@ func (g *PodGuard) decideWith(ctx context.Context, rd *reads, nodeName string, t
 	}
 	if g.Config.RebootExposed(node, tolerations) {
 		// The kubelet's new boot ID and a binding can arrive a millisecond apart, faster
-		// than the cache follows; the scheduler's cache lags the same way, so a cached
-		// read here would let through the very binding the guard is for.
-		live, err := rd.live.get(func() (*corev1.Node, error) { return g.freshNode(ctx, nodeName) })
+		// than the gate's cache follows; the scheduler's cache lags the same way, so the
+		// gate's cache here would let through the very binding the guard is for. The
+		// apiserver's watch cache has the boot first, after etcd (watched).
+		live, err := rd.live.get(func() (*corev1.Node, error) { return g.watchedNode(ctx, node) })
 		switch {
 		case apierrors.IsNotFound(err):
 			return allow(reasonNoNode, "node not found")
@@ -267,6 +263,16 @@ func (g *PodGuard) node(ctx context.Context, name string) (*corev1.Node, bool, e
 		err = fmt.Errorf("%w (from the cache: %s)", err, cacheErr.Error())
 	}
 	return live, true, err
+}
+
+// watchedNode is the node as the apiserver's watch cache has it, no older than the cached
+// copy given (watched).
+func (g *PodGuard) watchedNode(ctx context.Context, cached *corev1.Node) (*corev1.Node, error) {
+	n := &corev1.Node{}
+	if err := watched(ctx, g.API, cached, n); err != nil {
+		return nil, err
+	}
+	return n, nil
 }
 
 // liveNode reads the Node from the API.
@@ -365,7 +371,7 @@ type requirements struct {
 }
 
 func (g *PodGuard) requirements(ctx context.Context, nodeName string) (requirements, error) {
-	pods, _, err := g.batches().initPods.get(ctx, nodeName)
+	pods, err := g.liveInitPods(ctx, nodeName)
 	if err != nil {
 		return requirements{}, err
 	}
@@ -386,7 +392,7 @@ func (g *PodGuard) requirements(ctx context.Context, nodeName string) (requireme
 // (Reconciler.labelled).
 func (g *PodGuard) expectedOn(ctx context.Context, rd *reads, r *rule.Rule, node *corev1.Node, dss []appsv1.DaemonSet) (map[string]bool, error) {
 	if ds, _ := r.LabelOutside(dss, g.Labels.Keeps); ds != "" {
-		live, err := rd.live.get(func() (*corev1.Node, error) { return g.freshNode(ctx, node.Name) })
+		live, err := rd.live.get(func() (*corev1.Node, error) { return g.watchedNode(ctx, node) })
 		if err != nil {
 			return nil, err
 		}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,65 +69,23 @@ func (f *inFlight) List(ctx context.Context, list client.ObjectList, opts ...cli
 	return f.r.List(ctx, list, opts...)
 }
 
-// Batching of the guard's live reads (batch): a round starts at most this often, and at
-// most this many run at once.
-const (
-	batchSpacing  = 50 * time.Millisecond
-	batchInFlight = 4
-)
-
-// batches are the guard's shared live reads, made on first use.
-func (g *PodGuard) batches() *PodGuard {
-	g.once.Do(func() {
-		g.nodes = newBatch[*corev1.Node](batchSpacing, g.budget(), batchInFlight)
-		g.nodes.one = func(ctx context.Context, name string) (*corev1.Node, bool, error) {
-			n, err := g.liveNode(ctx, name)
-			if apierrors.IsNotFound(err) {
-				return nil, false, nil
-			}
-			return n, err == nil, err
-		}
-		g.nodes.missing = g.nodes.one
-		g.nodes.all = func(ctx context.Context) (map[string]*corev1.Node, error) {
-			list := &corev1.NodeList{}
-			if err := g.API.List(ctx, list); err != nil {
-				return nil, fmt.Errorf("listing nodes: %w", err)
-			}
-			out := make(map[string]*corev1.Node, len(list.Items))
-			for i := range list.Items {
-				out[list.Items[i].Name] = &list.Items[i]
-			}
-			return out, nil
-		}
-
-		// No list here: a list of Pods is served from the apiserver's watch cache once it
-		// has caught up with etcd, which a binding burst's writes keep it from (the bench
-		// saw such lists of the init Pods take seconds each, and the continuous mode bind
-		// at a twelfth of guard-off's rate); a get by name is read from etcd at once.
-		g.initPods = newBatch[[]*corev1.Pod](batchSpacing, g.budget(), batchInFlight)
-		g.initPods.one = func(ctx context.Context, name string) ([]*corev1.Pod, bool, error) {
-			pods, err := g.liveInitPods(ctx, name)
-			return pods, err == nil, err
-		}
-	})
-	return g
-}
-
-// freshNode is the Node as a read that starts after this call gives it, shared with the
-// bindings that wait at the same time (batch). What it returns is shared: read it only.
-func (g *PodGuard) freshNode(ctx context.Context, name string) (*corev1.Node, error) {
-	n, found, err := g.batches().nodes.get(ctx, name)
-	switch {
-	case err != nil:
-		return nil, err
-	case !found:
-		return nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
-	}
-	return n, nil
+// watched is obj as the apiserver's watch cache has it, no older than the copy given (its
+// resourceVersion is the floor): the guard's read for the windows only it closes. The
+// apiserver's watch cache follows etcd directly, and every informer follows it (the gate's
+// and the scheduler's alike), so it is newer than the gate's cache by what the gate's watch
+// has not delivered yet, seconds on a loaded plane, and behind etcd only by the apiserver's
+// own watch of it. It costs no etcd round trip and waits for no other read, where a binding
+// burst makes one per binding (docs/performance.md has the bench). A copy with no
+// resourceVersion is read from etcd.
+func watched(ctx context.Context, api client.Reader, cached, into client.Object) error {
+	opts := &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: cached.GetResourceVersion()}}
+	return api.Get(ctx, client.ObjectKeyFromObject(cached), into, opts)
 }
 
 // liveInitPods are the node's init Pods of continuous rules as the API has them: each such
-// Pod the caches hold on the node read by name, which etcd answers at once. A Pod the caches do not hold yet (just
+// Pod the caches hold on the node read by name from the apiserver's watch cache (watched;
+// a list would wait for that cache to catch up with etcd, which a binding burst's writes
+// keep it from: the bench saw such lists take seconds). A Pod the caches do not hold yet (just
 // created) is not read, and a Pod gone since is left out: either can only make the rule's
 // requirements look less met, so the guard errs towards a denial, never an allow. When the
 // caches cannot be read, the API's list.
@@ -145,7 +103,7 @@ func (g *PodGuard) liveInitPods(ctx context.Context, nodeName string) ([]*corev1
 			continue // only a continuous rule's check reads them (decideContinuous)
 		}
 		p := &corev1.Pod{}
-		switch err := g.API.Get(ctx, client.ObjectKeyFromObject(c), p); {
+		switch err := watched(ctx, g.API, c, p); {
 		case apierrors.IsNotFound(err):
 			continue
 		case err != nil:

@@ -763,10 +763,12 @@ func TestPodGuardOwnFailure(t *testing.T) {
 
 // TestPodGuardReadsPerBinding: what an ordinary binding (a Pod that tolerates nothing, onto a
 // released node) costs the guard in reads of the API, per config. A startup rule needs
-// none: the cached node decides. A rule that gates reboots reads the node live (the cache may
-// be behind the reboot), and a continuous rule reads its init Pods on the node live, each
-// by name (the cache may be behind their unready write); neither reads the Pod, and
-// neither lists: a list of Pods waits for the watch cache, which a burst keeps behind.
+// none: the cached node decides. A rule that gates reboots reads the node (the gate's cache
+// may be behind the reboot), and a continuous rule reads its init Pods on the node, each by
+// name (the cache may be behind their unready write); each read is pinned to the cached
+// copy's resourceVersion, which the apiserver serves from its watch cache, with no etcd
+// round trip. Neither reads the Pod, and neither lists: a list of Pods waits for the watch
+// cache to catch up with etcd, which a burst keeps behind.
 func TestPodGuardReadsPerBinding(t *testing.T) {
 	released := func(n *corev1.Node) {
 		testobj.NodeAnnotation(config.DefaultCompletedAnnotation, "1")(n)
@@ -802,6 +804,16 @@ func TestPodGuardReadsPerBinding(t *testing.T) {
 			defer calls.mu.Unlock()
 			if calls.gets != c.gets || calls.lists != c.lists {
 				t.Errorf("API reads: %d gets and %d lists, want %d and %d", calls.gets, calls.lists, c.gets, c.lists)
+			}
+			if len(calls.pinned) != calls.gets {
+				t.Errorf("API gets: %d of %d pinned to a resourceVersion (the apiserver's watch cache), want all", len(calls.pinned), calls.gets)
+			}
+			for key, rv := range calls.pinned {
+				// No older than the gate's own copy: "0" (any) may be older on another apiserver.
+				cached := map[bool]client.Object{true: &corev1.Node{}, false: &corev1.Pod{}}[key.Namespace == ""]
+				if err := cache.Get(context.Background(), key, cached); err != nil || rv != cached.GetResourceVersion() {
+					t.Errorf("get of %s pinned to resourceVersion %q, want the cached copy's %q (%v)", key, rv, cached.GetResourceVersion(), err)
+				}
 			}
 		})
 	}
