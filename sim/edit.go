@@ -65,9 +65,7 @@ func (rn *run) judgeBy() {
 
 // edit makes the change e describes to rule e.Rule of cfg, a scenario's scoped config.
 func edit(cfg *config.Config, e *scenario.EditRule, scenarioName string) {
-	e.Apply(cfg, func(sel string) string {
-		return ScopeConfig(config.Config{Rules: []rule.Rule{{NodeSelector: sel}}}, scenarioName).Rules[0].NodeSelector
-	})
+	e.Apply(cfg, func(sel string) string { return scenario.Scope(sel, scenarioName) })
 }
 
 // undo sets back, on the rule e edited, the fields e changed, as they were in before.

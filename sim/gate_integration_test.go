@@ -93,7 +93,7 @@ func checkEquivalence(t *testing.T, name string, cfg config.Config, inputs []equ
 	t.Helper()
 	rc := sharedPlane(t)
 	cs := kubernetes.NewForConfigOrDie(rc)
-	cfg = ScopeConfig(cfg, name)
+	cfg = scenario.ScopeConfig(cfg, name)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func TestMetricNamesExported(t *testing.T) {
 	defer cancel()
 
 	const name = "metric-names"
-	cfg := ScopeConfig(config.DefaultConfig(), name)
+	cfg := scenario.ScopeConfig(config.DefaultConfig(), name)
 	_, leader := startGateProcesses(ctx, t, rc, cs, cfg, name, 1, gateundertest.Options{})
 
 	createObjects(ctx, t, cs, name)

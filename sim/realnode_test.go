@@ -42,7 +42,7 @@ func TestRealNodeJoin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg = ScopeConfig(cfg, name)
+	cfg = scenario.ScopeConfig(cfg, name)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/startupgate/startupgate/gate/config"
-	"github.com/startupgate/startupgate/gate/rule"
 	"github.com/startupgate/startupgate/sim/check"
 	"github.com/startupgate/startupgate/sim/controlplane"
 	"github.com/startupgate/startupgate/sim/faults"
@@ -314,13 +313,7 @@ func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64
 // cleanupTimeout bounds a run's cleanup: a minute, and more for a large run, whose nodes
 // and Pods take the apiserver longer to delete.
 func cleanupTimeout(sc *scenario.Scenario) time.Duration {
-	nodes := 0
-	for _, s := range sc.Timeline {
-		if s.Join != nil {
-			nodes += s.Join.Count
-		}
-	}
-	return time.Minute + time.Duration(nodes)*40*time.Millisecond
+	return time.Minute + time.Duration(sc.JoinCount())*40*time.Millisecond
 }
 
 // late adds a failure found after the run was judged to its result (the run fails), or to
@@ -346,7 +339,7 @@ func (r *Runner) newRun(sc *scenario.Scenario, seed uint64) (*run, error) {
 	if err := gateundertest.CheckMode(r.Opts.Gate, sc); err != nil {
 		return nil, err
 	}
-	cfg := ScopeConfig(sc.GateConfig, sc.Name)
+	cfg := scenario.ScopeConfig(sc.GateConfig, sc.Name)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -407,28 +400,6 @@ func (r *Runner) gateArgs() []string {
 		return nil
 	}
 	return r.Opts.Hooks.GateArgs
-}
-
-// ScopeConfig narrows every rule of cfg to the nodes of one scenario (those labelled
-// scenario.Label=name), so that scenarios sharing a plane never gate each other's nodes.
-func ScopeConfig(cfg config.Config, name string) config.Config {
-	scope := func(sel string) string {
-		if sel == "" {
-			return scenario.Label + "=" + name
-		}
-		return sel + "," + scenario.Label + "=" + name
-	}
-	// The scenarios' gates share a plane: each marks the taints it places as its own, and
-	// lifts no other's.
-	cfg.Instance = name
-	cfg.Rules = append([]rule.Rule(nil), cfg.Rules...)
-	for i := range cfg.Rules {
-		cfg.Rules[i].NodeSelector = scope(cfg.Rules[i].NodeSelector)
-	}
-	if len(cfg.Rules) == 0 {
-		cfg.NodeSelector = scope(cfg.NodeSelector)
-	}
-	return cfg
 }
 
 // startGate starts the gate now, unless the scenario installs it later (then play does).

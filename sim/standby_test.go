@@ -40,7 +40,7 @@ func TestWarmStandby(t *testing.T) {
 			t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 
 			opts := gateundertest.Options{Shipped: true, Args: []string{fmt.Sprintf("--warm-standby=%v", warm)}}
-			g, leader := startGateProcesses(ctx, t, rc, cs, ScopeConfig(config.DefaultConfig(), name), name, 2, opts)
+			g, leader := startGateProcesses(ctx, t, rc, cs, scenario.ScopeConfig(config.DefaultConfig(), name), name, 2, opts)
 			var standby *gateundertest.Replica
 			for _, r := range g.Replicas() {
 				if r != leader {

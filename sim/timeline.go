@@ -598,12 +598,8 @@ func (rn *run) progress(phase report.Phase) {
 	joined, refused := rn.joined, rn.refused
 	rn.mu.Unlock()
 	p := report.Progress{Scenario: rn.sc.Name, Seed: rn.seed, Phase: phase, Elapsed: time.Since(rn.start), Joined: joined,
-		Gated: v.Gated, Released: v.Released, Early: confirmedEarly(v.Violations, rn.recorder.NodeRV()), Refused: refused}
-	for _, s := range rn.sc.Timeline {
-		if s.Join != nil {
-			p.Nodes += s.Join.Count
-		}
-	}
+		Gated: v.Gated, Released: v.Released, Early: confirmedEarly(v.Violations, rn.recorder.NodeRV()), Refused: refused,
+		Nodes: rn.sc.JoinCount()}
 	if rn.sc.Autoscaler != nil {
 		p.Nodes = max(rn.sc.Expect.NodeClaims, v.Gated) // the autoscaler's nodes, as many as needed
 	}

@@ -80,7 +80,7 @@ func runDemo(args []string, stdout, stderr io.Writer) (code int, err error) {
 	if err != nil {
 		return 1, err
 	}
-	cfg := sim.ScopeConfig(sc.GateConfig, sc.Name)
+	cfg := scenario.ScopeConfig(sc.GateConfig, sc.Name)
 	if err := cfg.Validate(); err != nil {
 		return 2, err
 	}

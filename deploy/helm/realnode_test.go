@@ -149,7 +149,7 @@ func (c *cluster) creates(t *testing.T, name string) latency {
 func (c *cluster) inProcessCreates(t *testing.T) latency {
 	t.Helper()
 	const name = "in-process"
-	cfg := sim.ScopeConfig(*defaultConfig(), name)
+	cfg := scenario.ScopeConfig(*defaultConfig(), name)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -113,11 +113,16 @@ func (sc *Scenario) Exclusive() bool {
 	if sc.Plane != nil || sc.Autoscaler != nil || sc.RestartsAPIServer() {
 		return true
 	}
+	return sc.JoinCount() >= exclusiveNodes
+}
+
+// JoinCount is how many nodes the timeline's join steps register.
+func (sc *Scenario) JoinCount() int {
 	nodes := 0
 	for _, s := range sc.Timeline {
 		if s.Join != nil {
 			nodes += s.Join.Count
 		}
 	}
-	return nodes >= exclusiveNodes
+	return nodes
 }
