@@ -173,21 +173,6 @@ func coreTaints(ts []scenario.Taint) []corev1.Taint {
 // shows within that much of the nodes it doubts.
 const settleAfterClaims = 15 * time.Second
 
-// pendingToRunning is, for each workload Pod that runs, how long it waited from its
-// creation to Running: the cost of gating as the workload sees it. Both ends are stored
-// with one-second resolution.
-func pendingToRunning(pods []corev1.Pod) []time.Duration {
-	var out []time.Duration
-	for i := range pods {
-		p := &pods[i]
-		if daemon(p) || p.Status.Phase != corev1.PodRunning || p.Status.StartTime == nil {
-			continue
-		}
-		out = append(out, p.Status.StartTime.Sub(p.CreationTimestamp.Time))
-	}
-	return out
-}
-
 // noteWaits adds the workload Pods' waits, pending to Running, to the run's notes.
 func (rn *run) noteWaits(ctx context.Context) {
 	list, err := rn.client.CoreV1().Pods(rn.ns).List(ctx, metav1.ListOptions{})
@@ -195,17 +180,7 @@ func (rn *run) noteWaits(ctx context.Context) {
 		rn.note("cannot list the workload Pods for their waits: %v", err)
 		return
 	}
-	waits := pendingToRunning(list.Items)
+	waits := check.PendingToRunning(list.Items)
 	p := check.PercentilesOf(waits)
 	rn.note("workload Pods pending to Running: p50 %.0fs, p99 %.0fs, max %.0fs (%d Pods, 1 s resolution)", p.P50/1000, p.P99/1000, p.Max/1000, len(waits))
-}
-
-// daemon: a DaemonSet's Pod (an init Pod or an agent), not a workload's.
-func daemon(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	return false
 }

@@ -108,7 +108,7 @@ func (rn *run) judge() *report.Result {
 	res.Notes = append([]string(nil), rn.notes...)
 	rn.mu.Unlock()
 	if rn.autoscale != nil {
-		res.Notes = append(res.Notes, fmt.Sprintf("NodeClaims created: %d of %d needed; Pods early: %d", len(claims), rn.sc.Expect.NodeClaims, confirmedEarly(v.Violations, math.MaxUint64)))
+		res.Notes = append(res.Notes, fmt.Sprintf("NodeClaims created: %d of %d needed; Pods early: %d", len(claims), rn.sc.Expect.NodeClaims, check.ConfirmedEarly(v.Violations, math.MaxUint64)))
 	}
 	if v.Reboots > 0 {
 		p := check.PercentilesOf(v.RegateLatency)

@@ -5,29 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/startupgate/startupgate/sim/check"
 	"github.com/startupgate/startupgate/sim/report"
 	"github.com/startupgate/startupgate/sim/scenario"
 )
-
-// TestConfirmedEarly: a live count calls a binding early only once the Node stream has
-// delivered everything up to it; other kinds of violation are not early Pods.
-func TestConfirmedEarly(t *testing.T) {
-	vs := []check.Violation{
-		{Kind: check.KindEarlyPod, RV: 90},  // the node stream is past it: early
-		{Kind: check.KindEarlyPod, RV: 100}, // at the node stream's RV: early
-		{Kind: check.KindEarlyPod, RV: 101}, // ahead of the node stream: its release may be in flight
-		{Kind: "lost-taint", RV: 50},
-	}
-	for _, tc := range []struct {
-		nodeRV uint64
-		want   int
-	}{{0, 0}, {89, 0}, {90, 1}, {100, 2}, {101, 3}} {
-		if got := confirmedEarly(vs, tc.nodeRV); got != tc.want {
-			t.Errorf("confirmedEarly(node stream at %d) = %d, want %d", tc.nodeRV, got, tc.want)
-		}
-	}
-}
 
 // TestLateFailuresAreKept: a failure found after the run was judged (its cleanup timed out,
 // its gate did not stop cleanly) fails the run, or joins its error; it is never dropped.

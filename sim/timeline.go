@@ -598,7 +598,7 @@ func (rn *run) progress(phase report.Phase) {
 	joined, refused := rn.joined, rn.refused
 	rn.mu.Unlock()
 	p := report.Progress{Scenario: rn.sc.Name, Seed: rn.seed, Phase: phase, Elapsed: time.Since(rn.start), Joined: joined,
-		Gated: v.Gated, Released: v.Released, Early: confirmedEarly(v.Violations, rn.recorder.NodeRV()), Refused: refused,
+		Gated: v.Gated, Released: v.Released, Early: check.ConfirmedEarly(v.Violations, rn.recorder.NodeRV()), Refused: refused,
 		Nodes: rn.sc.JoinCount()}
 	if rn.sc.Autoscaler != nil {
 		p.Nodes = max(rn.sc.Expect.NodeClaims, v.Gated) // the autoscaler's nodes, as many as needed
@@ -608,21 +608,6 @@ func (rn *run) progress(phase report.Phase) {
 		return
 	}
 	fmt.Fprintln(rn.Opts.Progress, p)
-}
-
-// confirmedEarly counts the early Pods that stay early whatever is still in flight: bound at
-// or before nodeRV, the newest Node change the recorder has seen. Under a burst the Pod
-// stream can run ahead of the Node stream, and a binding that follows a release not yet
-// delivered would otherwise show as early in a live count (the final judgment waits for
-// both streams to catch up, and so never sees this).
-func confirmedEarly(vs []check.Violation, nodeRV uint64) int {
-	n := 0
-	for _, v := range vs {
-		if v.Kind == check.KindEarlyPod && v.RV <= nodeRV {
-			n++
-		}
-	}
-	return n
 }
 
 // nodesOf resolves a step's nodes: by name, or the node a Pod of the run is bound to now.

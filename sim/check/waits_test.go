@@ -1,4 +1,4 @@
-package sim
+package check
 
 import (
 	"slices"
@@ -29,7 +29,7 @@ func TestPendingToRunning(t *testing.T) {
 		pod(0, corev1.PodPending, "ReplicaSet"),
 		pod(5*time.Second, corev1.PodRunning, ""),
 	}
-	if got, want := pendingToRunning(pods), []time.Duration{30 * time.Second, 5 * time.Second}; !slices.Equal(got, want) {
+	if got, want := PendingToRunning(pods), []time.Duration{30 * time.Second, 5 * time.Second}; !slices.Equal(got, want) {
 		t.Errorf("waits %v, want %v", got, want)
 	}
 }
