@@ -1,4 +1,4 @@
-package sim
+package objects
 
 import (
 	"errors"
@@ -52,7 +52,7 @@ func TestAwaitEvents(t *testing.T) {
 			for r := range maps.Keys(tc.arrive) {
 				reasons = append(reasons, r)
 			}
-			got, err := awaitEvents(reasons, time.Now().Add(tc.deadline), time.Millisecond, count)
+			got, err := AwaitEvents(reasons, time.Now().Add(tc.deadline), time.Millisecond, count)
 			if !errors.Is(err, tc.wantErr) {
 				t.Errorf("error %v, want %v", err, tc.wantErr)
 			}
