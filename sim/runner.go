@@ -16,6 +16,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/startupgate/startupgate/gate/config"
+	"github.com/startupgate/startupgate/sim/autoscaler"
 	"github.com/startupgate/startupgate/sim/check"
 	"github.com/startupgate/startupgate/sim/controlplane"
 	"github.com/startupgate/startupgate/sim/faults"
@@ -165,7 +166,7 @@ type run struct {
 	harness  *gateundertest.Harness
 	tally    faults.Tally
 	// autoscale is the run's Karpenter (nil: the scenario has no autoscaler).
-	autoscale *autoscale
+	autoscale *autoscaler.Run
 	start     time.Time
 
 	mu       sync.Mutex

@@ -9,5 +9,6 @@
 // (kubelet.Kubelet.Adopt with kubelet.KWOKNodeLabel).
 //
 // It must not know what a scenario, a gate or a record is: it builds Karpenter, starts it
-// with its CRDs and instance types, writes the objects it reads, and stops it.
+// with its CRDs and instance types, writes the objects it reads, stops it inside a Node
+// CREATE when asked (RegistrationPause), and stops it.
 package autoscaler
