@@ -46,7 +46,7 @@ func (rn *run) launchAutoscaler(ctx context.Context) error {
 	if err := rn.autoscale.Launch(ctx, pool, pause); err != nil {
 		return err
 	}
-	rn.note("NodePool %s created; Karpenter's log: %s", rn.sc.Name, rn.autoscale.Karpenter.Log())
+	rn.Note("NodePool %s created; Karpenter's log: %s", rn.sc.Name, rn.autoscale.Karpenter.Log())
 	return nil
 }
 
@@ -66,8 +66,8 @@ func (rn *run) nodeClaims() []check.NodeClaim {
 // cleared.
 func (rn *run) stopAutoscaler() {
 	if a := rn.autoscale; a != nil {
-		rn.fail(a.Karpenter.Exited())
-		rn.fail(a.Stop())
+		rn.Fail(a.Karpenter.Exited())
+		rn.Fail(a.Stop())
 	}
 }
 
@@ -97,10 +97,10 @@ const settleAfterClaims = 15 * time.Second
 func (rn *run) noteWaits(ctx context.Context) {
 	list, err := rn.client.CoreV1().Pods(rn.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		rn.note("cannot list the workload Pods for their waits: %v", err)
+		rn.Note("cannot list the workload Pods for their waits: %v", err)
 		return
 	}
 	waits := check.PendingToRunning(list.Items)
 	p := check.PercentilesOf(waits)
-	rn.note("workload Pods pending to Running: p50 %.0fs, p99 %.0fs, max %.0fs (%d Pods, 1 s resolution)", p.P50/1000, p.P99/1000, p.Max/1000, len(waits))
+	rn.Note("workload Pods pending to Running: p50 %.0fs, p99 %.0fs, max %.0fs (%d Pods, 1 s resolution)", p.P50/1000, p.P99/1000, p.Max/1000, len(waits))
 }

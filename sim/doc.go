@@ -5,11 +5,13 @@
 //	                              │
 //	                           record ──▶ check ──▶ report
 //
-// A run creates the scenario's objects (sim/scenario builds them), starts the recorder
-// (sim/record/watch), the gate under test (sim/gateundertest) and the fake kubelet
-// (sim/kubelet), plays the timeline — node joins through the kubelet, faults through
+// A run creates the scenario's objects (sim/scenario builds them, sim/objects creates
+// them), starts the recorder (sim/record/watch), the gate under test (sim/gateundertest)
+// and the fake kubelet (sim/kubelet), plays the timeline — each step carried out by
+// sim/step, with the run as its step.Env: node joins through the kubelet, faults through
 // sim/faults — until the run settles or times out, waits for the recorder's barrier, and
-// hands the records to sim/check to be judged into a report.Result.
+// hands the records to sim/check to be judged into a report.Result. The root holds no step
+// kind's logic: a new kind needs a step in sim/step, not a case here.
 //
 // To judge a run (judge.go) is to hand its per-node records and what else it observed to
 // sim/check, which finds the violations and compares them with the scenario's expect. The

@@ -72,8 +72,8 @@ func (rn *run) judge() *report.Result {
 	v.Violations = append(v.Violations, check.Replacements(recs, rn.start, rn.replaceBudgets())...)
 	rn.mu.Lock()
 	v.Violations = append(v.Violations, rn.stranded...)
-	v.Violations = append(v.Violations, rn.poolRefused...)
 	rn.mu.Unlock()
+	v.Violations = append(v.Violations, rn.state.PoolRefused()...)
 	v.Violations = append(v.Violations, check.Suspended(rn.recorder.Suspensions(), func(m record.Mark) int64 { return m.Time.Sub(rn.start).Milliseconds() })...)
 	obs := rn.observed(v, recs)
 	res := &report.Result{
@@ -135,8 +135,8 @@ func (rn *run) observed(v check.Verdict, recs []record.NodeRecord) check.Observe
 	obs := check.Observed{Events: map[string]int{}}
 	rn.mu.Lock()
 	obs.Errors = append([]string(nil), rn.errs...)
-	obs.Counters.RegistrationsRefused = rn.refused
 	rn.mu.Unlock()
+	_, obs.Counters.RegistrationsRefused = rn.state.Registrations()
 	obs.Counters.BypassDenied = int(rn.tally.BypassDenied.Load())
 	obs.Counters.BypassCreated = int(rn.tally.BypassCreated.Load())
 	obs.Counters.EarlyToleratingPods = v.EarlyTolerating

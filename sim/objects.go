@@ -16,7 +16,7 @@ func (rn *run) objects() objects.Run {
 // setup creates the namespace, the DaemonSets and the pending workloads.
 func (rn *run) setup(ctx context.Context) error {
 	for _, w := range rn.sc.Workloads {
-		rn.replicas[w.Name] = w.Replicas
+		rn.state.Want(w.Name, w.Replicas)
 	}
 	return rn.objects().Create(ctx, &rn.cfg)
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/startupgate/startupgate/sim/record/watch"
 	"github.com/startupgate/startupgate/sim/report"
 	"github.com/startupgate/startupgate/sim/scenario"
+	"github.com/startupgate/startupgate/sim/step"
 )
 
 // Options apply to every scenario of a run.
@@ -91,7 +92,7 @@ func (l Live) Client() kubernetes.Interface { return l.run.client }
 func (l Live) Namespace() string { return l.run.ns }
 
 // Nodes are the nodes joined so far.
-func (l Live) Nodes() []string { return l.run.joinedNodes() }
+func (l Live) Nodes() []string { return l.run.state.Nodes() }
 
 var (
 	runSeq  atomic.Uint64
@@ -165,6 +166,8 @@ type run struct {
 	ledger   *record.Ledger
 	harness  *gateundertest.Harness
 	tally    faults.Tally
+	// state is what the timeline's steps remember (sim/step).
+	state step.State
 	// autoscale is the run's Karpenter (nil: the scenario has no autoscaler).
 	autoscale *autoscaler.Run
 	start     time.Time
@@ -172,21 +175,13 @@ type run struct {
 	mu       sync.Mutex
 	errs     []string
 	notes    []string
-	joined   int
-	joins    map[string]*scenario.Join
-	replicas map[string]int32
 	steps    int
 	lastStep time.Time // when the last step to finish did
-	refused  int       // registrations refused by admission
 	// stoppedCaught: the run ended at its negative control's catch (Options.StopWhenCaught).
 	stoppedCaught bool
 	// recordsSeen is what the node records showed last (Options.QuietFor), and since when.
 	recordsSeen  string
 	recordsSince time.Time
-	// rebooted are the nodes of the last reboot step (AfterRegated waits for them).
-	rebooted []string
-	// poolRefused are the refused registrations of the gate's own pool (Join.GatePool).
-	poolRefused []check.Violation
 	// stranded are the violations of the nodes as the run left them (judgeEnd).
 	stranded []check.Violation
 }
@@ -299,13 +294,13 @@ func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64
 	}
 	kcancel()
 	if err := rn.recorder.Barrier(ctx, r.recorderClient, sc.Name); err != nil {
-		rn.fail(fmt.Errorf("recorder barrier: %w", err))
+		rn.Fail(fmt.Errorf("recorder barrier: %w", err))
 	} else if err := rn.recorder.ResolveReleases(ctx, r.recorderClient); err != nil {
-		rn.fail(fmt.Errorf("recorder: %w", err))
+		rn.Fail(fmt.Errorf("recorder: %w", err))
 	}
-	rn.fail(rn.judgeEnd(ctx))
+	rn.Fail(rn.judgeEnd(ctx))
 	if h := r.Opts.Hooks; h != nil && h.Settled != nil {
-		rn.fail(h.Settled(outer, Live{run: rn}))
+		rn.Fail(h.Settled(outer, Live{run: rn}))
 	}
 	rcancel()
 	return rn.judge(), nil
@@ -347,14 +342,13 @@ func (r *Runner) newRun(sc *scenario.Scenario, seed uint64) (*run, error) {
 	// A fresh namespace per run: the previous run's may still be terminating, and nothing
 	// needs to wait for that.
 	ns := fmt.Sprintf("sim-%s-%d", sc.Name, runSeq.Add(1)+uint64(time.Now().UnixNano()%100000))
-	rn := &run{Runner: r, sc: sc, seed: seed, cfg: cfg, ns: ns, ledger: &record.Ledger{},
-		joins: map[string]*scenario.Join{}, replicas: map[string]int32{}}
+	rn := &run{Runner: r, sc: sc, seed: seed, cfg: cfg, ns: ns, ledger: &record.Ledger{}}
 	rn.recorder = watch.NewRecorder(&rn.cfg, rn.ledger, ns, sc.Init)
 	rn.harness = gateundertest.New(r.Config, r.client, r.Opts.Gate, rn.cfg, sc, ns,
 		gateundertest.Options{As: r.Opts.GateAs, Shipped: r.Opts.Hooks != nil && r.Opts.Hooks.Shipped, Args: r.gateArgs(),
 			Run: fmt.Sprintf("%s seed %d", sc.Name, seed)})
 	rn.kubelet = &kubelet.Kubelet{Client: r.kubeletClient, Namespace: ns, Scenario: sc.Name, Seed: seed, Init: sc.Init,
-		Version: controlplane.KubeVersion, Errors: rn.fail, ReadyAccepted: rn.recorder.ReadyAccepted,
+		Version: controlplane.KubeVersion, Errors: rn.Fail, ReadyAccepted: rn.recorder.ReadyAccepted,
 		StatusReport: sc.Kubelet.NodeStatusReportFrequency}
 	if sc.Plane != nil {
 		rn.kubelet.LeaseRenew = sc.Plane.NodeMonitorGracePeriod / 4
@@ -433,8 +427,43 @@ func (rn *run) replicaCount() int {
 	return 1
 }
 
-// note records something that happened during the run, for the report.
-func (rn *run) note(format string, args ...any) {
+// The run as its timeline's steps see it (step.Env).
+
+// Client is the simulator's admin client.
+func (rn *run) Client() kubernetes.Interface { return rn.client }
+
+// Namespace holds the run's Pods and DaemonSets.
+func (rn *run) Namespace() string { return rn.ns }
+
+// Scenario is the scenario the run plays.
+func (rn *run) Scenario() *scenario.Scenario { return rn.sc }
+
+// Start is when the run's clock started.
+func (rn *run) Start() time.Time { return rn.start }
+
+// State is what the timeline's steps remember.
+func (rn *run) State() *step.State { return &rn.state }
+
+// Kubelet is the fake kubelet of the run's nodes.
+func (rn *run) Kubelet() step.Kubelet { return rn.kubelet }
+
+// Gate is the gate under test.
+func (rn *run) Gate() step.Gate { return rn.harness }
+
+// Recorder is the run's recorder.
+func (rn *run) Recorder() step.Recorder { return rn.recorder }
+
+// Autoscaler is the run's Karpenter, as the pauseAutoscaler step stops and continues it
+// (nil: no autoscaler, or no such step).
+func (rn *run) Autoscaler() step.Autoscaler {
+	if rn.autoscale == nil || rn.autoscale.Pause == nil {
+		return nil
+	}
+	return rn.autoscale.Pause
+}
+
+// Note records something that happened during the run, for the report.
+func (rn *run) Note(format string, args ...any) {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	if len(rn.notes) < 50 {
@@ -442,8 +471,8 @@ func (rn *run) note(format string, args ...any) {
 	}
 }
 
-// fail records an asynchronous error; any makes the run fail.
-func (rn *run) fail(err error) {
+// Fail records an asynchronous error; any makes the run fail.
+func (rn *run) Fail(err error) {
 	if err == nil {
 		return
 	}
@@ -454,12 +483,12 @@ func (rn *run) fail(err error) {
 	}
 }
 
-// faultEnv is what the run's faults may touch.
-func (rn *run) faultEnv() *faults.Env {
+// Faults is what the run's faults may touch.
+func (rn *run) Faults() *faults.Env {
 	return &faults.Env{
 		Client: rn.client, Writers: rn.writers, Namespace: rn.ns, Scenario: rn.sc, Seed: rn.seed,
 		Gate: rn.harness, Plane: rn.Opts.Plane, Ledger: rn.ledger,
-		Nodes: rn.joinedNodes, Records: rn.recorder.Snapshot, Note: rn.note, Fail: rn.fail, Tally: &rn.tally,
+		Nodes: rn.state.Nodes, Records: rn.recorder.Snapshot, Note: rn.Note, Fail: rn.Fail, Tally: &rn.tally,
 	}
 }
 

@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -494,26 +493,4 @@ func assertPassed(t *testing.T, res *report.Result) {
 	}
 	t.Logf("%s: %d nodes released, release latency p50 %.0fms p99 %.0fms, wall %dms",
 		res.Name, res.Released, res.ReleaseLatencyMS.P50, res.ReleaseLatencyMS.P99, res.DurationMS)
-}
-
-// TestEveryStepKindRuns: the runner carries out every action type that scenario.Step can
-// hold, so a kind cannot be accepted by validation and then never run.
-func TestEveryStepKindRuns(t *testing.T) {
-	var s scenario.Step
-	v := reflect.ValueOf(&s).Elem()
-	for i := 0; i < v.NumField(); i++ {
-		if f := v.Field(i); f.Kind() == reflect.Pointer {
-			f.Set(reflect.New(f.Type().Elem()))
-		}
-	}
-	acts := s.Actions()
-	if len(acts) == 0 {
-		t.Fatal("scenario.Step lists no actions")
-	}
-	rn := &run{Runner: &Runner{}}
-	for _, a := range acts {
-		if rn.action(a) == nil {
-			t.Errorf("the runner has no action for %T", a)
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package sim
+package step
 
 import (
 	"context"
@@ -14,7 +14,11 @@ import (
 // editRule restarts the gate with one rule changed, as an edit of its ConfigMap rolls its
 // Pods, and from then on judges the run by the rules in force; with For, it restores the
 // rules after it.
-func (rn *run) editRule(ctx context.Context, e *scenario.EditRule) error {
+type editRule struct{ *scenario.EditRule }
+
+// Run edits the rule and, with For, undoes the edit after it.
+func (e editRule) Run(ctx context.Context, env Env) error {
+	gate := env.Gate()
 	// The rule is looked up inside the change, which Reconfigure makes under its lock: an
 	// edit just before this one (an added or renamed rule) has then taken effect.
 	var (
@@ -22,14 +26,14 @@ func (rn *run) editRule(ctx context.Context, e *scenario.EditRule) error {
 		found  bool
 		names  []string
 	)
-	if _, err := rn.harness.Reconfigure(ctx, func(cfg *config.Config) {
+	if _, err := gate.Reconfigure(ctx, func(cfg *config.Config) {
 		in := *cfg
 		in.Rules = slices.Clone(cfg.Rules)
 		in.InRules() // the default rule, as a rule of its name
 		names = ruleNames(in.Rules)
 		if i := slices.IndexFunc(in.Rules, func(r rule.Rule) bool { return r.Name == e.Rule }); i >= 0 {
 			before, found = in.Rules[i], true
-			edit(cfg, e, rn.sc.Name)
+			e.Apply(cfg, func(sel string) string { return scenario.Scope(sel, env.Scenario().Name) })
 		}
 	}); err != nil {
 		return fmt.Errorf("editing rule %s: %w", e.Rule, err)
@@ -37,8 +41,8 @@ func (rn *run) editRule(ctx context.Context, e *scenario.EditRule) error {
 	if !found {
 		return fmt.Errorf("editRule: the gate runs no rule %q (rules in force: %v)", e.Rule, names)
 	}
-	rn.judgeBy()
-	rn.note("editRule: rule %s edited", e.Rule)
+	judgeBy(env)
+	env.Note("editRule: rule %s edited", e.Rule)
 	if e.For <= 0 {
 		return nil
 	}
@@ -49,27 +53,19 @@ func (rn *run) editRule(ctx context.Context, e *scenario.EditRule) error {
 	}
 	// Only this edit is undone: another step (a suspension, another edit) may have changed
 	// the rules since, and keeps its change.
-	if _, err := rn.harness.Reconfigure(ctx, func(cfg *config.Config) { undo(cfg, e, before) }); err != nil {
+	if _, err := gate.Reconfigure(ctx, func(cfg *config.Config) { e.Undo(cfg, before) }); err != nil {
 		return fmt.Errorf("undoing the edit of rule %s: %w", e.Rule, err)
 	}
-	rn.judgeBy()
-	rn.note("editRule: rule %s restored", e.Rule)
+	judgeBy(env)
+	env.Note("editRule: rule %s restored", e.Rule)
 	return nil
 }
 
 // judgeBy has the recorder judge by the rules the gate runs now.
-func (rn *run) judgeBy() {
-	cfg := rn.harness.Config()
-	rn.recorder.SetConfig(&cfg)
+func judgeBy(env Env) {
+	cfg := env.Gate().Config()
+	env.Recorder().SetConfig(&cfg)
 }
-
-// edit makes the change e describes to rule e.Rule of cfg, a scenario's scoped config.
-func edit(cfg *config.Config, e *scenario.EditRule, scenarioName string) {
-	e.Apply(cfg, func(sel string) string { return scenario.Scope(sel, scenarioName) })
-}
-
-// undo sets back, on the rule e edited, the fields e changed, as they were in before.
-func undo(cfg *config.Config, e *scenario.EditRule, before rule.Rule) { e.Undo(cfg, before) }
 
 func ruleNames(rules []rule.Rule) []string {
 	var out []string
