@@ -94,17 +94,7 @@ func (l Live) Namespace() string { return l.run.ns }
 // Nodes are the nodes joined so far.
 func (l Live) Nodes() []string { return l.run.state.Nodes() }
 
-var (
-	runSeq  atomic.Uint64
-	running sync.Map // scenario name -> struct{}: one run per name at a time
-)
-
-func claim(name string) bool {
-	_, busy := running.LoadOrStore(name, struct{}{})
-	return !busy
-}
-
-func release(name string) { running.Delete(name) }
+var runSeq atomic.Uint64
 
 // Runner runs scenarios against one control plane.
 type Runner struct {
@@ -117,6 +107,10 @@ type Runner struct {
 	// of its own, so that the apiserver's audit log can tell what each costs the plane.
 	kubeletClient  kubernetes.Interface
 	recorderClient kubernetes.Interface
+
+	// running are the scenarios this runner runs now (name -> struct{}): one run per name
+	// at a time, as a run's node names are its scenario's.
+	running sync.Map
 }
 
 // User agents of the simulator's clients: its own (setup, timeline, cleanup), the fake
@@ -215,10 +209,10 @@ func (r *Runner) runSeed(ctx context.Context, sc *scenario.Scenario, seed uint64
 			return nil, err
 		}
 	}
-	if !claim(sc.Name) {
+	if _, busy := r.running.LoadOrStore(sc.Name, struct{}{}); busy {
 		return nil, fmt.Errorf("scenario %s is already running on this plane (its node names would collide)", sc.Name)
 	}
-	defer release(sc.Name)
+	defer r.running.Delete(sc.Name)
 	outer := ctx // the settled hook's own work (the benchmark's memory phase) is not the run's
 	// The run's bound: its scenario's timeout, and two minutes to set up and judge. A Started
 	// hook's work (the large benchmark's probe of a fresh gate: its initial list of every
