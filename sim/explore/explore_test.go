@@ -204,7 +204,9 @@ func TestJudgedOnly(t *testing.T) {
 	once := record.NodeRecord{Name: "once", TaintedAtCreate: true, Reboots: []record.Reboot{
 		{BootID: "b2", Seen: mark(10, 1000), Regated: mark(11, 1100), Reinit: mark(20, 3500)},
 	}}
-	res := &report.Result{Start: start, Records: []record.NodeRecord{{Name: "tainted", TaintedAtCreate: true}, {Name: "untainted"}, twice, once}}
+	tainted := record.NodeRecord{Name: "tainted", TaintedAtCreate: true, Bindings: []record.Binding{
+		{Pod: "ns/web", Mark: mark(30, 3000)}, {Pod: "ns/bypass", Mark: mark(31, 3000), Bypass: true}, {Pod: "ns/bypass-late", Mark: mark(32, 9500), Bypass: true}}}
+	res := &report.Result{Start: start, Records: []record.NodeRecord{tainted, {Name: "untainted"}, twice, once}}
 	crash := Case{DownOnly: gateDown, UntaintedOnly: failOpen}
 	for _, tc := range []struct {
 		name   string
@@ -218,7 +220,12 @@ func TestJudgedOnly(t *testing.T) {
 		{"bound after the slack", check.Violation{Kind: check.KindBoundWhileUnready, Node: "tainted", AtMS: 4001 + DownSlack.Milliseconds()}, 0, crash, true},
 		{"bound before the crash", check.Violation{Kind: check.KindBoundBeforeReinit, Node: "tainted", AtMS: 1000}, 0, crash, true},
 		{"early on a node registered untainted", check.Violation{Kind: check.KindEarlyPod, Node: "untainted", AtMS: 3000}, 0, crash, false},
-		{"early on a node tainted at creation", check.Violation{Kind: check.KindEarlyPod, Node: "tainted", AtMS: 3000}, 0, crash, true},
+		{"early on a node tainted at creation", check.Violation{Kind: check.KindEarlyPod, Node: "tainted", Pod: "ns/web", AtMS: 3000}, 0, crash, true},
+		// A Pod created bound passes only the Pod guard, which fails open while the gate is
+		// down; the scheduler's Pod above is held off by the taint, gate or not.
+		{"created bound onto a held node while the gate was down", check.Violation{Kind: check.KindEarlyPod, Node: "tainted", Pod: "ns/bypass", AtMS: 3000}, 0, crash, false},
+		{"created bound after the slack", check.Violation{Kind: check.KindEarlyPod, Node: "tainted", Pod: "ns/bypass-late", AtMS: 9500}, 0, crash, true},
+		{"created bound while down, not a case that takes the gate down", check.Violation{Kind: check.KindEarlyPod, Node: "tainted", Pod: "ns/bypass", AtMS: 3000}, 0, Case{UntaintedOnly: failOpen}, true},
 		{"never released", check.Violation{}, 1, crash, true},
 		{"held after a second reboot's warm-up the gate was down for", check.Violation{Kind: check.KindHeldAfterReinit, Node: "twice", RV: 20, AtMS: 3500}, 0, crash, false},
 		{"held after a first reboot's warm-up the gate was down for", check.Violation{Kind: check.KindHeldAfterReinit, Node: "once", RV: 20, AtMS: 3500}, 0, crash, true},

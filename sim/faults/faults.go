@@ -304,7 +304,7 @@ func BypassPods(ctx context.Context, env *Env, b *scenario.BypassPods) error {
 		node := held[i%len(held)]
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "bypass-", Namespace: env.Namespace,
-				Labels: map[string]string{"sim.startupgate.io/bypass": "true"}},
+				Labels: map[string]string{record.BypassLabel: "true"}},
 			Spec: env.Scenario.PodSpec(nil, nil, "10m", ""),
 		}
 		pod.Spec.NodeName = node

@@ -73,12 +73,18 @@ type Mark struct {
 // IsZero reports whether the moment never happened.
 func (m Mark) IsZero() bool { return m.Time.IsZero() }
 
+// BypassLabel marks the Pods the simulator creates with spec.nodeName set.
+const BypassLabel = "sim.startupgate.io/bypass"
+
 // Binding is a Pod seen bound to a node.
 type Binding struct {
 	Pod       string // namespace/name
 	Mark      Mark
 	Tolerates bool // tolerates the gate taint (DaemonSet agents, init Pods)
 	Init      bool
+	// Bypass: a Pod the simulator created bound (BypassLabel), past the scheduler: the Pod
+	// guard is all that stands between it and a held node.
+	Bypass bool
 	// Stateful: a StatefulSet's Pod; Running is when it was first seen Running (zero: never).
 	Stateful bool
 	Running  Mark

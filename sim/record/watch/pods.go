@@ -33,7 +33,7 @@ func (r *Recorder) pod(p *corev1.Pod) {
 		r.pods[string(p.UID)] = seen
 		rec.Bindings = append(rec.Bindings, record.Binding{
 			Pod: p.Namespace + "/" + p.Name, Mark: m, Tolerates: r.config().Tolerates(p.Spec.Tolerations), Init: seen.init,
-			Stateful: ownedBy(p, "StatefulSet"),
+			Stateful: ownedBy(p, "StatefulSet"), Bypass: p.Labels[record.BypassLabel] == "true",
 		})
 		if seen.init {
 			rec.inits = append(rec.inits, seen)
