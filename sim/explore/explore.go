@@ -26,6 +26,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -34,6 +35,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/startupgate/startupgate/gate/config"
 	"github.com/startupgate/startupgate/gate/rule"
 	"github.com/startupgate/startupgate/sim/check"
 	"github.com/startupgate/startupgate/sim/scenario"
@@ -224,26 +226,19 @@ func Make(base *scenario.Scenario, kind Kind, index int, seed uint64, writes int
 		c.UntaintedOnly = failsOpen(sc)
 		c.What = fmt.Sprintf("connections cut every %s for %s from %s", d.Every, d.Duration, step.At.Round(time.Millisecond))
 	case Transition:
-		es, fields := edits(sc, rng)
-		if len(es) == 0 {
+		fields, steps := drawTransition(sc, rng, at)
+		if len(steps) == 0 {
 			return c, false
 		}
-		// In the order drawn: a later edit may name a rule an earlier one renamed or added.
-		times := make([]time.Duration, len(es))
-		for i := range times {
-			times[i] = at()
-		}
-		slices.Sort(times)
 		var whats []string
-		for i, e := range es {
-			step := scenario.Step{At: times[i], EditRule: e}
+		for _, step := range steps {
 			sc.Timeline = append(sc.Timeline, step)
-			whats = append(whats, fmt.Sprintf("at %s: %s", step.At.Round(time.Millisecond), describe(e)))
-			if takesHold(e) {
+			whats = append(whats, fmt.Sprintf("at %s: %s", step.At.Round(time.Millisecond), describe(step.EditRule)))
+			if takesHold(step.EditRule) {
 				c.Unjudged = liftsHold
 			}
 		}
-		if slices.ContainsFunc(es, func(e *scenario.EditRule) bool { return leavesNodePool(sc, e) }) {
+		if slices.ContainsFunc(steps, func(st scenario.Step) bool { return leavesNodePool(sc, st.EditRule) }) {
 			c.Unjudged = append(slices.Clone(c.Unjudged), check.KindNodeClaimsRedundant)
 		}
 		slices.SortStableFunc(sc.Timeline, func(a, b scenario.Step) int { return cmp.Compare(a.At, b.At) })
@@ -281,6 +276,115 @@ func lastStep(sc *scenario.Scenario) time.Duration {
 		last = max(last, s.At)
 	}
 	return last
+}
+
+// drawTransition draws edits (edits) and their moments (at), in the order drawn (a later
+// edit may name a rule an earlier one renamed or added), until the scenario's own edits,
+// met among them, leave every config along the run valid: a drawn mode change can make a
+// later step's onReboot one the config refuses. It returns the fields changed and the
+// steps; none when no draw of a few fits.
+func drawTransition(sc *scenario.Scenario, rng *rand.Rand, at func() time.Duration) ([]string, []scenario.Step) {
+	for range 8 {
+		es, fields := edits(sc, rng)
+		if len(es) == 0 {
+			return nil, nil
+		}
+		times := make([]time.Duration, len(es))
+		for i := range times {
+			times[i] = at()
+		}
+		slices.Sort(times)
+		steps := make([]scenario.Step, len(es))
+		for i, e := range es {
+			steps[i] = scenario.Step{At: times[i], EditRule: e}
+		}
+		if validAlong(sc, steps) {
+			return fields, steps
+		}
+	}
+	return nil, nil
+}
+
+// validAlong reports whether every config the run can go through is valid with the drawn
+// steps among the scenario's own, as the gate's reconfiguration validates it. The drawn
+// edits (and their undos) come at their offsets; a step of the scenario that waits (for
+// its Pods bound, its nodes released or re-gated) may come any time after its offset, so
+// every order of the two the offsets allow is tried, the scenario's in its own order.
+func validAlong(sc *scenario.Scenario, drawn []scenario.Step) bool {
+	own, ours := changesOf(sc.Timeline, true), changesOf(drawn, false)
+	cfg := sc.GateConfig
+	cfg.Rules = slices.Clone(cfg.Rules)
+	return validOrders(cfg, own, ours, map[*scenario.EditRule]rule.Rule{})
+}
+
+// change is an edit, or its undo, at its offset; waits: it may come later.
+type change struct {
+	at    time.Duration
+	edit  *scenario.EditRule
+	undo  bool
+	waits bool
+}
+
+func changesOf(steps []scenario.Step, scenarios bool) []change {
+	var out []change
+	for _, st := range steps {
+		e := st.EditRule
+		if e == nil {
+			continue
+		}
+		waits := scenarios && (st.AfterBound || st.AfterReleased || st.AfterRegated)
+		out = append(out, change{at: st.At, edit: e, waits: waits})
+		if e.For > 0 {
+			out = append(out, change{at: st.At + e.For, edit: e, undo: true, waits: waits})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b change) int { return cmp.Compare(a.at, b.at) })
+	return out
+}
+
+// validOrders applies the next of own or ours, each in turn where the offsets allow it,
+// to cfg, and reports whether every order keeps every config valid.
+func validOrders(cfg config.Config, own, ours []change, before map[*scenario.EditRule]rule.Rule) bool {
+	if len(own) == 0 && len(ours) == 0 {
+		return true
+	}
+	// own[0] may come first unless ours[0] is due before it; ours[0] may come first unless
+	// own[0] is due before it and cannot slip.
+	if len(own) > 0 && (len(ours) == 0 || own[0].at <= ours[0].at) {
+		if !applyValid(cfg, own[0], before, func(c config.Config, b map[*scenario.EditRule]rule.Rule) bool {
+			return validOrders(c, own[1:], ours, b)
+		}) {
+			return false
+		}
+	}
+	if len(ours) > 0 && (len(own) == 0 || own[0].waits || ours[0].at < own[0].at) {
+		if !applyValid(cfg, ours[0], before, func(c config.Config, b map[*scenario.EditRule]rule.Rule) bool {
+			return validOrders(c, own, ours[1:], b)
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
+// applyValid applies ch to a copy of cfg and, when the result is valid, goes on with it.
+func applyValid(cfg config.Config, ch change, before map[*scenario.EditRule]rule.Rule, next func(config.Config, map[*scenario.EditRule]rule.Rule) bool) bool {
+	cfg.Rules = slices.Clone(cfg.Rules)
+	before = maps.Clone(before)
+	if ch.undo {
+		ch.edit.Undo(&cfg, before[ch.edit])
+	} else {
+		in := cfg
+		in.Rules = slices.Clone(cfg.Rules)
+		in.InRules()
+		if i := slices.IndexFunc(in.Rules, func(r rule.Rule) bool { return r.Name == ch.edit.Rule }); i >= 0 {
+			before[ch.edit] = in.Rules[i]
+		}
+		if !ch.edit.Apply(&cfg, func(sel string) string { return sel }) {
+			return false
+		}
+	}
+	return cfg.Validate() == nil && next(cfg, before)
 }
 
 // edits draws one to three operators' edits of the scenario's rules (the top-level default

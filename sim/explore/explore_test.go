@@ -67,14 +67,8 @@ func TestPlan(t *testing.T) {
 		if !Applies(scs[i]) {
 			t.Errorf("%s: perturbed, though the explorer does not apply to it", c.Base)
 		}
-		for _, st := range added {
-			e := st.EditRule
-			if e != nil && (e.Remove || e.Rename != "") &&
-				slices.ContainsFunc(scs[i].Timeline, func(s scenario.Step) bool {
-					return s.SuspendRule != nil && s.SuspendRule.Rule == e.Rule || s.EditRule != nil && s.EditRule.Rule == e.Rule
-				}) {
-				t.Errorf("%s %s: %s, a rule a step of the base names", c.Kind, c.Base, c.What)
-			}
+		if c.Kind == Transition {
+			checkEdits(t, scs[i], c, added)
 		}
 	}
 	for _, k := range Kinds {
@@ -438,6 +432,59 @@ func TestLeavesNodePool(t *testing.T) {
 	} {
 		if got := leavesNodePool(tc.sc, &tc.e); got != tc.want {
 			t.Errorf("%s: leavesNodePool = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// checkEdits: a transition's edits leave every config along the run valid, and never
+// rename or remove a rule a step of the base names.
+func checkEdits(t *testing.T, base *scenario.Scenario, c Case, added []scenario.Step) {
+	t.Helper()
+	if !validAlong(base, added) {
+		t.Errorf("%s %s: %s leaves a config along the run invalid", c.Kind, c.Base, c.What)
+	}
+	for _, st := range added {
+		e := st.EditRule
+		if e != nil && (e.Remove || e.Rename != "") &&
+			slices.ContainsFunc(base.Timeline, func(s scenario.Step) bool {
+				return s.SuspendRule != nil && s.SuspendRule.Rule == e.Rule || s.EditRule != nil && s.EditRule.Rule == e.Rule
+			}) {
+			t.Errorf("%s %s: %s, a rule a step of the base names", c.Kind, c.Base, c.What)
+		}
+	}
+}
+
+// TestValidAlong: a drawn edit that leaves a later step of the scenario's own invalid is
+// refused. An explore drew "mode: continuous" on reboot-onreboot-toggled, whose own step
+// at 15 s sets onReboot: gate again, which a continuous rule cannot take: the run failed on
+// the simulator's error, not the gate's. A step that waits may come after a drawn edit
+// due later than its offset, so that order is checked too.
+func TestValidAlong(t *testing.T) {
+	var toggled *scenario.Scenario
+	for _, sc := range loadSuite(t) {
+		if sc.Name == "reboot-onreboot-toggled" {
+			toggled = sc
+		}
+	}
+	if toggled == nil {
+		t.Fatal("scenario reboot-onreboot-toggled not found")
+	}
+	at := func(d time.Duration, e scenario.EditRule) scenario.Step { return scenario.Step{At: d, EditRule: &e} }
+	for _, c := range []struct {
+		name  string
+		drawn []scenario.Step
+		valid bool
+	}{
+		{"maxHold set", []scenario.Step{at(time.Second, scenario.EditRule{Rule: "default", MaxHold: ptr.To(20 * time.Second)})}, true},
+		{"mode continuous, then the scenario's onReboot: gate", []scenario.Step{at(1300*time.Millisecond, scenario.EditRule{Rule: "default", Mode: string(rule.Continuous)})}, false},
+		// Undone at 3.3 s, before the scenario's first edit may come (6 s).
+		{"mode continuous for 2s", []scenario.Step{at(1300*time.Millisecond, scenario.EditRule{Rule: "default", Mode: string(rule.Continuous), For: 2 * time.Second})}, true},
+		// Due after the step's offset (15 s), but the step waits for releases and may
+		// come later still.
+		{"mode continuous after the step's offset", []scenario.Step{at(16*time.Second, scenario.EditRule{Rule: "default", Mode: string(rule.Continuous)})}, false},
+	} {
+		if got := validAlong(toggled, c.drawn); got != c.valid {
+			t.Errorf("%s: validAlong = %v, want %v", c.name, got, c.valid)
 		}
 	}
 }
