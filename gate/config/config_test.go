@@ -124,6 +124,38 @@ func TestValidateErrors(t *testing.T) {
 	}
 }
 
+// TestPlacedAnnotationErrors: a placed-taint mark's key the apiserver would refuse is
+// reported where the operator can fix it, never as the completion annotation's: a bad
+// placedAnnotation under its own name, once, and a good one that a rule's record makes too
+// long under that rule's taint key, naming placedAnnotation.
+func TestPlacedAnnotationErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, placed, field string
+	}{
+		{"a base the apiserver refuses", "example.com/placed~x", "placedAnnotation:"},
+		{"a base the record makes too long", "example.com/" + strings.Repeat("p", 60), "taint.key:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.PlacedAnnotation = tc.placed
+			err := cfg.Validate()
+			if err == nil {
+				t.Fatalf("Validate() = nil, want an error naming %s", tc.field)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tc.field) || !strings.Contains(msg, tc.placed) {
+				t.Errorf("Validate() = %q, want it to name %s and %q", msg, tc.field, tc.placed)
+			}
+			if strings.Contains(msg, "completedAnnotation") {
+				t.Errorf("Validate() = %q: blames the completion annotation for the placed mark", msg)
+			}
+			if n := strings.Count(msg, "\n") + 1; n != 1 {
+				t.Errorf("Validate() = %q: %d errors, want 1", msg, n)
+			}
+		})
+	}
+}
+
 // TestValidateErrorOrder pins how several errors are reported: all at once, one line each,
 // in field order; and the Pod scopes' error only when nothing before it failed.
 func TestValidateErrorOrder(t *testing.T) {

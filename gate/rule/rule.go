@@ -287,14 +287,20 @@ func (r *Rule) validateAnnotationKeys(field func(string) string, errs *Errors) {
 	if len(validation.IsQualifiedName(r.CompletedAnnotation)) > 0 {
 		return
 	}
-	derived := []string{r.PlacedAnnotation}
 	if r.Mode != Condition {
-		derived = append(derived, r.BootAnnotation(), r.EvidenceAnnotation(), r.RegatedAnnotation(), r.ReplacedAnnotation(), r.TimeoutsAnnotation())
-	}
-	for _, key := range derived {
-		for _, msg := range validation.IsQualifiedName(key) {
-			errs.Add(field("completedAnnotation"), "%q: makes the annotation key %q, which the apiserver refuses: %s (shorten the completion annotation)", r.CompletedAnnotation, key, msg)
+		for _, key := range []string{r.BootAnnotation(), r.EvidenceAnnotation(), r.RegatedAnnotation(), r.ReplacedAnnotation(), r.TimeoutsAnnotation()} {
+			for _, msg := range validation.IsQualifiedName(key) {
+				errs.Add(field("completedAnnotation"), "%q: makes the annotation key %q, which the apiserver refuses: %s (shorten the completion annotation)", r.CompletedAnnotation, key, msg)
+			}
 		}
+	}
+	// The mark's key is the config's placedAnnotation and the record's name, which the taint
+	// makes: a base the apiserver refuses is the config's own error, reported there once.
+	if len(validation.IsQualifiedName(cmp.Or(r.PlacedBase, DefaultPlacedAnnotation))) > 0 {
+		return
+	}
+	for _, msg := range validation.IsQualifiedName(r.PlacedAnnotation) {
+		errs.Add(field("taint.key"), "%q: makes the placed-taint mark's key %q, which the apiserver refuses: %s (shorten placedAnnotation or the taint key)", r.Taint.Key, r.PlacedAnnotation, msg)
 	}
 }
 
