@@ -351,40 +351,32 @@ func validOrders(cfg config.Config, own, ours []change, before map[*scenario.Edi
 	// own[0] may come first unless ours[0] is due before it; ours[0] may come first unless
 	// own[0] is due before it and cannot slip.
 	if len(own) > 0 && (len(ours) == 0 || own[0].at <= ours[0].at) {
-		if !applyValid(cfg, own[0], before, func(c config.Config, b map[*scenario.EditRule]rule.Rule) bool {
-			return validOrders(c, own[1:], ours, b)
-		}) {
+		next, b, ok := applied(cfg, own[0], before)
+		if !ok || !validOrders(next, own[1:], ours, b) {
 			return false
 		}
 	}
 	if len(ours) > 0 && (len(own) == 0 || own[0].waits || ours[0].at < own[0].at) {
-		if !applyValid(cfg, ours[0], before, func(c config.Config, b map[*scenario.EditRule]rule.Rule) bool {
-			return validOrders(c, own, ours[1:], b)
-		}) {
+		next, b, ok := applied(cfg, ours[0], before)
+		if !ok || !validOrders(next, own, ours[1:], b) {
 			return false
 		}
 	}
 	return true
 }
 
-// applyValid applies ch to a copy of cfg and, when the result is valid, goes on with it.
-func applyValid(cfg config.Config, ch change, before map[*scenario.EditRule]rule.Rule, next func(config.Config, map[*scenario.EditRule]rule.Rule) bool) bool {
+// applied is cfg with ch made, and the rules as each edit found them (for its undo); false
+// when the edit finds no rule or the result is not valid.
+func applied(cfg config.Config, ch change, before map[*scenario.EditRule]rule.Rule) (config.Config, map[*scenario.EditRule]rule.Rule, bool) {
 	cfg.Rules = slices.Clone(cfg.Rules)
-	before = maps.Clone(before)
 	if ch.undo {
 		ch.edit.Undo(&cfg, before[ch.edit])
-	} else {
-		in := cfg
-		in.Rules = slices.Clone(cfg.Rules)
-		in.InRules()
-		if i := slices.IndexFunc(in.Rules, func(r rule.Rule) bool { return r.Name == ch.edit.Rule }); i >= 0 {
-			before[ch.edit] = in.Rules[i]
-		}
-		if !ch.edit.Apply(&cfg, func(sel string) string { return sel }) {
-			return false
-		}
+		return cfg, before, cfg.Validate() == nil
 	}
-	return cfg.Validate() == nil && next(cfg, before)
+	was, ok := ch.edit.Apply(&cfg, func(sel string) string { return sel })
+	before = maps.Clone(before)
+	before[ch.edit] = was
+	return cfg, before, ok && cfg.Validate() == nil
 }
 
 // edits draws one to three operators' edits of the scenario's rules (the top-level default
@@ -409,7 +401,7 @@ func edits(sc *scenario.Scenario, rng *rand.Rand) ([]*scenario.EditRule, []strin
 		e, field := drawEdit(r, len(lasting), !namedByStep(sc, r.Name), rng)
 		next := cfg
 		next.Rules = slices.Clone(cfg.Rules)
-		if !e.Apply(&next, func(sel string) string { return sel }) || next.Validate() != nil {
+		if _, ok := e.Apply(&next, func(sel string) string { return sel }); !ok || next.Validate() != nil {
 			continue
 		}
 		// Only the last edit may be undone: its undo then meets only the edits before it,

@@ -122,7 +122,7 @@ func TestGeneratedEdits(t *testing.T) {
 		cfg := c.Scenario.GateConfig
 		cfg.Rules = slices.Clone(cfg.Rules)
 		for _, st := range addedSteps(scs[slices.IndexFunc(scs, func(sc *scenario.Scenario) bool { return sc.Name == c.Base })], c.Scenario) {
-			if !st.EditRule.Apply(&cfg, func(s string) string { return s }) {
+			if _, ok := st.EditRule.Apply(&cfg, func(s string) string { return s }); !ok {
 				t.Errorf("%s: %s: the edit names no rule of the config", c.Base, c.What)
 			}
 		}

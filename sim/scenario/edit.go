@@ -14,24 +14,25 @@ import (
 // Apply makes the change e describes to rule e.Rule of cfg. scope makes a node selector the
 // scenario's (its own nodes only). The top-level default rule is named "default": it is
 // first written out as a rule (config.Config.InRules), the same rule with the same record.
-// It reports whether cfg has the rule.
-func (e *EditRule) Apply(cfg *config.Config, scope func(selector string) string) bool {
+// It returns the rule as it was, for Undo, and whether cfg has the rule.
+func (e *EditRule) Apply(cfg *config.Config, scope func(selector string) string) (rule.Rule, bool) {
 	if e.Rule == config.DefaultRuleName {
 		cfg.InRules()
 	}
 	i := slices.IndexFunc(cfg.Rules, func(r rule.Rule) bool { return r.Name == e.Rule })
 	if i < 0 {
-		return false
+		return rule.Rule{}, false
 	}
+	before := cfg.Rules[i]
 	if e.Remove {
 		cfg.Rules = slices.Delete(cfg.Rules, i, i+1)
-		return true
+		return before, true
 	}
 	if e.Add != "" {
 		added := cfg.Rules[i]
 		added.Name, added.Taint.Key, added.CompletedAnnotation = e.Add, added.Taint.Key+"-added", ""
 		cfg.Rules = append(cfg.Rules, added)
-		return true
+		return before, true
 	}
 	r := &cfg.Rules[i]
 	if e.OnReboot != "" {
@@ -73,7 +74,7 @@ func (e *EditRule) Apply(cfg *config.Config, scope func(selector string) string)
 			r.MaxReplacing, r.ReplaceStopAfter, r.ReplaceBackoff = 0, 0, metav1.Duration{}
 		}
 	}
-	return true
+	return before, true
 }
 
 // Undo sets back, on the rule e edited (under its new name, if e renamed it), the fields e

@@ -31,10 +31,7 @@ func (e editRule) Run(ctx context.Context, env Env) error {
 		in.Rules = slices.Clone(cfg.Rules)
 		in.InRules() // the default rule, as a rule of its name
 		names = ruleNames(in.Rules)
-		if i := slices.IndexFunc(in.Rules, func(r rule.Rule) bool { return r.Name == e.Rule }); i >= 0 {
-			before, found = in.Rules[i], true
-			e.Apply(cfg, func(sel string) string { return scenario.Scope(sel, env.Scenario().Name) })
-		}
+		before, found = e.Apply(cfg, func(sel string) string { return scenario.Scope(sel, env.Scenario().Name) })
 	}); err != nil {
 		return fmt.Errorf("editing rule %s: %w", e.Rule, err)
 	}
